@@ -1,0 +1,122 @@
+//! The sharded-slab configuration every arena uses, and how arena keys become entity ids.
+//!
+//! sharded-slab packs (generation, thread shard, page address) into one `usize` key. The
+//! default configuration spends 12 bits on 4,096 possible threads and leaves few generation
+//! bits, so a slot reused a few thousand times (a raid arena reuses slots every burst) could
+//! hand a stale id the new occupant. [`ArenaConfig`] allows 256 threads and 2^27 slots per
+//! thread, which leaves 27 generation bits, and reserves the top 2 bits of every key so the
+//! id encodings below can never overflow or collide.
+
+use sharded_slab::Config;
+
+/// The arena configuration: 256 threads, 64-slot first pages, 2 reserved high bits.
+#[derive(Clone, Copy, Debug)]
+pub struct ArenaConfig;
+
+impl Config for ArenaConfig {
+    /// More threads than any server here runs (workers + tick + admin); a thread's shard is
+    /// reused once it exits.
+    const MAX_THREADS: usize = 256;
+    /// 20 pages doubling from 64 slots: about 67M slots per thread shard.
+    const MAX_PAGES: usize = 20;
+    /// A first page of 64 slots: small arenas stay small, and pre-warming doubles from here.
+    const INITIAL_PAGE_SIZE: usize = 64;
+    /// Bits 62 and 63 of every key are always zero (see [`player_id_from_key`]).
+    const RESERVED_BITS: usize = 2;
+}
+
+/// Bit 63 marks a raid object id; player ids never have it.
+pub const OBJECT_ID_TAG: u64 = 1 << 63;
+
+/// A player id is its arena key plus one, so 0 is never a valid id.
+#[inline]
+pub fn player_id_from_key(key: usize) -> u64 {
+    debug_assert!((key as u64) < (1 << 62));
+    key as u64 + 1
+}
+
+/// The arena key of a player id; `None` for 0 and for object ids.
+#[inline]
+pub fn key_from_player_id(id: u64) -> Option<usize> {
+    if id == 0 || id & OBJECT_ID_TAG != 0 || id > (1 << 62) {
+        return None;
+    }
+    Some((id - 1) as usize)
+}
+
+/// A raid object id is its arena key plus one, tagged with [`OBJECT_ID_TAG`].
+#[inline]
+pub fn object_id_from_key(key: usize) -> u64 {
+    debug_assert!((key as u64) < (1 << 62));
+    (key as u64 + 1) | OBJECT_ID_TAG
+}
+
+/// The arena key of a raid object id; `None` for anything that is not one.
+#[inline]
+pub fn key_from_object_id(id: u64) -> Option<usize> {
+    if id & OBJECT_ID_TAG == 0 {
+        return None;
+    }
+    let raw = id & !OBJECT_ID_TAG;
+    if raw == 0 || raw > (1 << 62) {
+        return None;
+    }
+    Some((raw - 1) as usize)
+}
+
+/// Fills `slab`'s shard for the calling thread with `slots` entries and frees them again, so
+/// later inserts from this thread reuse pages instead of allocating. sharded-slab never
+/// returns pages to the OS, which is what makes this stick.
+pub(crate) fn prewarm<T>(slab: &sharded_slab::Slab<T, ArenaConfig>, slots: usize, make: impl Fn() -> T) {
+    // All inserts first, so the shard's pages grow to hold `slots` live entries at once.
+    let mut keys = Vec::with_capacity(slots);
+    for _ in 0..slots {
+        match slab.insert(make()) {
+            Some(key) => keys.push(key),
+            None => break,
+        }
+    }
+    for key in keys {
+        slab.remove(key);
+    }
+}
+
+#[cfg(all(test, not(mmo_loom)))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_round_trip_and_never_collide() {
+        for key in [0usize, 1, 77, (1 << 62) - 1] {
+            let p = player_id_from_key(key);
+            let o = object_id_from_key(key);
+            assert_ne!(p, 0);
+            assert_ne!(p, o);
+            assert_eq!(key_from_player_id(p), Some(key));
+            assert_eq!(key_from_object_id(o), Some(key));
+            assert_eq!(key_from_player_id(o), None);
+            assert_eq!(key_from_object_id(p), None);
+        }
+        assert_eq!(key_from_player_id(0), None);
+        assert_eq!(key_from_object_id(OBJECT_ID_TAG), None);
+        assert_eq!(key_from_player_id(u64::MAX >> 1), None);
+    }
+
+    #[test]
+    fn stale_keys_miss_after_reuse() {
+        let slab = sharded_slab::Slab::<u32>::new_with_config::<ArenaConfig>();
+        let first = slab.insert(1).unwrap();
+        assert!(slab.remove(first));
+        let second = slab.insert(2).unwrap();
+        assert_ne!(first, second, "a reused slot gets a new generation");
+        assert!(slab.get(first).is_none());
+        assert_eq!(*slab.get(second).unwrap(), 2);
+        // Well past the default config's generation period.
+        let mut key = second;
+        for i in 0..20_000u32 {
+            assert!(slab.remove(key));
+            key = slab.insert(i).unwrap();
+            assert!(slab.get(first).is_none() && slab.get(second).is_none());
+        }
+    }
+}

@@ -1,0 +1,453 @@
+//! Combat: hit points, damage, and raid bursts of short-lived objects.
+//!
+//! - **Combatants** (one per player: hp, faction, owner) live in their own sharded-slab arena.
+//! - **Raid objects** (adds, projectiles, loot) live in a second arena, pre-warmed to
+//!   `raid_object_capacity`. A raid spawn creates N of them around a point in one call, each
+//!   registered in the grid and recorded in a **burst** record. Burst records come from a
+//!   sharded-slab `Pool`, so their key and cell lists keep their capacity between bursts: once a
+//!   burst of a given size has been seen, the next one allocates nothing.
+//! - **Expiry**: the spawner hands `(expires_tick, burst)` to the tick through a bounded
+//!   lock-free `ArrayQueue`; the tick keeps a pre-sized heap ordered by expiry and, when a
+//!   burst is due, removes its objects from the grid (one `retain` per cell it touched) and
+//!   frees their slots.
+//!
+//! Spawning is whole or nothing: a [`CapacityGate`] admits the full count of objects and one
+//! burst slot before anything is created, so the queue can never be full when the spawner
+//! pushes to it (its capacity equals the burst limit).
+//!
+//! Concurrency contract:
+//! - [`Health`] is the one hand-written atomic protocol: a compare-and-swap loop that
+//!   saturates at zero, so concurrent hits never resurrect or over-kill, and exactly one hit
+//!   reports [`DamageOutcome::Killed`] (model-checked in `tests/loom_health.rs`).
+//! - Raid objects are immutable after spawn apart from their health; the tick alone frees them.
+//!   A reader holding an object's guard delays the slot's reuse, never sees it reused.
+//! - Burst records are written by their spawner before they are published (the `Pool`'s
+//!   `RefMut` is dropped before the key is queued) and read and cleared by the tick only.
+//! - Locks: none of this module's own; the tick's expiry heap is behind the tick's lock
+//!   ([`crate::tick`]), and grid writes take one grid shard at a time.
+
+use crate::arena::{ArenaConfig, key_from_object_id, object_id_from_key};
+use crate::capacity::CapacityGate;
+use crate::config::{CoreConfig, RAID_BURST_MAX};
+use crate::grid::{CellKey, Grid, Member};
+use crate::records::{EntityKind, RaidSpawnRequest};
+use crate::sync::{AtomicI32, Ordering};
+use crossbeam_queue::ArrayQueue;
+use sharded_slab::{Clear, Pool, Slab};
+
+/// Hit points, shared by every thread that deals damage.
+#[derive(Debug)]
+pub struct Health {
+    /// Current hit points, never below zero. Written by damage (CAS), read by anyone.
+    hp: AtomicI32,
+}
+
+/// What one damage call did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DamageOutcome {
+    /// The target survived with this many hit points.
+    Hit {
+        /// Hit points left.
+        hp_left: i32,
+    },
+    /// This call brought the target to zero (reported to exactly one caller).
+    Killed,
+    /// The target was already at zero; nothing changed.
+    AlreadyDead,
+}
+
+impl Health {
+    /// Full health.
+    pub fn new(hp: i32) -> Self {
+        Self { hp: AtomicI32::new(hp.max(0)) }
+    }
+
+    /// Current hit points.
+    pub fn hp(&self) -> i32 {
+        self.hp.load(Ordering::Acquire)
+    }
+
+    /// Takes `amount` (> 0) hit points, saturating at zero.
+    pub fn damage(&self, amount: i32) -> DamageOutcome {
+        debug_assert!(amount > 0);
+        let mut current = self.hp.load(Ordering::Acquire);
+        loop {
+            if current <= 0 {
+                return DamageOutcome::AlreadyDead;
+            }
+            let next = current.saturating_sub(amount).max(0);
+            match self.hp.compare_exchange_weak(current, next, Ordering::AcqRel, Ordering::Acquire) {
+                Ok(_) if next == 0 => return DamageOutcome::Killed,
+                Ok(_) => return DamageOutcome::Hit { hp_left: next },
+                Err(seen) => current = seen,
+            }
+        }
+    }
+}
+
+/// A player's combat state.
+#[derive(Debug)]
+pub struct Combatant {
+    /// Hit points.
+    pub health: Health,
+    /// Faction; same-faction damage is refused.
+    pub faction: u8,
+    /// Owning player id.
+    pub owner: u64,
+}
+
+/// One spawned raid object.
+#[derive(Debug)]
+pub struct RaidObject {
+    /// Hit points (adds can be fought; projectiles and loot usually have 1).
+    pub health: Health,
+    /// What it is.
+    pub kind: EntityKind,
+    /// Faction.
+    pub faction: u8,
+    /// Tick at which the tick frees it.
+    pub expires_tick: u32,
+    /// Spawn position, metres.
+    pub x_m: f32,
+    /// Spawn position, metres.
+    pub y_m: f32,
+}
+
+/// The record of one raid burst: what the tick must free when it expires.
+#[derive(Debug, Default)]
+pub struct Burst {
+    /// Tick at which the whole burst expires.
+    pub expires_tick: u32,
+    /// Arena keys of the burst's objects.
+    pub object_keys: Vec<usize>,
+    /// Grid cells the burst's objects were put in.
+    pub cells: Vec<CellKey>,
+}
+
+impl Clear for Burst {
+    /// Empties the lists but keeps their capacity: this is what makes the next burst free.
+    fn clear(&mut self) {
+        self.expires_tick = 0;
+        self.object_keys.clear();
+        self.cells.clear();
+    }
+}
+
+/// Why a raid spawn was refused. Nothing was spawned.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RaidError {
+    /// `kind` is not `Add`, `Projectile` or `Loot`.
+    BadKind,
+    /// `count` is 0 or above [`RAID_BURST_MAX`].
+    BadCount,
+    /// `lifetime_ms` is 0 or `hp` is not positive.
+    BadLifetimeOrHp,
+    /// The centre is outside the world, or the extent is negative or not finite.
+    OutOfBounds,
+    /// The objects would exceed `raid_object_capacity`, or too many bursts are alive.
+    CapacityExceeded,
+}
+
+/// What a raid spawn did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RaidReport {
+    /// Objects spawned (always the requested count).
+    pub spawned: u32,
+    /// Grid cells the burst covers.
+    pub cells: u32,
+    /// Tick at which the burst expires.
+    pub expires_tick: u32,
+}
+
+/// What one tick's expiry pass did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ExpiryReport {
+    /// Bursts freed.
+    pub bursts: u32,
+    /// Objects freed.
+    pub objects: u32,
+}
+
+/// Small, fast, seedable generator for spawn positions (SplitMix64).
+struct SpawnRng(u64);
+
+impl SpawnRng {
+    #[inline]
+    fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// Uniform in `[0, 1)`.
+    #[inline]
+    fn unit(&mut self) -> f32 {
+        (self.next_u64() >> 40) as f32 * (1.0 / (1u64 << 24) as f32)
+    }
+}
+
+/// The combat service: combatant and raid arenas, burst records, and the expiry hand-off.
+pub struct Combat {
+    /// Player combatants. Inserted by join, removed by leave, read by damage.
+    combatants: Slab<Combatant, ArenaConfig>,
+    /// Raid objects. Inserted by raid spawn, removed by the tick, read by damage.
+    objects: Slab<RaidObject, ArenaConfig>,
+    /// Burst records. Created by raid spawn, cleared by the tick.
+    bursts: Pool<Burst, ArenaConfig>,
+    /// Spawner -> tick hand-off of `(expires_tick, burst key)`; capacity = burst limit.
+    expiry_inbox: ArrayQueue<(u32, usize)>,
+    /// Live raid objects against `raid_object_capacity`.
+    object_gate: CapacityGate,
+    /// Live bursts against `raid_burst_capacity`.
+    burst_gate: CapacityGate,
+    tick_ms: u32,
+    world_size_m: f32,
+}
+
+impl Combat {
+    /// Empty arenas for `config`.
+    pub fn new(config: &CoreConfig) -> Self {
+        Self {
+            combatants: Slab::new_with_config::<ArenaConfig>(),
+            objects: Slab::new_with_config::<ArenaConfig>(),
+            bursts: Pool::new_with_config::<ArenaConfig>(),
+            expiry_inbox: ArrayQueue::new(config.raid_burst_capacity as usize),
+            object_gate: CapacityGate::new(config.raid_object_capacity),
+            burst_gate: CapacityGate::new(config.raid_burst_capacity),
+            tick_ms: config.tick_ms,
+            world_size_m: config.world_size_m,
+        }
+    }
+
+    /// Creates a player's combatant.
+    pub fn add_combatant(&self, owner: u64, faction: u8, hp: i32) -> Option<usize> {
+        self.combatants.insert(Combatant { health: Health::new(hp), faction, owner })
+    }
+
+    /// Frees a player's combatant.
+    pub fn remove_combatant(&self, key: usize) -> bool {
+        self.combatants.remove(key)
+    }
+
+    /// A player's combatant.
+    pub fn combatant(&self, key: usize) -> Option<sharded_slab::Entry<'_, Combatant, ArenaConfig>> {
+        self.combatants.get(key)
+    }
+
+    /// A raid object by id.
+    pub fn object(&self, object_id: u64) -> Option<sharded_slab::Entry<'_, RaidObject, ArenaConfig>> {
+        self.objects.get(key_from_object_id(object_id)?)
+    }
+
+    /// Raid objects alive now.
+    pub fn live_objects(&self) -> u32 {
+        self.object_gate.in_use()
+    }
+
+    /// Raid bursts alive now.
+    pub fn live_bursts(&self) -> u32 {
+        self.burst_gate.in_use()
+    }
+
+    fn validate(&self, req: &RaidSpawnRequest) -> Result<EntityKind, RaidError> {
+        let kind = match EntityKind::try_from(req.kind) {
+            Ok(k @ (EntityKind::Add | EntityKind::Projectile | EntityKind::Loot)) => k,
+            _ => return Err(RaidError::BadKind),
+        };
+        if req.count == 0 || req.count > RAID_BURST_MAX {
+            return Err(RaidError::BadCount);
+        }
+        if req.lifetime_ms == 0 || req.hp <= 0 {
+            return Err(RaidError::BadLifetimeOrHp);
+        }
+        let (cx, cy, h) = (req.center_x_m, req.center_y_m, req.half_extent_m);
+        let inside = |v: f32| v.is_finite() && v >= 0.0 && v < self.world_size_m;
+        if !inside(cx) || !inside(cy) || !h.is_finite() || h < 0.0 {
+            return Err(RaidError::OutOfBounds);
+        }
+        Ok(kind)
+    }
+
+    /// Spawns `req.count` objects uniformly over the square around the centre (clamped to
+    /// the world), expiring `lifetime_ms` from `now_tick`. Whole or nothing.
+    ///
+    /// Objects are generated cell by cell: each cell the square overlaps gets a share of the
+    /// count proportional to its overlap (cumulative rounding, so the shares add up exactly),
+    /// and the cell's lock is taken once for its whole share. No sort, no per-object lock.
+    pub fn raid_spawn(&self, req: &RaidSpawnRequest, now_tick: u32, grid: &Grid) -> Result<RaidReport, RaidError> {
+        let kind = self.validate(req)?;
+        if !self.object_gate.try_acquire(req.count) {
+            return Err(RaidError::CapacityExceeded);
+        }
+        if !self.burst_gate.try_acquire(1) {
+            self.object_gate.release(req.count);
+            return Err(RaidError::CapacityExceeded);
+        }
+        let lifetime_ticks = req.lifetime_ms.div_ceil(self.tick_ms).max(1);
+        let expires_tick = now_tick.saturating_add(lifetime_ticks);
+
+        // The square, clamped to the world. A degenerate square (zero width or height) is
+        // widened to a tiny one so every object still gets a position inside the world.
+        let top = self.world_size_m.next_down();
+        let h = req.half_extent_m.max(0.001);
+        let (x0, x1) = ((req.center_x_m - h).max(0.0), (req.center_x_m + h).min(top));
+        let (y0, y1) = ((req.center_y_m - h).max(0.0), (req.center_y_m + h).min(top));
+        let area = (x1 - x0) * (y1 - y0);
+        let (cx0, cy0) = grid.cell_coords(grid.cell_of(x0, y0));
+        let (cx1, cy1) = grid.cell_coords(grid.cell_of(x1, y1));
+        let cell_size = grid.cell_size_m();
+        let total_cells = (cx1 - cx0 + 1) * (cy1 - cy0 + 1);
+
+        let mut burst = self.bursts.create().expect("burst pool shard exhausted (capacity is gated)");
+        burst.expires_tick = expires_tick;
+        burst.object_keys.reserve(req.count as usize);
+        let mut rng = SpawnRng(u64::from(req.seed) ^ 0xA5A5_5A5A_DEAD_BEEF);
+        let mut placed_before = 0u32;
+        let mut area_before = 0.0f64;
+        let mut cell_index = 0u32;
+        for cy in cy0..=cy1 {
+            for cx in cx0..=cx1 {
+                cell_index += 1;
+                // This cell's overlap with the square.
+                let (ox0, ox1) = (x0.max(cx as f32 * cell_size), x1.min((cx + 1) as f32 * cell_size));
+                let (oy0, oy1) = (y0.max(cy as f32 * cell_size), y1.min((cy + 1) as f32 * cell_size));
+                let overlap = ((ox1 - ox0).max(0.0) * (oy1 - oy0).max(0.0)) as f64;
+                area_before += overlap;
+                let placed_after = if cell_index == total_cells {
+                    req.count
+                } else {
+                    ((req.count as f64 * area_before / area as f64) as u32).min(req.count)
+                };
+                let share = placed_after - placed_before;
+                placed_before = placed_after;
+                if share == 0 {
+                    continue;
+                }
+                let cell = cy * grid.cells_per_side() + cx;
+                // Clamp the overlap so a share on a cell with (numerically) no area still
+                // lands inside it.
+                let (ox1, oy1) = (ox1.max(ox0), oy1.max(oy0));
+                let keys = &mut burst.object_keys;
+                grid.with_cell_mut(cell, |members| {
+                    members.reserve(share as usize);
+                    for _ in 0..share {
+                        let x = (ox0 + rng.unit() * (ox1 - ox0)).min(top);
+                        let y = (oy0 + rng.unit() * (oy1 - oy0)).min(top);
+                        let key = self
+                            .objects
+                            .insert(RaidObject { health: Health::new(req.hp), kind, faction: req.faction, expires_tick, x_m: x, y_m: y })
+                            .expect("raid object arena shard exhausted (capacity is gated)");
+                        keys.push(key);
+                        members.push(Member { id: object_id_from_key(key), x_m: x, y_m: y, expires_tick, kind });
+                    }
+                });
+                burst.cells.push(cell);
+            }
+        }
+        debug_assert_eq!(burst.object_keys.len(), req.count as usize);
+        let report = RaidReport { spawned: req.count, cells: burst.cells.len() as u32, expires_tick };
+        let burst_key = burst.key();
+        drop(burst);
+        // Cannot fail: the burst gate admits at most `capacity` bursts and every queued or
+        // heaped burst holds one admission.
+        self.expiry_inbox.push((expires_tick, burst_key)).expect("expiry inbox over capacity");
+        Ok(report)
+    }
+
+    /// Moves newly spawned bursts from the inbox to the tick's heap. Tick thread only.
+    pub(crate) fn collect_new_bursts(&self, heap: &mut std::collections::BinaryHeap<std::cmp::Reverse<(u32, usize)>>) {
+        // Bounded: the inbox holds at most raid_burst_capacity entries.
+        while let Some(entry) = self.expiry_inbox.pop() {
+            debug_assert!(heap.len() < heap.capacity(), "expiry heap is pre-sized to the burst limit");
+            heap.push(std::cmp::Reverse(entry));
+        }
+    }
+
+    /// Frees every burst in `heap` due at `now_tick`. Tick thread only.
+    pub(crate) fn expire_due(
+        &self,
+        heap: &mut std::collections::BinaryHeap<std::cmp::Reverse<(u32, usize)>>,
+        now_tick: u32,
+        grid: &Grid,
+    ) -> ExpiryReport {
+        let mut report = ExpiryReport::default();
+        while let Some(&std::cmp::Reverse((expires, burst_key))) = heap.peek() {
+            if expires > now_tick {
+                break;
+            }
+            heap.pop();
+            let objects = {
+                let burst = self.bursts.get(burst_key).expect("a queued burst is alive until the tick clears it");
+                for &cell in &burst.cells {
+                    grid.expire_cell(cell, now_tick);
+                }
+                for &key in &burst.object_keys {
+                    let removed = self.objects.remove(key);
+                    debug_assert!(removed, "raid object freed twice");
+                }
+                burst.object_keys.len() as u32
+            };
+            self.bursts.clear(burst_key);
+            self.object_gate.release(objects);
+            self.burst_gate.release(1);
+            report.bursts += 1;
+            report.objects += objects;
+        }
+        report
+    }
+
+    /// Grows the calling thread's shards so it can spawn `objects` raid objects and create
+    /// `bursts` burst records, and own `players` combatants, without allocating.
+    pub(crate) fn prewarm_current_thread(&self, players: usize, objects: usize, bursts: usize) {
+        crate::arena::prewarm(&self.combatants, players, || Combatant { health: Health::new(0), faction: 0, owner: 0 });
+        crate::arena::prewarm(&self.objects, objects, || RaidObject {
+            health: Health::new(0),
+            kind: EntityKind::Add,
+            faction: 0,
+            expires_tick: 0,
+            x_m: 0.0,
+            y_m: 0.0,
+        });
+        let keys: Vec<usize> = (0..bursts).filter_map(|_| self.bursts.create().map(|b| b.key())).collect();
+        for key in keys {
+            self.bursts.clear(key);
+        }
+    }
+}
+
+#[cfg(all(test, not(mmo_loom)))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn health_saturates_and_reports_one_kill() {
+        let h = Health::new(10);
+        assert_eq!(h.damage(4), DamageOutcome::Hit { hp_left: 6 });
+        assert_eq!(h.damage(100), DamageOutcome::Killed);
+        assert_eq!(h.hp(), 0);
+        assert_eq!(h.damage(1), DamageOutcome::AlreadyDead);
+        let h = Health::new(i32::MAX);
+        assert_eq!(h.damage(i32::MAX), DamageOutcome::Killed);
+    }
+
+    #[test]
+    fn concurrent_hits_kill_exactly_once() {
+        let h = Health::new(1_000);
+        let kills = std::sync::atomic::AtomicU32::new(0);
+        std::thread::scope(|s| {
+            for _ in 0..4 {
+                s.spawn(|| {
+                    for _ in 0..400 {
+                        if h.damage(1) == DamageOutcome::Killed {
+                            kills.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        }
+                    }
+                });
+            }
+        });
+        assert_eq!(kills.into_inner(), 1);
+        assert_eq!(h.hp(), 0);
+    }
+}

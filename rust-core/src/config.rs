@@ -1,0 +1,196 @@
+//! The core's one configuration struct, with documented defaults and validation.
+//!
+//! Every size that decides a pre-allocation lives here, so an operator can see what the
+//! process will reserve at start-up and no hot path has to grow a structure under load.
+
+/// Upper bound on [`CoreConfig::aoi_k`]: an area-of-interest snapshot must fit one datagram.
+pub const AOI_K_MAX: u32 = 64;
+/// Upper bound on [`CoreConfig::contacts_per_move_max`].
+pub const CONTACTS_PER_MOVE_MAX: u32 = 32;
+/// Largest raid burst one spawn call may request.
+pub const RAID_BURST_MAX: u32 = 65_536;
+/// Number of item kinds the economy knows (kinds `0..ITEM_KINDS`).
+pub const ITEM_KINDS: usize = 16;
+
+/// Configuration of one [`crate::Engine`]. `CoreConfig::default()` is a sensible server for
+/// 5,000 players and one or two raids in flight.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CoreConfig {
+    /// Side of the square world in metres; positions live in `[0, world_size_m)`. Default 4096.
+    pub world_size_m: f32,
+    /// Side of one collision-grid cell in metres. Default 32.
+    pub cell_size_m: f32,
+    /// How far past its cell's edge an entity may stray before it is moved to the next cell,
+    /// so a player walking along a boundary does not thrash between two cells. Default 2.
+    pub cell_hysteresis_m: f32,
+    /// Fastest legal movement in metres per second. Default 12.
+    pub max_speed_m_per_s: f32,
+    /// Extra distance allowed per move for float rounding and client jitter. Default 0.5.
+    pub speed_slack_m: f32,
+    /// How far client clocks may run ahead of the server's between two moves, in
+    /// milliseconds; bounds the time credit a client can claim. Default 250.
+    pub clock_slack_ms: u32,
+    /// Radius in metres within which two entities are in contact. Default 8.
+    pub contact_radius_m: f32,
+    /// Most contact events one move may produce (nearest first is not guaranteed; the first
+    /// found are kept). Default 8, at most [`CONTACTS_PER_MOVE_MAX`].
+    pub contacts_per_move_max: u32,
+    /// Entities in one area-of-interest snapshot. Default 32, at most [`AOI_K_MAX`].
+    pub aoi_k: u32,
+    /// Most players joined at once (pre-warmed). Default 8,192.
+    pub player_capacity: u32,
+    /// Most raid objects alive at once (pre-warmed). Default 32,768.
+    pub raid_object_capacity: u32,
+    /// Most raid bursts alive at once. Default 256.
+    pub raid_burst_capacity: u32,
+    /// Members each grid cell reserves room for when first touched. Default 16.
+    pub cell_member_capacity: u32,
+    /// Number of lock shards in the grid's map (power of two). Default 128.
+    pub grid_shards: u32,
+    /// Tick period in milliseconds (raid lifetimes are rounded up to whole ticks). Default 50.
+    pub tick_ms: u32,
+    /// Hit points a player joins with. Default 1,000.
+    pub player_hp: i32,
+    /// Gold a new wallet starts with (minted at join, so conservation holds). Default 0.
+    pub starting_gold: u64,
+}
+
+impl Default for CoreConfig {
+    fn default() -> Self {
+        Self {
+            world_size_m: 4096.0,
+            cell_size_m: 32.0,
+            cell_hysteresis_m: 2.0,
+            max_speed_m_per_s: 12.0,
+            speed_slack_m: 0.5,
+            clock_slack_ms: 250,
+            contact_radius_m: 8.0,
+            contacts_per_move_max: 8,
+            aoi_k: 32,
+            player_capacity: 8_192,
+            raid_object_capacity: 32_768,
+            raid_burst_capacity: 256,
+            cell_member_capacity: 16,
+            grid_shards: 128,
+            tick_ms: 50,
+            player_hp: 1_000,
+            starting_gold: 0,
+        }
+    }
+}
+
+/// Why a [`CoreConfig`] was refused.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ConfigError(pub &'static str);
+
+impl std::fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "invalid core config: {}", self.0)
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
+impl CoreConfig {
+    /// Checks every field against the limits the core relies on.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let finite_positive = |v: f32| v.is_finite() && v > 0.0;
+        if !finite_positive(self.world_size_m) || self.world_size_m > 1_000_000.0 {
+            return Err(ConfigError("world_size_m must be in (0, 1e6]"));
+        }
+        if !finite_positive(self.cell_size_m) || self.cell_size_m > self.world_size_m {
+            return Err(ConfigError("cell_size_m must be positive and at most world_size_m"));
+        }
+        let cells_per_side = (self.world_size_m / self.cell_size_m).ceil();
+        if cells_per_side > 65_535.0 {
+            return Err(ConfigError("world_size_m / cell_size_m must be at most 65535"));
+        }
+        if !(self.cell_hysteresis_m.is_finite() && self.cell_hysteresis_m >= 0.0) {
+            return Err(ConfigError("cell_hysteresis_m must be finite and non-negative"));
+        }
+        if !finite_positive(self.contact_radius_m) {
+            return Err(ConfigError("contact_radius_m must be positive"));
+        }
+        // The 3x3 neighbourhood query is complete only if an entity within the contact
+        // radius can be registered at most one cell away: radius + hysteresis <= cell side.
+        if self.contact_radius_m + self.cell_hysteresis_m > self.cell_size_m {
+            return Err(ConfigError("contact_radius_m + cell_hysteresis_m must not exceed cell_size_m"));
+        }
+        if !finite_positive(self.max_speed_m_per_s) {
+            return Err(ConfigError("max_speed_m_per_s must be positive"));
+        }
+        if !(self.speed_slack_m.is_finite() && self.speed_slack_m >= 0.0) {
+            return Err(ConfigError("speed_slack_m must be finite and non-negative"));
+        }
+        if self.contacts_per_move_max > CONTACTS_PER_MOVE_MAX {
+            return Err(ConfigError("contacts_per_move_max above CONTACTS_PER_MOVE_MAX"));
+        }
+        if self.aoi_k == 0 || self.aoi_k > AOI_K_MAX {
+            return Err(ConfigError("aoi_k must be in 1..=AOI_K_MAX"));
+        }
+        if self.player_capacity == 0 || self.player_capacity > 1 << 24 {
+            return Err(ConfigError("player_capacity must be in 1..=16M"));
+        }
+        if self.raid_object_capacity > 1 << 24 {
+            return Err(ConfigError("raid_object_capacity must be at most 16M"));
+        }
+        if self.raid_burst_capacity == 0 || self.raid_burst_capacity > 65_536 {
+            return Err(ConfigError("raid_burst_capacity must be in 1..=65536"));
+        }
+        if self.cell_member_capacity > 65_536 {
+            return Err(ConfigError("cell_member_capacity must be at most 65536"));
+        }
+        if !self.grid_shards.is_power_of_two() || self.grid_shards < 2 || self.grid_shards > 4096 {
+            return Err(ConfigError("grid_shards must be a power of two in 2..=4096"));
+        }
+        if self.tick_ms == 0 || self.tick_ms > 10_000 {
+            return Err(ConfigError("tick_ms must be in 1..=10000"));
+        }
+        if self.player_hp <= 0 {
+            return Err(ConfigError("player_hp must be positive"));
+        }
+        if self.starting_gold > crate::economy::AMOUNT_MAX as u64 {
+            return Err(ConfigError("starting_gold above economy::AMOUNT_MAX"));
+        }
+        Ok(())
+    }
+
+    /// Number of grid cells along one side of the world.
+    pub fn cells_per_side(&self) -> u32 {
+        (self.world_size_m / self.cell_size_m).ceil() as u32
+    }
+}
+
+#[cfg(all(test, not(mmo_loom)))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn default_is_valid() {
+        CoreConfig::default().validate().unwrap();
+        assert_eq!(CoreConfig::default().cells_per_side(), 128);
+    }
+
+    #[test]
+    fn rejects_each_bad_field() {
+        let bad: [fn(&mut CoreConfig); 12] = [
+            |c| c.world_size_m = f32::NAN,
+            |c| c.cell_size_m = 0.0,
+            |c| c.cell_hysteresis_m = -1.0,
+            |c| c.contact_radius_m = 31.0,
+            |c| c.max_speed_m_per_s = f32::INFINITY,
+            |c| c.aoi_k = 0,
+            |c| c.aoi_k = AOI_K_MAX + 1,
+            |c| c.contacts_per_move_max = CONTACTS_PER_MOVE_MAX + 1,
+            |c| c.player_capacity = 0,
+            |c| c.grid_shards = 100,
+            |c| c.tick_ms = 0,
+            |c| c.raid_burst_capacity = 0,
+        ];
+        for (i, mutate) in bad.iter().enumerate() {
+            let mut c = CoreConfig::default();
+            mutate(&mut c);
+            assert!(c.validate().is_err(), "mutation {i} should be refused");
+        }
+    }
+}

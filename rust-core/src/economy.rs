@@ -1,0 +1,468 @@
+//! Economy: wallets (gold and item stacks), reliable operations, and conservation.
+//!
+//! ## Design: wallet shards locked in index order
+//!
+//! Correctness comes first here: a trade must move gold one way and items the other, both or
+//! neither; a retransmitted request must never apply twice; and
+//! `sum(balances) + departed == minted - sunk` must hold, per currency and per item kind, at
+//! every moment a reader can observe. Wallets are therefore kept in [`ECONOMY_SHARDS`] shards,
+//! each a `parking_lot::Mutex` around a vector of wallets, the shard's free list and the
+//! shard's minted / sunk / departed totals. An operation locks the initiator's shard, plus the
+//! counterparty's if it is a different one, **always in ascending shard index**, so two
+//! trades in opposite directions cannot deadlock. While it holds those locks it checks, writes
+//! both wallets and the shard totals, and records its decision; nobody can see half of it.
+//!
+//! Readers observe the economy only through [`Economy::audit`], which locks every shard in
+//! the same ascending order, so it sees a state between operations and recomputes balances
+//! from the wallets themselves (not from a running total that could drift).
+//!
+//! Why not one economy writer thread fed by a queue? Results must go back to the calling
+//! network worker within its batch, and a hand-off per operation would add a thread wake-up
+//! to every trade's round trip; economy traffic is light next to movement, and with 64 shards
+//! two operations only meet when they touch the same shard.
+//!
+//! ## At most once
+//!
+//! Every request carries `(player, transaction_id)`. Each wallet remembers the decision of the
+//! last [`DEDUP_WINDOW`] transaction ids (status and the balance it left). A retransmit of a
+//! decided id gets that recorded decision back with `duplicate = 1`, whether it was applied or
+//! refused; an id older than the window is refused as `TransactionTooOld` (it may have been
+//! applied, so it is never applied now). Clients number transactions upwards and keep fewer
+//! than [`DEDUP_WINDOW`] in flight.
+//!
+//! ## Locks
+//!
+//! The shard mutexes are the only locks. None is global: movement, combat and the tick never
+//! take them, and an economy operation takes at most two of the 64.
+
+use crate::config::ITEM_KINDS;
+use crate::records::{EconomyKind, EconomyOp, EconomyStatus};
+use crossbeam_utils::CachePadded;
+use parking_lot::{Mutex, MutexGuard};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+/// Number of wallet shards.
+pub const ECONOMY_SHARDS: usize = 64;
+/// Transaction ids remembered per wallet.
+pub const DEDUP_WINDOW: usize = 32;
+/// Largest gold or item amount one operation may carry.
+pub const AMOUNT_MAX: i64 = 1 << 48;
+
+/// Where a wallet lives. Stale after the wallet closes (its generation moves on).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WalletHandle {
+    shard: u16,
+    slot: u32,
+    generation: u32,
+}
+
+impl WalletHandle {
+    /// A handle that matches no wallet.
+    pub const NONE: WalletHandle = WalletHandle { shard: u16::MAX, slot: u32::MAX, generation: u32::MAX };
+}
+
+/// Gold and items, as exact totals (u128 cannot overflow from u64 balances).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Holdings {
+    /// Gold.
+    pub gold: u128,
+    /// Items, per kind.
+    pub items: [u128; ITEM_KINDS],
+}
+
+impl Holdings {
+    fn add(&mut self, other: &Holdings) {
+        self.gold += other.gold;
+        for (a, b) in self.items.iter_mut().zip(other.items) {
+            *a += b;
+        }
+    }
+
+    fn add_wallet(&mut self, w: &Wallet) {
+        self.gold += u128::from(w.gold);
+        for (a, &b) in self.items.iter_mut().zip(&w.items) {
+            *a += u128::from(b);
+        }
+    }
+}
+
+/// One wallet's balances as read by [`Economy::balance`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Balance {
+    /// Gold.
+    pub gold: u64,
+    /// Items, per kind.
+    pub items: [u64; ITEM_KINDS],
+}
+
+#[derive(Clone, Copy, Debug, Default)]
+struct Decision {
+    transaction_id: u64,
+    gold_after: u64,
+    status: u8,
+}
+
+struct Wallet {
+    generation: u32,
+    open: bool,
+    gold: u64,
+    items: [u64; ITEM_KINDS],
+    highest_transaction: u64,
+    decisions: [Decision; DEDUP_WINDOW],
+}
+
+enum Recall {
+    Decided(Decision),
+    TooOld,
+    New,
+}
+
+impl Wallet {
+    fn closed() -> Self {
+        Self { generation: 0, open: false, gold: 0, items: [0; ITEM_KINDS], highest_transaction: 0, decisions: [Decision::default(); DEDUP_WINDOW] }
+    }
+
+    fn recall(&self, transaction_id: u64) -> Recall {
+        if self.highest_transaction >= DEDUP_WINDOW as u64 && transaction_id <= self.highest_transaction - DEDUP_WINDOW as u64 {
+            return Recall::TooOld;
+        }
+        let d = self.decisions[(transaction_id % DEDUP_WINDOW as u64) as usize];
+        if d.transaction_id == transaction_id { Recall::Decided(d) } else { Recall::New }
+    }
+
+    fn record(&mut self, transaction_id: u64, status: EconomyStatus) {
+        let gold_after = if status == EconomyStatus::Applied { self.gold } else { 0 };
+        self.decisions[(transaction_id % DEDUP_WINDOW as u64) as usize] = Decision { transaction_id, gold_after, status: status as u8 };
+        self.highest_transaction = self.highest_transaction.max(transaction_id);
+    }
+}
+
+struct EconomyShard {
+    wallets: Vec<Wallet>,
+    free: Vec<u32>,
+    minted: Holdings,
+    sunk: Holdings,
+    departed: Holdings,
+}
+
+impl EconomyShard {
+    fn wallet_mut(&mut self, h: WalletHandle) -> Option<&mut Wallet> {
+        self.wallets.get_mut(h.slot as usize).filter(|w| w.open && w.generation == h.generation)
+    }
+}
+
+/// Who the other side of an operation is, as resolved by the caller.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Counterparty {
+    /// `counterparty_id` was 0.
+    Absent,
+    /// `counterparty_id` is the initiator.
+    Initiator,
+    /// No live player has that id.
+    Unknown,
+    /// The counterparty's wallet.
+    Wallet(WalletHandle),
+}
+
+/// What the economy decided for one operation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Outcome {
+    /// The decision.
+    pub status: EconomyStatus,
+    /// Whether this repeats an earlier decision (a retransmit).
+    pub duplicate: bool,
+    /// Initiator's gold right after applying (0 when not applied).
+    pub gold_after: u64,
+}
+
+/// Minted and sunk amounts of one applied operation (for the shard totals).
+#[derive(Default)]
+struct Flow {
+    minted_gold: u64,
+    minted_items: u64,
+    sunk_gold: u64,
+    sunk_items: u64,
+}
+
+/// A consistent reading of the whole economy, from [`Economy::audit`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct EconomyAudit {
+    /// Sum of every open wallet, recomputed from the wallets.
+    pub live: Holdings,
+    /// Holdings of players who left (handed to persistence).
+    pub departed: Holdings,
+    /// Everything ever minted (starting gold, loot).
+    pub minted: Holdings,
+    /// Everything ever sunk (spending).
+    pub sunk: Holdings,
+    /// Open wallets.
+    pub open_wallets: u32,
+}
+
+impl EconomyAudit {
+    /// `live + departed == minted - sunk`, for gold and every item kind.
+    pub fn is_conserved(&self) -> bool {
+        let ok = |live: u128, departed: u128, minted: u128, sunk: u128| minted >= sunk && live + departed == minted - sunk;
+        ok(self.live.gold, self.departed.gold, self.minted.gold, self.sunk.gold)
+            && (0..ITEM_KINDS).all(|k| ok(self.live.items[k], self.departed.items[k], self.minted.items[k], self.sunk.items[k]))
+    }
+}
+
+/// The economy service.
+pub struct Economy {
+    /// Wallet shards; each padded to its own cache lines so two shards' locks never share one.
+    shards: Box<[CachePadded<Mutex<EconomyShard>>]>,
+    /// Round-robin shard choice for new wallets. Written by join.
+    next_shard: AtomicUsize,
+}
+
+impl Economy {
+    /// Shards pre-sized for `player_capacity` wallets (closed wallets on each free list, so
+    /// joins up to that number allocate nothing).
+    pub fn new(player_capacity: u32) -> Self {
+        let per_shard = (player_capacity as usize).div_ceil(ECONOMY_SHARDS) + 1;
+        let shards = (0..ECONOMY_SHARDS)
+            .map(|_| {
+                let wallets: Vec<Wallet> = (0..per_shard).map(|_| Wallet::closed()).collect();
+                let free = (0..per_shard as u32).rev().collect();
+                CachePadded::new(Mutex::new(EconomyShard {
+                    wallets,
+                    free,
+                    minted: Holdings::default(),
+                    sunk: Holdings::default(),
+                    departed: Holdings::default(),
+                }))
+            })
+            .collect::<Vec<_>>()
+            .into_boxed_slice();
+        Self { shards, next_shard: AtomicUsize::new(0) }
+    }
+
+    /// Opens a wallet holding `starting_gold` (minted).
+    pub fn open_wallet(&self, starting_gold: u64) -> WalletHandle {
+        let shard_index = self.next_shard.fetch_add(1, Ordering::Relaxed) % ECONOMY_SHARDS;
+        let mut shard = self.shards[shard_index].lock();
+        let slot = match shard.free.pop() {
+            Some(slot) => slot,
+            None => {
+                shard.wallets.push(Wallet::closed());
+                (shard.wallets.len() - 1) as u32
+            }
+        };
+        let w = &mut shard.wallets[slot as usize];
+        let generation = w.generation;
+        *w = Wallet { generation, open: true, gold: starting_gold, ..Wallet::closed() };
+        shard.minted.gold += u128::from(starting_gold);
+        WalletHandle { shard: shard_index as u16, slot, generation }
+    }
+
+    /// Closes a wallet: its holdings move to the shard's departed totals (the hand-off to
+    /// persistence), and its handle goes stale. `false` if it was already closed.
+    pub fn close_wallet(&self, handle: WalletHandle) -> bool {
+        let Some(shard) = self.shards.get(handle.shard as usize) else { return false };
+        let mut shard = shard.lock();
+        let shard = &mut *shard;
+        let Some(w) = shard.wallets.get_mut(handle.slot as usize).filter(|w| w.open && w.generation == handle.generation) else {
+            return false;
+        };
+        shard.departed.add_wallet(w);
+        w.open = false;
+        w.gold = 0;
+        w.items = [0; ITEM_KINDS];
+        w.generation = w.generation.wrapping_add(1);
+        shard.free.push(handle.slot);
+        true
+    }
+
+    /// A wallet's balances, if it is open.
+    pub fn balance(&self, handle: WalletHandle) -> Option<Balance> {
+        let mut shard = self.shards.get(handle.shard as usize)?.lock();
+        shard.wallet_mut(handle).map(|w| Balance { gold: w.gold, items: w.items })
+    }
+
+    /// Decides one authenticated operation from `initiator`'s wallet. The caller has checked
+    /// the player id and session; everything else is decided (and recorded) here.
+    pub fn execute(&self, op: &EconomyOp, initiator: WalletHandle, counterparty: Counterparty) -> Outcome {
+        let refuse = |status| Outcome { status, duplicate: false, gold_after: 0 };
+        if op.transaction_id == 0 {
+            return refuse(EconomyStatus::InvalidTransaction);
+        }
+        let Some(my_shard_lock) = self.shards.get(initiator.shard as usize) else {
+            return refuse(EconomyStatus::PlayerDeparted);
+        };
+        let other = match counterparty {
+            Counterparty::Wallet(h) if h == initiator => None,
+            Counterparty::Wallet(h) => Some(h),
+            _ => None,
+        };
+        let other_shard = other.map(|h| h.shard as usize).filter(|&s| s != initiator.shard as usize && s < ECONOMY_SHARDS);
+        // Lock in ascending shard index.
+        let (mut mine, mut theirs): (MutexGuard<'_, EconomyShard>, Option<MutexGuard<'_, EconomyShard>>) = match other_shard {
+            Some(s) if s < initiator.shard as usize => {
+                let theirs = self.shards[s].lock();
+                (my_shard_lock.lock(), Some(theirs))
+            }
+            Some(s) => {
+                let mine = my_shard_lock.lock();
+                (mine, Some(self.shards[s].lock()))
+            }
+            None => (my_shard_lock.lock(), None),
+        };
+        let mine = &mut *mine;
+        // Borrow the initiator's wallet and, if any, the counterparty's (same or other shard).
+        let (me, them): (Option<&mut Wallet>, Option<&mut Wallet>) = match (other, theirs.as_deref_mut()) {
+            (Some(h), Some(their_shard)) => (mine.wallets.get_mut(initiator.slot as usize), their_shard.wallet_mut(h)),
+            (Some(h), None) => {
+                if h.slot == initiator.slot || h.shard as usize >= ECONOMY_SHARDS {
+                    (mine.wallets.get_mut(initiator.slot as usize), None)
+                } else {
+                    match mine.wallets.get_disjoint_mut([initiator.slot as usize, h.slot as usize]) {
+                        Ok([a, b]) => {
+                            let b = (b.open && b.generation == h.generation).then_some(b);
+                            (Some(a), b)
+                        }
+                        Err(_) => (mine.wallets.get_mut(initiator.slot as usize), None),
+                    }
+                }
+            }
+            (None, _) => (mine.wallets.get_mut(initiator.slot as usize), None),
+        };
+        let Some(me) = me.filter(|w| w.open && w.generation == initiator.generation) else {
+            return refuse(EconomyStatus::PlayerDeparted);
+        };
+        match me.recall(op.transaction_id) {
+            Recall::Decided(d) => {
+                let status = EconomyStatus::try_from(d.status).expect("recorded statuses are valid");
+                return Outcome { status, duplicate: true, gold_after: d.gold_after };
+            }
+            Recall::TooOld => return refuse(EconomyStatus::TransactionTooOld),
+            Recall::New => {}
+        }
+        let result = settle(op, me, them, counterparty, other.is_some());
+        let status = match result {
+            Ok(flow) => {
+                mine.minted.gold += u128::from(flow.minted_gold);
+                mine.sunk.gold += u128::from(flow.sunk_gold);
+                let kind = op.item_kind as usize;
+                if flow.minted_items > 0 {
+                    mine.minted.items[kind] += u128::from(flow.minted_items);
+                }
+                if flow.sunk_items > 0 {
+                    mine.sunk.items[kind] += u128::from(flow.sunk_items);
+                }
+                EconomyStatus::Applied
+            }
+            Err(status) => status,
+        };
+        // Re-borrow the initiator's wallet (the split borrow above has ended) to record.
+        let me = &mut mine.wallets[initiator.slot as usize];
+        me.record(op.transaction_id, status);
+        Outcome { status, duplicate: false, gold_after: if status == EconomyStatus::Applied { me.gold } else { 0 } }
+    }
+
+    /// Locks every shard in ascending order and reads the whole economy at one instant.
+    pub fn audit(&self) -> EconomyAudit {
+        let guards: Vec<MutexGuard<'_, EconomyShard>> = self.shards.iter().map(|s| s.lock()).collect();
+        let mut audit = EconomyAudit::default();
+        for shard in &guards {
+            for w in shard.wallets.iter().filter(|w| w.open) {
+                audit.live.add_wallet(w);
+                audit.open_wallets += 1;
+            }
+            audit.minted.add(&shard.minted);
+            audit.sunk.add(&shard.sunk);
+            audit.departed.add(&shard.departed);
+        }
+        audit
+    }
+}
+
+/// Validates `op` and, if it is legal, applies it to the wallets. Pure wallet arithmetic:
+/// either every write happens or none does.
+fn settle(op: &EconomyOp, me: &mut Wallet, them: Option<&mut Wallet>, counterparty: Counterparty, wanted_them: bool) -> Result<Flow, EconomyStatus> {
+    let kind = EconomyKind::try_from(op.kind).map_err(|_| EconomyStatus::BadKind)?;
+    if op.gold < 0 || op.item_count < 0 {
+        return Err(EconomyStatus::InvalidAmount);
+    }
+    if op.gold > AMOUNT_MAX || i64::from(op.item_count) > AMOUNT_MAX {
+        return Err(EconomyStatus::Overflow);
+    }
+    let gold = op.gold as u64;
+    let count = op.item_count as u64;
+    let item = op.item_kind as usize;
+    if count > 0 && item >= ITEM_KINDS {
+        return Err(EconomyStatus::UnknownItem);
+    }
+    let needs_both = kind == EconomyKind::Trade;
+    if (needs_both && (gold == 0 || count == 0)) || (!needs_both && gold == 0 && count == 0) {
+        return Err(EconomyStatus::InvalidAmount);
+    }
+    fn resolve<'w>(them: Option<&'w mut Wallet>, counterparty: Counterparty, wanted_them: bool) -> Result<&'w mut Wallet, EconomyStatus> {
+        match counterparty {
+            Counterparty::Absent | Counterparty::Unknown => Err(EconomyStatus::UnknownPlayer),
+            Counterparty::Initiator => Err(EconomyStatus::SelfTrade),
+            Counterparty::Wallet(_) if !wanted_them => Err(EconomyStatus::SelfTrade),
+            Counterparty::Wallet(_) => them.ok_or(EconomyStatus::PlayerDeparted),
+        }
+    }
+    let with_other = |them| resolve(them, counterparty, wanted_them);
+    let item_of = |w: &Wallet| if count > 0 { w.items[item] } else { 0 };
+    match kind {
+        EconomyKind::Transfer => {
+            let them = with_other(them)?;
+            if me.gold < gold {
+                return Err(EconomyStatus::InsufficientFunds);
+            }
+            if item_of(me) < count {
+                return Err(EconomyStatus::InsufficientItems);
+            }
+            let their_gold = them.gold.checked_add(gold).ok_or(EconomyStatus::Overflow)?;
+            let their_items = item_of(them).checked_add(count).ok_or(EconomyStatus::Overflow)?;
+            me.gold -= gold;
+            them.gold = their_gold;
+            if count > 0 {
+                me.items[item] -= count;
+                them.items[item] = their_items;
+            }
+            Ok(Flow::default())
+        }
+        EconomyKind::Trade => {
+            let them = with_other(them)?;
+            if me.gold < gold {
+                return Err(EconomyStatus::InsufficientFunds);
+            }
+            if them.items[item] < count {
+                return Err(EconomyStatus::InsufficientItems);
+            }
+            let their_gold = them.gold.checked_add(gold).ok_or(EconomyStatus::Overflow)?;
+            let my_items = me.items[item].checked_add(count).ok_or(EconomyStatus::Overflow)?;
+            me.gold -= gold;
+            them.gold = their_gold;
+            them.items[item] -= count;
+            me.items[item] = my_items;
+            Ok(Flow::default())
+        }
+        EconomyKind::LootPickup => {
+            let my_gold = me.gold.checked_add(gold).ok_or(EconomyStatus::Overflow)?;
+            let my_items = item_of(me).checked_add(count).ok_or(EconomyStatus::Overflow)?;
+            me.gold = my_gold;
+            if count > 0 {
+                me.items[item] = my_items;
+            }
+            Ok(Flow { minted_gold: gold, minted_items: count, ..Flow::default() })
+        }
+        EconomyKind::Spend => {
+            if me.gold < gold {
+                return Err(EconomyStatus::InsufficientFunds);
+            }
+            if item_of(me) < count {
+                return Err(EconomyStatus::InsufficientItems);
+            }
+            me.gold -= gold;
+            if count > 0 {
+                me.items[item] -= count;
+            }
+            Ok(Flow { sunk_gold: gold, sunk_items: count, ..Flow::default() })
+        }
+    }
+}

@@ -1,0 +1,367 @@
+//! The spatial collision grid: cell key -> the entities in that cell, in a `DashMap`.
+//!
+//! The world is a square of `cells_per_side`² cells. Each cell's members are a `Vec<Member>`
+//! holding a copy of the member's id, kind and position, so proximity and area-of-interest
+//! queries read one contiguous array per cell and never chase an arena pointer.
+//!
+//! Concurrency contract:
+//! - Writers: the thread applying an entity's move (holding that entity's body lock, so one
+//!   entity's grid entries are only ever changed by one thread at a time), raid spawn (its new
+//!   objects) and the tick (expiring objects). Each write locks one `DashMap` shard (the map
+//!   has [`crate::CoreConfig::grid_shards`] of them), never the whole map, and never holds a
+//!   cell while touching another cell: a relocation is "remove from the old cell, release,
+//!   insert into the new cell". Holding a `Ref` of one cell while locking another can
+//!   deadlock when both hash to the same shard; no code here does it.
+//! - Readers: proximity and AoI queries take one shard read lock per visited cell, one cell at
+//!   a time. A reader may see a moving entity at its previous or its new position, and during
+//!   a relocation may miss it for that instant; it never sees an entity in two cells.
+//! - The map is created with room for every cell of the world, so it never resizes (a resize
+//!   under load stalls every shard for milliseconds). A cell's vector is created on first use
+//!   with [`crate::CoreConfig::cell_member_capacity`] and keeps its capacity when members
+//!   leave, so steady play stops allocating once each cell has seen its busiest moment.
+//! - Locks: the `DashMap` shard locks. None is global: a cell maps to one of
+//!   `grid_shards` shards, and concurrent updates in different shards never meet.
+
+use crate::config::CoreConfig;
+use crate::records::{AoiEntry, EntityKind};
+use dashmap::DashMap;
+use rustc_hash::FxBuildHasher;
+
+/// Index of a cell: `cy * cells_per_side + cx`.
+pub type CellKey = u32;
+
+/// `expires_tick` of a member that never expires (players).
+pub const NEVER_EXPIRES: u32 = u32::MAX;
+
+/// One entity as the grid sees it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Member {
+    /// Player id or raid object id.
+    pub id: u64,
+    /// Position, metres.
+    pub x_m: f32,
+    /// Position, metres.
+    pub y_m: f32,
+    /// Tick at which a raid object expires; [`NEVER_EXPIRES`] for players.
+    pub expires_tick: u32,
+    /// What the entity is.
+    pub kind: EntityKind,
+}
+
+const _: () = assert!(std::mem::size_of::<Member>() == 24);
+
+/// The collision grid. See the module doc for who may touch it and when.
+pub struct Grid {
+    /// Cell -> members. Written by movers, raid spawn and the tick; read by queries.
+    cells: DashMap<CellKey, Vec<Member>, FxBuildHasher>,
+    cells_per_side: u32,
+    cell_size_m: f32,
+    inv_cell_size: f32,
+    hysteresis_m: f32,
+    world_size_m: f32,
+    member_capacity: usize,
+}
+
+impl Grid {
+    /// An empty grid sized for `config`'s world (no cell allocated yet; the map itself is
+    /// pre-sized for every cell).
+    pub fn new(config: &CoreConfig) -> Self {
+        let cells_per_side = config.cells_per_side();
+        let total = (cells_per_side as usize) * (cells_per_side as usize);
+        Self {
+            cells: DashMap::with_capacity_and_hasher_and_shard_amount(total, FxBuildHasher, config.grid_shards as usize),
+            cells_per_side,
+            cell_size_m: config.cell_size_m,
+            inv_cell_size: 1.0 / config.cell_size_m,
+            hysteresis_m: config.cell_hysteresis_m,
+            world_size_m: config.world_size_m,
+            member_capacity: config.cell_member_capacity as usize,
+        }
+    }
+
+    /// Cells along one side.
+    pub fn cells_per_side(&self) -> u32 {
+        self.cells_per_side
+    }
+
+    /// Side of one cell, metres.
+    pub fn cell_size_m(&self) -> f32 {
+        self.cell_size_m
+    }
+
+    /// Whether `(x, y)` is a finite point inside the world.
+    #[inline]
+    pub fn in_world(&self, x: f32, y: f32) -> bool {
+        x.is_finite() && y.is_finite() && x >= 0.0 && y >= 0.0 && x < self.world_size_m && y < self.world_size_m
+    }
+
+    #[inline]
+    fn coord(&self, v: f32) -> u32 {
+        ((v * self.inv_cell_size) as u32).min(self.cells_per_side - 1)
+    }
+
+    /// The cell containing `(x, y)` (clamped to the world's edge cells).
+    #[inline]
+    pub fn cell_of(&self, x: f32, y: f32) -> CellKey {
+        self.coord(y) * self.cells_per_side + self.coord(x)
+    }
+
+    /// `(cx, cy)` of a cell.
+    #[inline]
+    pub fn cell_coords(&self, cell: CellKey) -> (u32, u32) {
+        (cell % self.cells_per_side, cell / self.cells_per_side)
+    }
+
+    /// The cell an entity at `(x, y)` should be registered in, given that it is now in
+    /// `current`: it stays while within `current` grown by the hysteresis margin.
+    #[inline]
+    pub fn cell_with_hysteresis(&self, current: CellKey, x: f32, y: f32) -> CellKey {
+        let (cx, cy) = self.cell_coords(current);
+        let (x0, y0) = (cx as f32 * self.cell_size_m, cy as f32 * self.cell_size_m);
+        let h = self.hysteresis_m;
+        let inside = x >= x0 - h && x < x0 + self.cell_size_m + h && y >= y0 - h && y < y0 + self.cell_size_m + h;
+        if inside { current } else { self.cell_of(x, y) }
+    }
+
+    /// Adds `member` to `cell`.
+    pub fn insert(&self, cell: CellKey, member: Member) {
+        let capacity = self.member_capacity;
+        self.cells.entry(cell).or_insert_with(|| Vec::with_capacity(capacity)).push(member);
+    }
+
+    /// Removes entity `id` from `cell`, returning it if it was there.
+    pub fn remove(&self, cell: CellKey, id: u64) -> Option<Member> {
+        let mut members = self.cells.get_mut(&cell)?;
+        let at = members.iter().position(|m| m.id == id)?;
+        Some(members.swap_remove(at))
+    }
+
+    /// Updates the stored position of `id` in `cell`; `false` if it is not there.
+    pub fn update_position(&self, cell: CellKey, id: u64, x: f32, y: f32) -> bool {
+        let Some(mut members) = self.cells.get_mut(&cell) else { return false };
+        match members.iter_mut().find(|m| m.id == id) {
+            Some(m) => {
+                m.x_m = x;
+                m.y_m = y;
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Moves `id` from `from` to `to` with its new position. Between the two steps the entity
+    /// is briefly in no cell (never in two). Returns `false` if it was not in `from`.
+    pub fn relocate(&self, from: CellKey, to: CellKey, id: u64, x: f32, y: f32) -> bool {
+        let Some(mut member) = self.remove(from, id) else { return false };
+        member.x_m = x;
+        member.y_m = y;
+        self.insert(to, member);
+        true
+    }
+
+    /// Runs `fill` with exclusive access to `cell`'s member vector (created if missing), for
+    /// bulk inserts such as a raid burst. `fill` must not touch the grid.
+    pub fn with_cell_mut<R>(&self, cell: CellKey, fill: impl FnOnce(&mut Vec<Member>) -> R) -> R {
+        let capacity = self.member_capacity;
+        let mut members = self.cells.entry(cell).or_insert_with(|| Vec::with_capacity(capacity));
+        fill(&mut members)
+    }
+
+    /// Removes from `cell` every raid object whose `expires_tick <= now_tick`; returns how
+    /// many were removed.
+    pub fn expire_cell(&self, cell: CellKey, now_tick: u32) -> usize {
+        let Some(mut members) = self.cells.get_mut(&cell) else { return 0 };
+        let before = members.len();
+        members.retain(|m| m.kind == EntityKind::Player || m.expires_tick > now_tick);
+        before - members.len()
+    }
+
+    /// The up-to-nine cells around `(x, y)`'s cell (fewer at the world's edge).
+    #[inline]
+    fn neighbourhood(&self, x: f32, y: f32) -> impl Iterator<Item = CellKey> + use<> {
+        let (cx, cy) = (self.coord(x) as i64, self.coord(y) as i64);
+        let side = self.cells_per_side as i64;
+        (-1i64..=1).flat_map(move |dy| (-1i64..=1).map(move |dx| (cx + dx, cy + dy))).filter_map(move |(nx, ny)| {
+            (nx >= 0 && ny >= 0 && nx < side && ny < side).then_some((ny * side + nx) as CellKey)
+        })
+    }
+
+    /// Calls `visit(member, distance)` for every member other than `exclude_id` within
+    /// `radius_m` of `(x, y)`, searching the 3x3 cells around it. Complete as long as
+    /// `radius + hysteresis <= cell size` (checked by [`CoreConfig::validate`]). `visit` runs
+    /// under a cell's read lock and must not touch the grid. Returns the number visited.
+    pub fn for_each_near(&self, x: f32, y: f32, radius_m: f32, exclude_id: u64, mut visit: impl FnMut(&Member, f32)) -> usize {
+        let r2 = radius_m * radius_m;
+        let mut visited = 0;
+        for cell in self.neighbourhood(x, y) {
+            let Some(members) = self.cells.get(&cell) else { continue };
+            for m in members.iter() {
+                let (dx, dy) = (m.x_m - x, m.y_m - y);
+                let d2 = dx * dx + dy * dy;
+                if d2 <= r2 && m.id != exclude_id {
+                    visit(m, d2.sqrt());
+                    visited += 1;
+                }
+            }
+        }
+        visited
+    }
+
+    /// Writes the nearest `out.len()` entities (other than `exclude_id`) in the 3x3 cells
+    /// around `(x, y)` into `out`, nearest first; returns how many were written. Uses no heap:
+    /// the candidates are kept sorted in `out` itself (insertion into a fixed array).
+    pub fn nearest_k(&self, x: f32, y: f32, exclude_id: u64, out: &mut [AoiEntry]) -> usize {
+        let k = out.len();
+        if k == 0 {
+            return 0;
+        }
+        let mut filled = 0usize;
+        for cell in self.neighbourhood(x, y) {
+            let Some(members) = self.cells.get(&cell) else { continue };
+            for m in members.iter() {
+                if m.id == exclude_id {
+                    continue;
+                }
+                let (dx, dy) = (m.x_m - x, m.y_m - y);
+                let d = (dx * dx + dy * dy).sqrt();
+                if filled == k && d >= out[k - 1].distance_m {
+                    continue;
+                }
+                // Shift the farther entries right by one and drop the new one in place.
+                let mut at = filled.min(k - 1);
+                while at > 0 && out[at - 1].distance_m > d {
+                    out[at] = out[at - 1];
+                    at -= 1;
+                }
+                out[at] = AoiEntry { entity_id: m.id, x_m: m.x_m, y_m: m.y_m, distance_m: d, kind: m.kind as u8, _reserved: [0; 3] };
+                filled = (filled + 1).min(k);
+            }
+        }
+        filled
+    }
+
+    /// Every cell that currently lists `id` (audit and test use: walks the whole grid and
+    /// allocates).
+    pub fn cells_containing(&self, id: u64) -> Vec<CellKey> {
+        let mut found: Vec<CellKey> =
+            self.cells.iter().filter(|e| e.value().iter().any(|m| m.id == id)).map(|e| *e.key()).collect();
+        found.sort_unstable();
+        found
+    }
+
+    /// Total members of each kind across the grid (audit and test use: walks the whole grid).
+    pub fn census(&self) -> GridCensus {
+        let mut census = GridCensus::default();
+        for entry in self.cells.iter() {
+            for m in entry.value().iter() {
+                match m.kind {
+                    EntityKind::Player => census.players += 1,
+                    _ => census.objects += 1,
+                }
+            }
+        }
+        census
+    }
+}
+
+/// Counts from [`Grid::census`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct GridCensus {
+    /// Player members.
+    pub players: usize,
+    /// Raid object members.
+    pub objects: usize,
+}
+
+#[cfg(all(test, not(mmo_loom)))]
+mod tests {
+    use super::*;
+
+    fn grid() -> Grid {
+        Grid::new(&CoreConfig::default())
+    }
+
+    fn player(id: u64, x: f32, y: f32) -> Member {
+        Member { id, x_m: x, y_m: y, expires_tick: NEVER_EXPIRES, kind: EntityKind::Player }
+    }
+
+    #[test]
+    fn cells_and_hysteresis() {
+        let g = grid();
+        assert_eq!(g.cell_of(0.0, 0.0), 0);
+        assert_eq!(g.cell_of(33.0, 0.0), 1);
+        assert_eq!(g.cell_of(0.0, 33.0), 128);
+        assert_eq!(g.cell_of(4095.9, 4095.9), 128 * 128 - 1);
+        let home = g.cell_of(31.0, 10.0);
+        // 1 m past the edge: inside the 2 m margin, stays.
+        assert_eq!(g.cell_with_hysteresis(home, 33.0, 10.0), home);
+        // 3 m past: moves.
+        assert_eq!(g.cell_with_hysteresis(home, 35.0, 10.0), g.cell_of(35.0, 10.0));
+        // And walking back 1 m into the old cell does not bounce back.
+        let next = g.cell_of(35.0, 10.0);
+        assert_eq!(g.cell_with_hysteresis(next, 31.0, 10.0), next);
+        assert!(!g.in_world(-0.1, 5.0) && !g.in_world(5.0, 4096.0) && !g.in_world(f32::NAN, 1.0));
+    }
+
+    #[test]
+    fn insert_update_relocate_remove() {
+        let g = grid();
+        let a = g.cell_of(10.0, 10.0);
+        let b = g.cell_of(40.0, 10.0);
+        g.insert(a, player(1, 10.0, 10.0));
+        assert!(g.update_position(a, 1, 11.0, 10.0));
+        assert!(!g.update_position(b, 1, 11.0, 10.0));
+        assert!(g.relocate(a, b, 1, 40.0, 10.0));
+        assert_eq!(g.cells_containing(1), vec![b]);
+        assert!(!g.relocate(a, b, 1, 40.0, 10.0));
+        assert_eq!(g.remove(b, 1).map(|m| m.x_m), Some(40.0));
+        assert!(g.cells_containing(1).is_empty());
+        assert_eq!(g.remove(b, 1), None);
+        assert_eq!(g.remove(12345, 1), None);
+    }
+
+    #[test]
+    fn proximity_searches_neighbour_cells_and_respects_radius() {
+        let g = grid();
+        // Querier just left of a cell boundary, neighbour just right of it.
+        g.insert(g.cell_of(31.0, 5.0), player(1, 31.0, 5.0));
+        g.insert(g.cell_of(33.0, 5.0), player(2, 33.0, 5.0));
+        g.insert(g.cell_of(50.0, 5.0), player(3, 50.0, 5.0));
+        let mut seen = vec![];
+        g.for_each_near(31.0, 5.0, 8.0, 1, |m, d| seen.push((m.id, d)));
+        assert_eq!(seen, vec![(2, 2.0)]);
+    }
+
+    #[test]
+    fn nearest_k_is_sorted_and_capped() {
+        let g = grid();
+        for i in 0..20u64 {
+            let x = 100.0 + i as f32;
+            g.insert(g.cell_of(x, 100.0), player(i + 1, x, 100.0));
+        }
+        let mut out = [AoiEntry::default(); 5];
+        let n = g.nearest_k(109.5, 100.0, 0, &mut out);
+        assert_eq!(n, 5);
+        let dists: Vec<f32> = out.iter().map(|e| e.distance_m).collect();
+        assert_eq!(dists, vec![0.5, 0.5, 1.5, 1.5, 2.5]);
+        let ids: std::collections::HashSet<u64> = out.iter().map(|e| e.entity_id).collect();
+        assert_eq!(ids, [9, 10, 11, 8, 12].into_iter().collect());
+        let mut few = [AoiEntry::default(); 64];
+        assert_eq!(g.nearest_k(109.5, 100.0, 10, &mut few), 19);
+        assert!(few[..19].windows(2).all(|w| w[0].distance_m <= w[1].distance_m));
+    }
+
+    #[test]
+    fn expiry_keeps_players_and_live_objects() {
+        let g = grid();
+        let c = g.cell_of(5.0, 5.0);
+        g.insert(c, player(1, 5.0, 5.0));
+        for (id, expires) in [(10u64, 3u32), (11, 4), (12, 9)] {
+            g.insert(c, Member { id: id | crate::arena::OBJECT_ID_TAG, x_m: 5.0, y_m: 5.0, expires_tick: expires, kind: EntityKind::Add });
+        }
+        assert_eq!(g.expire_cell(c, 4), 2);
+        assert_eq!(g.census(), GridCensus { players: 1, objects: 1 });
+        assert_eq!(g.expire_cell(c, 100), 1);
+        assert_eq!(g.expire_cell(c + 1, 100), 0);
+    }
+}

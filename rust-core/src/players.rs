@@ -1,0 +1,136 @@
+//! Players: who is joined, with which session token, and which body, combatant and wallet
+//! are theirs.
+//!
+//! A player id is the player record's sharded-slab key plus one (see [`crate::arena`]), so a
+//! lookup is one slab `get` with no map and no lock, and the key's generation makes an id
+//! from before a leave miss instead of finding whoever reuses the slot.
+//!
+//! Concurrency contract: records are immutable after insert except `leaving`, an atomic flag
+//! that exactly one `leave` call wins. Writers: join (insert) and leave (flag, then remove);
+//! readers: every service resolving a player id, from any thread. A reader holding a record's
+//! guard keeps the slot from being reused until it drops the guard (sharded-slab defers the
+//! removal), so what it read stays consistent; it may still be working with a player who is
+//! in the middle of leaving, which each service handles (the body and wallet have their own
+//! "closed" state checked under their own lock). No lock is taken here.
+
+use crate::arena::{ArenaConfig, key_from_player_id, player_id_from_key};
+use crate::capacity::CapacityGate;
+use crate::economy::WalletHandle;
+use sharded_slab::Slab;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// What join hands back to the client.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct JoinTicket {
+    /// The new player's id.
+    pub player_id: u64,
+    /// A random, non-zero session token the client must present with every request.
+    pub session_token: u64,
+}
+
+/// One joined player. Immutable after insert except `leaving`.
+#[derive(Debug)]
+pub struct PlayerRecord {
+    /// Random session token. Written at join, read by every authenticated request.
+    pub session_token: u64,
+    /// Key of the movement body. Written at join, read by movement and AoI.
+    pub body_key: usize,
+    /// Key of the combatant. Written at join, read by combat.
+    pub combatant_key: usize,
+    /// Where the wallet lives. Written at join, read by the economy.
+    pub wallet: WalletHandle,
+    /// Faction, copied from the combatant for cheap friendly-fire checks.
+    pub faction: u8,
+    /// Set by the one `leave` call that wins; read by other `leave` calls.
+    leaving: AtomicBool,
+}
+
+impl PlayerRecord {
+    /// A record for a player about to be inserted.
+    pub fn new(session_token: u64, body_key: usize, combatant_key: usize, wallet: WalletHandle, faction: u8) -> Self {
+        Self { session_token, body_key, combatant_key, wallet, faction, leaving: AtomicBool::new(false) }
+    }
+
+    /// Claims the right to tear this player down; `true` for exactly one caller.
+    pub fn claim_leave(&self) -> bool {
+        self.leaving.compare_exchange(false, true, Ordering::AcqRel, Ordering::Acquire).is_ok()
+    }
+}
+
+/// The player arena and its capacity gate.
+pub struct Players {
+    /// Player records keyed by `player_id - 1`. Written by join/leave, read by everyone.
+    arena: Slab<PlayerRecord, ArenaConfig>,
+    /// Live player count against `player_capacity`.
+    gate: CapacityGate,
+}
+
+/// A borrowed player record; holding it keeps the slot from being reused.
+pub type PlayerGuard<'a> = sharded_slab::Entry<'a, PlayerRecord, ArenaConfig>;
+
+impl Players {
+    /// An empty arena admitting at most `capacity` players.
+    pub fn new(capacity: u32) -> Self {
+        Self { arena: Slab::new_with_config::<ArenaConfig>(), gate: CapacityGate::new(capacity) }
+    }
+
+    /// Reserves room for one more player; `false` when full.
+    pub fn admit(&self) -> bool {
+        self.gate.try_acquire(1)
+    }
+
+    /// Returns a reservation taken by [`Players::admit`] that was not used.
+    pub fn unadmit(&self) {
+        self.gate.release(1);
+    }
+
+    /// Reserves a slot, learning the player id before the record exists (so the body and
+    /// wallet can be created with it).
+    pub fn vacant(&self) -> Option<sharded_slab::VacantEntry<'_, PlayerRecord, ArenaConfig>> {
+        self.arena.vacant_entry()
+    }
+
+    /// The player id a vacant entry will have.
+    pub fn id_of_vacant(entry: &sharded_slab::VacantEntry<'_, PlayerRecord, ArenaConfig>) -> u64 {
+        player_id_from_key(entry.key())
+    }
+
+    /// Looks a player up; `None` for an unknown, departed or malformed id.
+    #[inline]
+    pub fn get(&self, player_id: u64) -> Option<PlayerGuard<'_>> {
+        self.arena.get(key_from_player_id(player_id)?)
+    }
+
+    /// Removes a player's record (after its services are torn down) and frees its capacity.
+    pub fn remove(&self, player_id: u64) -> bool {
+        let removed = key_from_player_id(player_id).is_some_and(|key| self.arena.remove(key));
+        if removed {
+            self.gate.release(1);
+        }
+        removed
+    }
+
+    /// Players joined right now.
+    pub fn live(&self) -> u32 {
+        self.gate.in_use()
+    }
+
+    /// Grows the calling thread's shard to hold `slots` records without allocating.
+    pub(crate) fn prewarm_current_thread(&self, slots: usize) {
+        crate::arena::prewarm(&self.arena, slots, || PlayerRecord::new(0, 0, 0, WalletHandle::NONE, 0));
+    }
+}
+
+/// A random, non-zero session token from the OS's CSPRNG.
+pub fn new_session_token() -> u64 {
+    loop {
+        let mut bytes = [0u8; 8];
+        // getrandom only fails if the OS has no entropy source at all; there is no safe
+        // fallback for a security token, so that is fatal.
+        getrandom::fill(&mut bytes).expect("the OS random source is unavailable");
+        let token = u64::from_le_bytes(bytes);
+        if token != 0 {
+            return token;
+        }
+    }
+}

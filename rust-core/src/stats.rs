@@ -1,0 +1,229 @@
+//! Counters per service and per rejection reason, readable while writers run.
+//!
+//! Writers are every thread that applies work (network workers through the FFI, the tick
+//! driver). A single shared atomic per counter would make every update bounce one cache line
+//! between cores, so counters are striped: each thread is given one of [`STRIPES`] stripes on
+//! first use and only ever increments its own stripe. Each stripe is a
+//! `crossbeam_utils::CachePadded` block (128 bytes on x86-64: adjacent-line prefetch pulls
+//! lines in pairs, so 64 is not enough to stop false sharing).
+//!
+//! Concurrency contract: increments are `Relaxed` `fetch_add`s on the writer's own stripe.
+//! [`Stats::snapshot`] sums all stripes with `Relaxed` loads: each counter in the snapshot is a
+//! value it held at some instant during the read and never goes backwards between snapshots,
+//! but two counters are not read at the same instant (use the economy audit for figures that
+//! must agree with each other).
+
+use crate::records::{EconomyStatus, RejectReason};
+use crossbeam_utils::CachePadded;
+use std::cell::Cell;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+
+/// Number of counter stripes. Threads beyond this share stripes (still correct, just more
+/// cache traffic).
+pub const STRIPES: usize = 16;
+
+macro_rules! define_counters {
+    ($( $variant:ident / $field:ident : $doc:literal, )*) => {
+        /// Every counter the core keeps.
+        #[repr(usize)]
+        #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+        pub enum Counter { $( #[doc = $doc] $variant, )* }
+
+        /// Number of counters.
+        pub const COUNTER_COUNT: usize = [$(Counter::$variant),*].len();
+
+        /// A point-in-time reading of every counter (see the module doc for what "point in
+        /// time" means). `#[repr(C)]`: the FFI hands it out as is.
+        #[repr(C)]
+        #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+        pub struct StatsSnapshot { $( #[doc = $doc] pub $field: u64, )* }
+
+        impl StatsSnapshot {
+            fn from_sums(sums: &[u64; COUNTER_COUNT]) -> Self {
+                Self { $( $field: sums[Counter::$variant as usize], )* }
+            }
+            /// The value of one counter.
+            pub fn get(&self, counter: Counter) -> u64 {
+                match counter { $( Counter::$variant => self.$field, )* }
+            }
+        }
+    };
+}
+
+define_counters! {
+    MovesApplied / moves_applied: "Moves applied.",
+    MoveRejectedUnknownPlayer / move_rejected_unknown_player: "Moves refused: no such player.",
+    MoveRejectedWrongSession / move_rejected_wrong_session: "Moves refused: session token mismatch.",
+    MoveRejectedStaleSequence / move_rejected_stale_sequence: "Moves refused: sequence not newer.",
+    MoveRejectedTooFast / move_rejected_too_fast: "Moves refused: faster than the speed limit.",
+    MoveRejectedOutOfBounds / move_rejected_out_of_bounds: "Moves refused: outside the world.",
+    CellCrossings / cell_crossings: "Moves that moved their entity to another grid cell.",
+    ContactsReported / contacts_reported: "Contact events written.",
+    ContactsTruncated / contacts_truncated: "Contacts not reported because a move hit its cap.",
+    MoveBatches / move_batches: "Move batches applied.",
+    MoveBatchesRefused / move_batches_refused: "Move batches refused whole (output buffer too small).",
+    Joins / joins: "Players joined.",
+    JoinsRefusedFull / joins_refused_full: "Joins refused: player capacity reached.",
+    JoinsRefusedBounds / joins_refused_bounds: "Joins refused: spawn point outside the world.",
+    Leaves / leaves: "Players left.",
+    LeavesRefused / leaves_refused: "Leaves refused: unknown player or wrong session.",
+    RaidBursts / raid_bursts: "Raid bursts spawned.",
+    RaidObjectsSpawned / raid_objects_spawned: "Raid objects spawned.",
+    RaidObjectsDespawned / raid_objects_despawned: "Raid objects expired and freed.",
+    RaidRefusedCapacity / raid_refused_capacity: "Raid spawns refused: object or burst capacity.",
+    RaidRefusedInvalid / raid_refused_invalid: "Raid spawns refused: invalid request.",
+    DamageApplied / damage_applied: "Damage calls that took hit points.",
+    Kills / kills: "Combatants brought to zero hit points.",
+    DamageRejected / damage_rejected: "Damage calls refused (unknown target, same faction, dead, bad amount).",
+    EconomyApplied / economy_applied: "Economy operations applied.",
+    EconomyDuplicates / economy_duplicates: "Economy retransmits answered from the de-duplication record.",
+    EconomyInvalidAmount / economy_invalid_amount: "Economy refused: invalid amount.",
+    EconomyOverflow / economy_overflow: "Economy refused: amount or balance overflow.",
+    EconomySelfTrade / economy_self_trade: "Economy refused: self-trade.",
+    EconomyUnknownItem / economy_unknown_item: "Economy refused: unknown item.",
+    EconomyInsufficientFunds / economy_insufficient_funds: "Economy refused: insufficient funds.",
+    EconomyInsufficientItems / economy_insufficient_items: "Economy refused: insufficient items.",
+    EconomyUnknownPlayer / economy_unknown_player: "Economy refused: unknown player.",
+    EconomyPlayerDeparted / economy_player_departed: "Economy refused: player departed.",
+    EconomyWrongSession / economy_wrong_session: "Economy refused: wrong session.",
+    EconomyTooOld / economy_too_old: "Economy refused: transaction older than the window.",
+    EconomyBadKind / economy_bad_kind: "Economy refused: unknown operation kind.",
+    EconomyInvalidTransaction / economy_invalid_transaction: "Economy refused: transaction id 0.",
+    Ticks / ticks: "Ticks run.",
+    AoiQueries / aoi_queries: "Area-of-interest snapshots built.",
+}
+
+impl Counter {
+    /// The counter for a move rejection reason.
+    pub fn for_reject(reason: RejectReason) -> Counter {
+        match reason {
+            RejectReason::UnknownPlayer => Counter::MoveRejectedUnknownPlayer,
+            RejectReason::WrongSession => Counter::MoveRejectedWrongSession,
+            RejectReason::StaleSequence => Counter::MoveRejectedStaleSequence,
+            RejectReason::TooFast => Counter::MoveRejectedTooFast,
+            RejectReason::OutOfBounds => Counter::MoveRejectedOutOfBounds,
+        }
+    }
+
+    /// The counter for an economy outcome that was decided now (not a duplicate).
+    pub fn for_economy(status: EconomyStatus) -> Counter {
+        match status {
+            EconomyStatus::Applied => Counter::EconomyApplied,
+            EconomyStatus::InvalidAmount => Counter::EconomyInvalidAmount,
+            EconomyStatus::Overflow => Counter::EconomyOverflow,
+            EconomyStatus::SelfTrade => Counter::EconomySelfTrade,
+            EconomyStatus::UnknownItem => Counter::EconomyUnknownItem,
+            EconomyStatus::InsufficientFunds => Counter::EconomyInsufficientFunds,
+            EconomyStatus::InsufficientItems => Counter::EconomyInsufficientItems,
+            EconomyStatus::UnknownPlayer => Counter::EconomyUnknownPlayer,
+            EconomyStatus::PlayerDeparted => Counter::EconomyPlayerDeparted,
+            EconomyStatus::WrongSession => Counter::EconomyWrongSession,
+            EconomyStatus::TransactionTooOld => Counter::EconomyTooOld,
+            EconomyStatus::BadKind => Counter::EconomyBadKind,
+            EconomyStatus::InvalidTransaction => Counter::EconomyInvalidTransaction,
+        }
+    }
+}
+
+type Stripe = CachePadded<[AtomicU64; COUNTER_COUNT]>;
+
+/// Striped counters. Written by every applying thread (own stripe), read by stats readers.
+pub struct Stats {
+    /// One block of counters per stripe; a thread writes only the stripe it was given.
+    stripes: Box<[Stripe]>,
+}
+
+static NEXT_STRIPE: AtomicUsize = AtomicUsize::new(0);
+
+thread_local! {
+    /// This thread's stripe, assigned round-robin on first use (const-initialised: reading it
+    /// never allocates).
+    static MY_STRIPE: Cell<usize> = const { Cell::new(usize::MAX) };
+}
+
+fn my_stripe() -> usize {
+    MY_STRIPE.with(|s| {
+        let mut v = s.get();
+        if v == usize::MAX {
+            v = NEXT_STRIPE.fetch_add(1, Ordering::Relaxed) % STRIPES;
+            s.set(v);
+        }
+        v
+    })
+}
+
+impl Default for Stats {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Stats {
+    /// All counters at zero.
+    pub fn new() -> Self {
+        let stripes = (0..STRIPES)
+            .map(|_| CachePadded::new(std::array::from_fn(|_| AtomicU64::new(0))))
+            .collect::<Vec<Stripe>>()
+            .into_boxed_slice();
+        Self { stripes }
+    }
+
+    /// Adds `n` to `counter` on the calling thread's stripe.
+    #[inline]
+    pub fn add(&self, counter: Counter, n: u64) {
+        if n != 0 {
+            self.stripes[my_stripe()][counter as usize].fetch_add(n, Ordering::Relaxed);
+        }
+    }
+
+    /// Adds one to `counter`.
+    #[inline]
+    pub fn bump(&self, counter: Counter) {
+        self.add(counter, 1);
+    }
+
+    /// Sums every stripe (see the module doc for the consistency this gives).
+    pub fn snapshot(&self) -> StatsSnapshot {
+        let mut sums = [0u64; COUNTER_COUNT];
+        for stripe in self.stripes.iter() {
+            for (sum, cell) in sums.iter_mut().zip(stripe.iter()) {
+                *sum += cell.load(Ordering::Relaxed);
+            }
+        }
+        StatsSnapshot::from_sums(&sums)
+    }
+}
+
+#[cfg(all(test, not(mmo_loom)))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_from_many_threads_add_up() {
+        let stats = Stats::new();
+        std::thread::scope(|s| {
+            for _ in 0..4 {
+                s.spawn(|| {
+                    for _ in 0..10_000 {
+                        stats.bump(Counter::MovesApplied);
+                    }
+                    stats.add(Counter::Kills, 3);
+                });
+            }
+        });
+        let snap = stats.snapshot();
+        assert_eq!(snap.moves_applied, 40_000);
+        assert_eq!(snap.kills, 12);
+        assert_eq!(snap.get(Counter::Kills), 12);
+        assert_eq!(snap.joins, 0);
+    }
+
+    #[test]
+    fn every_reason_has_its_own_counter() {
+        use std::collections::HashSet;
+        let reasons = [1u8, 2, 3, 4, 5].map(|v| Counter::for_reject(RejectReason::try_from(v).unwrap()) as usize);
+        assert_eq!(reasons.iter().collect::<HashSet<_>>().len(), reasons.len());
+        let statuses: Vec<usize> = (0u8..=12).map(|v| Counter::for_economy(EconomyStatus::try_from(v).unwrap()) as usize).collect();
+        assert_eq!(statuses.iter().collect::<HashSet<_>>().len(), statuses.len());
+    }
+}
