@@ -1,0 +1,168 @@
+//! Economy through the engine: every operation, every typed error, at-most-once under
+//! retransmits, and conservation including departures.
+
+mod common;
+use common::*;
+use mmo_core::records::{EconomyKind::*, EconomyResult, EconomyStatus};
+use mmo_core::{BatchError, CoreConfig, Engine};
+
+fn rich_engine() -> Engine {
+    Engine::new(CoreConfig { starting_gold: 1_000, ..small_config() }).unwrap()
+}
+
+#[test]
+fn transfer_trade_loot_and_spend_apply_and_conserve() {
+    let e = rich_engine();
+    let a = join(&e, 10.0, 10.0, 1);
+    let b = join(&e, 20.0, 10.0, 1);
+    let r = run_op(&e, op(a, 1, LootPickup, 0, 50, 3, 5));
+    assert_eq!((status(&r), r.gold_balance, r.duplicate), (EconomyStatus::Applied, 1_050, 0));
+    assert_eq!(status(&run_op(&e, op(a, 2, Transfer, b.id, 100, 3, 2))), EconomyStatus::Applied);
+    // b pays 30 gold for 1 of a's item kind 3.
+    assert_eq!(status(&run_op(&e, op(b, 1, Trade, a.id, 30, 3, 1))), EconomyStatus::Applied);
+    assert_eq!(status(&run_op(&e, op(b, 2, Spend, 0, 70, 3, 1))), EconomyStatus::Applied);
+    let (va, vb) = (e.player(a.id).unwrap(), e.player(b.id).unwrap());
+    assert_eq!((va.gold, va.items[3]), (1_050 - 100 + 30, 5 - 2 - 1));
+    assert_eq!((vb.gold, vb.items[3]), (1_000 + 100 - 30 - 70, 2 + 1 - 1));
+    let audit = e.economy_audit();
+    assert!(audit.is_conserved());
+    assert_eq!(audit.minted.gold, 2_050);
+    assert_eq!(audit.sunk.gold, 70);
+    assert_eq!(audit.live.items[3], 4);
+    assert_eq!(e.stats().economy_applied, 4);
+}
+
+#[test]
+fn every_bad_request_gets_its_typed_error() {
+    let e = rich_engine();
+    let a = join(&e, 10.0, 10.0, 1);
+    let b = join(&e, 20.0, 10.0, 1);
+    let mut wrong_session = op(a, 1, Transfer, b.id, 1, 0, 0);
+    wrong_session.session_token ^= 1;
+    let mut unknown = op(a, 1, Transfer, b.id, 1, 0, 0);
+    unknown.player_id = 999_999;
+    let mut bad_kind = op(a, 3, Transfer, b.id, 1, 0, 0);
+    bad_kind.kind = 77;
+    use EconomyStatus::*;
+    let cases = [
+        (wrong_session, WrongSession),
+        (unknown, UnknownPlayer),
+        (op(a, 0, Transfer, b.id, 1, 0, 0), InvalidTransaction),
+        (op(a, 2, Transfer, b.id, -5, 0, 0), InvalidAmount),
+        (bad_kind, BadKind),
+        (op(a, 4, Transfer, b.id, 0, 0, 0), InvalidAmount),
+        (op(a, 5, Transfer, b.id, 0, 0, -1), InvalidAmount),
+        (op(a, 6, LootPickup, 0, 1 << 50, 0, 0), Overflow),
+        (op(a, 7, Transfer, a.id, 1, 0, 0), SelfTrade),
+        (op(a, 8, Trade, a.id, 1, 0, 1), SelfTrade),
+        (op(a, 9, Transfer, b.id, 0, 16, 1), UnknownItem),
+        (op(a, 10, Transfer, b.id, 5_000, 0, 0), InsufficientFunds),
+        (op(a, 11, Transfer, b.id, 0, 2, 1), InsufficientItems),
+        (op(a, 12, Trade, b.id, 10, 2, 1), InsufficientItems),
+        (op(a, 13, Trade, b.id, 10, 2, 0), InvalidAmount),
+        (op(a, 14, Transfer, 0, 10, 0, 0), UnknownPlayer),
+        (op(a, 15, Transfer, 424_242, 10, 0, 0), UnknownPlayer),
+        (op(a, 16, Spend, 0, 2_000, 0, 0), InsufficientFunds),
+    ];
+    for (i, (request, expected)) in cases.iter().enumerate() {
+        let r = run_op(&e, *request);
+        assert_eq!(status(&r), *expected, "case {i}");
+        assert_eq!(r.duplicate, 0);
+    }
+    // A balance that would overflow u64.
+    let big = (1i64 << 48) - 1;
+    let mut txn = 100;
+    let mut minted_total: u128 = 1_000;
+    loop {
+        let r = run_op(&e, op(b, txn, LootPickup, 0, big, 0, 0));
+        txn += 1;
+        if status(&r) == EconomyStatus::Overflow {
+            break;
+        }
+        assert_eq!(status(&r), EconomyStatus::Applied);
+        minted_total += big as u128;
+        assert!(txn < 100 + 70_000, "u64 must overflow within 2^16 pickups of 2^48");
+    }
+    assert_eq!(status(&run_op(&e, op(b, txn, Transfer, a.id, 0, 0, 0))), EconomyStatus::InvalidAmount);
+    assert_eq!(u128::from(e.player(b.id).unwrap().gold), minted_total);
+    // Nothing refused changed a balance.
+    assert_eq!(e.player(a.id).unwrap().gold, 1_000);
+    assert!(e.economy_audit().is_conserved());
+    let s = e.stats();
+    assert_eq!((s.economy_wrong_session, s.economy_unknown_player, s.economy_invalid_transaction), (1, 3, 1));
+    assert_eq!((s.economy_self_trade, s.economy_unknown_item, s.economy_bad_kind), (2, 1, 1));
+    assert_eq!((s.economy_insufficient_funds, s.economy_insufficient_items), (2, 2));
+    assert_eq!(s.economy_overflow, 2);
+    assert_eq!(s.economy_invalid_amount, 5);
+}
+
+#[test]
+fn retransmits_apply_at_most_once_and_repeat_the_decision() {
+    let e = rich_engine();
+    let a = join(&e, 10.0, 10.0, 1);
+    let b = join(&e, 20.0, 10.0, 1);
+    let t = op(a, 1, Transfer, b.id, 100, 0, 0);
+    let first = run_op(&e, t);
+    for _ in 0..5 {
+        let again = run_op(&e, t);
+        assert_eq!((status(&again), again.duplicate, again.gold_balance), (EconomyStatus::Applied, 1, first.gold_balance));
+    }
+    assert_eq!(e.player(b.id).unwrap().gold, 1_100);
+    // A refused decision is also final: after a gets more gold, the retransmit of the
+    // refused transfer is still refused, not applied.
+    let too_much = op(a, 2, Transfer, b.id, 2_000, 0, 0);
+    assert_eq!(status(&run_op(&e, too_much)), EconomyStatus::InsufficientFunds);
+    run_op(&e, op(a, 3, LootPickup, 0, 5_000, 0, 0));
+    let again = run_op(&e, too_much);
+    assert_eq!((status(&again), again.duplicate), (EconomyStatus::InsufficientFunds, 1));
+    assert_eq!(e.player(b.id).unwrap().gold, 1_100);
+    // Duplicates inside one batch too.
+    let batch = [op(a, 4, Transfer, b.id, 1, 0, 0); 3];
+    let mut out = [EconomyResult::default(); 3];
+    e.apply_economy(&batch, &mut out).unwrap();
+    assert_eq!(out.map(|r| r.duplicate), [0, 1, 1]);
+    assert_eq!(e.player(b.id).unwrap().gold, 1_101);
+    // Far beyond the window, an old id is refused rather than re-applied.
+    for txn in 5..5 + mmo_core::economy::DEDUP_WINDOW as u64 + 1 {
+        run_op(&e, op(a, txn, Spend, 0, 1, 0, 0));
+    }
+    assert_eq!(status(&run_op(&e, t)), EconomyStatus::TransactionTooOld);
+    assert_eq!(e.player(b.id).unwrap().gold, 1_101);
+    let s = e.stats();
+    assert_eq!(s.economy_duplicates, 8);
+    assert_eq!(s.economy_too_old, 1);
+    assert!(e.economy_audit().is_conserved());
+}
+
+#[test]
+fn departed_players_keep_the_books_balanced() {
+    let e = rich_engine();
+    let a = join(&e, 10.0, 10.0, 1);
+    let b = join(&e, 20.0, 10.0, 1);
+    run_op(&e, op(a, 1, LootPickup, 0, 10, 4, 7));
+    e.leave(b.id, b.token).unwrap();
+    let r = run_op(&e, op(a, 2, Transfer, b.id, 10, 0, 0));
+    assert_eq!(status(&r), EconomyStatus::UnknownPlayer);
+    let r = run_op(&e, op(b, 1, Spend, 0, 10, 0, 0));
+    assert_eq!(status(&r), EconomyStatus::UnknownPlayer);
+    let audit = e.economy_audit();
+    assert!(audit.is_conserved());
+    assert_eq!(audit.departed.gold, 1_000);
+    assert_eq!(audit.live.gold, 1_010);
+    assert_eq!(audit.live.items[4], 7);
+    assert_eq!(audit.open_wallets, 1);
+    e.leave(a.id, a.token).unwrap();
+    let audit = e.economy_audit();
+    assert!(audit.is_conserved());
+    assert_eq!((audit.live.gold, audit.departed.gold, audit.departed.items[4]), (0, 2_010, 7));
+}
+
+#[test]
+fn economy_batch_needs_room_for_every_result() {
+    let e = rich_engine();
+    let a = join(&e, 10.0, 10.0, 1);
+    let ops = [op(a, 1, Spend, 0, 1, 0, 0), op(a, 2, Spend, 0, 1, 0, 0)];
+    let mut out = [EconomyResult::default(); 1];
+    assert_eq!(e.apply_economy(&ops, &mut out), Err(BatchError::OutputTooSmall { required: 2 }));
+    assert_eq!(e.player(a.id).unwrap().gold, 1_000, "nothing applied");
+}

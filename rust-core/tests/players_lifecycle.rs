@@ -1,0 +1,68 @@
+//! Join and leave: capacity, sessions, stale ids, and what leave frees.
+
+mod common;
+use common::*;
+use mmo_core::{CoreConfig, Engine, JoinError, LeaveError};
+
+#[test]
+fn join_gives_distinct_ids_and_random_tokens() {
+    let e = engine();
+    let a = join(&e, 1.0, 1.0, 1);
+    let b = join(&e, 1.0, 1.0, 1);
+    assert_ne!(a.id, b.id);
+    assert_ne!(a.token, b.token);
+    assert!(a.token != 0 && b.token != 0);
+    assert_eq!(e.live_players(), 2);
+    assert_eq!(e.grid().census().players, 2);
+    assert_eq!(e.join(-1.0, 5.0, 1), Err(JoinError::OutOfBounds));
+    assert_eq!(e.join(5.0, f32::INFINITY, 1), Err(JoinError::OutOfBounds));
+    assert_eq!(e.stats().joins_refused_bounds, 2);
+}
+
+#[test]
+fn capacity_is_enforced_and_freed_by_leave() {
+    let e = Engine::new(CoreConfig { player_capacity: 3, ..small_config() }).unwrap();
+    let who: Vec<Who> = (0..3).map(|_| join(&e, 5.0, 5.0, 1)).collect();
+    assert_eq!(e.join(5.0, 5.0, 1), Err(JoinError::ServerFull));
+    e.leave(who[1].id, who[1].token).unwrap();
+    let again = join(&e, 5.0, 5.0, 1);
+    assert_ne!(again.id, who[1].id);
+    assert_eq!(e.stats().joins_refused_full, 1);
+}
+
+#[test]
+fn leave_checks_session_and_happens_once() {
+    let e = engine();
+    let a = join(&e, 5.0, 5.0, 1);
+    assert_eq!(e.leave(a.id, a.token ^ 1), Err(LeaveError::WrongSession));
+    assert_eq!(e.leave(0, a.token), Err(LeaveError::UnknownPlayer));
+    e.leave(a.id, a.token).unwrap();
+    assert_eq!(e.leave(a.id, a.token), Err(LeaveError::UnknownPlayer));
+    assert!(e.player(a.id).is_none());
+    assert!(e.grid().cells_containing(a.id).is_empty());
+    assert_eq!(e.live_players(), 0);
+    let s = e.stats();
+    assert_eq!((s.leaves, s.leaves_refused), (1, 3));
+}
+
+#[test]
+fn concurrent_leaves_of_one_player_tear_down_once() {
+    let e = engine();
+    for _ in 0..50 {
+        let a = join(&e, 5.0, 5.0, 1);
+        let wins = std::sync::atomic::AtomicU32::new(0);
+        std::thread::scope(|s| {
+            for _ in 0..2 {
+                s.spawn(|| {
+                    if e.leave(a.id, a.token).is_ok() {
+                        wins.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    }
+                });
+            }
+        });
+        assert_eq!(wins.into_inner(), 1);
+    }
+    assert_eq!(e.live_players(), 0);
+    assert_eq!(e.grid().census().players, 0);
+    assert!(e.economy_audit().is_conserved());
+}
