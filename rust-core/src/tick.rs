@@ -75,9 +75,6 @@ pub struct TickBoard {
     tick: AtomicU32,
 }
 
-/// How many times a reader retries before it yields the CPU between attempts. A writer
-/// holds the board for a few stores, so a reader normally succeeds on the first or second try.
-const READ_SPINS_BEFORE_YIELD: u32 = 64;
 
 impl Default for TickBoard {
     fn default() -> Self {
@@ -137,6 +134,11 @@ impl TickBoard {
 fn backoff(_attempts: u32) {
     loom::thread::yield_now();
 }
+
+/// How many times a reader retries before it yields the CPU between attempts. A writer
+/// holds the board for a few stores, so a reader normally succeeds on the first or second try.
+#[cfg(not(mmo_loom))]
+const READ_SPINS_BEFORE_YIELD: u32 = 64;
 
 #[cfg(not(mmo_loom))]
 fn backoff(attempts: u32) {

@@ -1,5 +1,6 @@
 //! Combat through the engine: raid bursts (whole or nothing, placement, expiry, slot reuse)
 //! and damage outcomes and refusals.
+#![cfg(not(mmo_loom))] // loom builds run only the loom_* models
 
 mod common;
 use common::*;

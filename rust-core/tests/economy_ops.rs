@@ -1,5 +1,6 @@
 //! Economy through the engine: every operation, every typed error, at-most-once under
 //! retransmits, and conservation including departures.
+#![cfg(not(mmo_loom))] // loom builds run only the loom_* models
 
 mod common;
 use common::*;

@@ -1,0 +1,176 @@
+//! Zero heap allocations in steady state, counted by a wrapping global allocator.
+//!
+//! Warm-up plays one full period of a repeating load: 2,000 players walking back and forth
+//! across cell boundaries in a crowded band (so moves cross cells and proximity queries find
+//! contacts), a first 11,000-object raid burst and its expiry. The measured phase then plays
+//! 100,000 more moves (with crossings, contacts and area-of-interest queries), ticks,
+//! economy requests, and a second 11,000-object burst at the same spot and its expiry, and
+//! must make **zero** allocations. The load repeats exactly, which is what steady state means:
+//! every cell vector, arena page and burst list has already grown to the size this load
+//! needs, and nothing on these paths allocates per call.
+//!
+//! Counting is per thread (a `const` thread-local, which itself never allocates), and all
+//! engine work here runs on the test thread, so the test harness's own threads cannot
+//! disturb the count.
+#![cfg(not(mmo_loom))] // loom builds run only the loom_* models
+
+mod common;
+use common::*;
+use mmo_core::records::{AoiEntry, EconomyKind, EconomyResult, EventKind, MoveEvent, MoveRecord, RaidSpawnRequest};
+use mmo_core::{CoreConfig, Engine};
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
+
+struct CountingAllocator;
+
+thread_local! {
+    static ALLOCATIONS: Cell<u64> = const { Cell::new(0) };
+}
+
+fn count_one() {
+    // try_with: the counter may already be gone while a thread is being torn down.
+    let _ = ALLOCATIONS.try_with(|c| c.set(c.get() + 1));
+}
+
+unsafe impl GlobalAlloc for CountingAllocator {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        count_one();
+        unsafe { System.alloc(layout) }
+    }
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        count_one();
+        unsafe { System.alloc_zeroed(layout) }
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        count_one();
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        unsafe { System.dealloc(ptr, layout) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: CountingAllocator = CountingAllocator;
+
+fn allocations() -> u64 {
+    ALLOCATIONS.with(|c| c.get())
+}
+
+const PLAYERS: usize = 2_000;
+const BATCH: usize = 64;
+/// Steps in one back-and-forth walk: 40 steps of 1 m out, 40 back.
+const PERIOD: u32 = 80;
+
+/// Player `i`'s x at step `t`: a triangle wave of 40 m amplitude, so each walk crosses a
+/// 32 m cell boundary (and the hysteresis margin) twice per period.
+fn x_at(i: usize, t: u32) -> f32 {
+    let base = 1_000.0 + (i % 40) as f32 * 2.5;
+    let phase = t % PERIOD;
+    let offset = if phase < PERIOD / 2 { phase } else { PERIOD - phase };
+    base + offset as f32
+}
+
+fn y_of(i: usize) -> f32 {
+    1_000.0 + (i / 40) as f32 * 1.5
+}
+
+struct Load {
+    players: Vec<Who>,
+    batch: Vec<MoveRecord>,
+    events: Vec<MoveEvent>,
+    aoi: [AoiEntry; 32],
+    now_ms: u64,
+    step: u32,
+    txn: u64,
+}
+
+fn burst() -> RaidSpawnRequest {
+    RaidSpawnRequest { half_extent_m: 60.0, ..raid(1_500.0, 1_500.0, 11_000, 200) }
+}
+
+#[test]
+fn steady_state_moves_ticks_trades_and_raid_bursts_allocate_nothing() {
+    let e = Engine::new(CoreConfig { starting_gold: 100, ..CoreConfig::default() }).unwrap();
+    let players: Vec<Who> = (0..PLAYERS).map(|i| join(&e, x_at(i, 0), y_of(i), 1)).collect();
+    let mut load = Load {
+        players,
+        batch: Vec::with_capacity(BATCH),
+        events: vec![MoveEvent::default(); BATCH * e.events_per_move_max()],
+        aoi: [AoiEntry::default(); 32],
+        now_ms: 10_000,
+        step: 0,
+        txn: 0,
+    };
+    // Warm-up: one full period of the walk, one raid burst and its expiry.
+    e.raid_spawn(&burst()).unwrap();
+    for _ in 0..PERIOD {
+        load.play_step(&e);
+    }
+    assert_eq!(e.live_raid_objects(), 0, "the warm-up burst expired");
+    let crossings_warm = e.stats().cell_crossings;
+    assert!(crossings_warm > 0);
+
+    // The counter really counts this thread's allocations.
+    let probe = allocations();
+    let v: Vec<u8> = Vec::with_capacity(std::hint::black_box(16));
+    assert_eq!(allocations(), probe + 1);
+    drop(v);
+
+    // Measured: 50 more steps (100,000 moves), a second burst and its expiry.
+    let before = allocations();
+    let report = e.raid_spawn(&burst()).unwrap();
+    let spawned_at = allocations();
+    let (mut moves, mut contacts) = (0, 0);
+    for _ in 0..50 {
+        let (m, c) = load.play_step(&e);
+        moves += m;
+        contacts += c;
+    }
+    let after = allocations();
+
+    assert_eq!(report.spawned, 11_000);
+    assert_eq!(e.live_raid_objects(), 0, "the measured burst expired too");
+    assert_eq!(moves, 100_000);
+    assert!(contacts > 0, "proximity queries found contacts");
+    assert!(e.stats().cell_crossings > crossings_warm, "the measured moves crossed cells");
+    assert_eq!(spawned_at - before, 0, "the second 11,000-object raid burst allocated");
+    assert_eq!(after - before, 0, "steady state allocated {} times", after - before);
+}
+
+impl Load {
+    /// One step: every player moves 1 m (in batches of 64), four area-of-interest queries,
+    /// a loot pickup sent twice (the second is a duplicate), a transfer, and a tick. Returns
+    /// (moves applied, contacts reported).
+    fn play_step(&mut self, e: &Engine) -> (u64, u64) {
+        self.step += 1;
+        self.now_ms += 100;
+        let (mut moves, mut contacts) = (0u64, 0u64);
+        let mut start = 0;
+        while start < PLAYERS {
+            let end = (start + BATCH).min(PLAYERS);
+            self.batch.clear();
+            for i in start..end {
+                self.batch.push(mv(self.players[i], self.step, self.step * 100, x_at(i, self.step), y_of(i)));
+            }
+            let report = e.apply_moves(&self.batch, self.now_ms, &mut self.events).unwrap();
+            assert_eq!(report.applied, self.batch.len(), "every scripted move is legal");
+            contacts += self.events[..report.events].iter().filter(|ev| ev.event_kind() == Some(EventKind::Contact)).count() as u64;
+            moves += report.applied as u64;
+            start = end;
+        }
+        for q in 0..4 {
+            let who = self.players[(self.step as usize * 7 + q * 311) % PLAYERS];
+            assert!(e.area_of_interest(who.id, &mut self.aoi).unwrap() > 0);
+        }
+        let (a, b) = (self.players[self.step as usize % PLAYERS], self.players[(self.step as usize * 13 + 1) % PLAYERS]);
+        self.txn += 1;
+        let mut results = [EconomyResult::default(); 2];
+        let ops = [op(a, self.txn, EconomyKind::LootPickup, 0, 5, 1, 1), op(a, self.txn, EconomyKind::LootPickup, 0, 5, 1, 1)];
+        e.apply_economy(&ops, &mut results).unwrap();
+        self.txn += 1;
+        e.apply_economy(&[op(a, self.txn, EconomyKind::Transfer, b.id, 1, 0, 0)], &mut results[..1]).unwrap();
+        e.tick(self.now_ms);
+        (moves, contacts)
+    }
+}
