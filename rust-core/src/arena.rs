@@ -1,11 +1,12 @@
 //! The sharded-slab configuration every arena uses, and how arena keys become entity ids.
 //!
 //! sharded-slab packs (generation, thread shard, page address) into one `usize` key. The
-//! default configuration spends 12 bits on 4,096 possible threads and leaves few generation
-//! bits, so a slot reused a few thousand times (a raid arena reuses slots every burst) could
-//! hand a stale id the new occupant. [`ArenaConfig`] allows 256 threads and 2^27 slots per
-//! thread, which leaves 27 generation bits, and reserves the top 2 bits of every key so the
-//! id encodings below can never overflow or collide.
+//! default configuration spends its bits on 4,096 possible threads and leaves few for the
+//! generation, so a slot reused a few thousand times (a raid arena reuses slots every burst)
+//! could hand a stale id to the new occupant. [`ArenaConfig`] allows 256 threads (9 bits) and
+//! 2^26 slots per thread (27 address bits), reserves the top 2 bits of every key so the id
+//! encodings below can never overflow or collide, and leaves 26 bits of generation: a slot
+//! must be reused 67 million times before an old id could match again.
 
 use sharded_slab::Config;
 

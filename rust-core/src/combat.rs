@@ -3,37 +3,39 @@
 //! - **Combatants** (one per player: hp, faction, owner) live in their own sharded-slab arena.
 //! - **Raid objects** (adds, projectiles, loot) live in a second arena, pre-warmed to
 //!   `raid_object_capacity`. A raid spawn creates N of them around a point in one call, each
-//!   registered in the grid and recorded in a **burst** record. Burst records come from a
-//!   sharded-slab `Pool`, so their key and cell lists keep their capacity between bursts: once a
-//!   burst of a given size has been seen, the next one allocates nothing.
-//! - **Expiry**: the spawner hands `(expires_tick, burst)` to the tick through a bounded
-//!   lock-free `ArrayQueue`; the tick keeps a pre-sized heap ordered by expiry and, when a
-//!   burst is due, removes its objects from the grid (one `retain` per cell it touched) and
-//!   frees their slots.
+//!   registered in the grid with its expiry tick.
+//! - **Expiry**: a burst is remembered only as `(expires_tick, rectangle of cells)`, a fixed
+//!   16-byte [`BurstExpiry`]. The spawner hands it to the tick through a bounded lock-free
+//!   `ArrayQueue`; the tick keeps a pre-sized heap ordered by expiry and, when a burst is due,
+//!   sweeps each cell of its rectangle once (`retain`), freeing the arena slot of every object
+//!   whose expiry has passed. Nothing about a burst is heap-allocated, so a burst costs the
+//!   same whichever threads spawn and expire it, and the object count released is exactly
+//!   what the sweep removed (an overlapping burst's due objects are freed by whichever sweep
+//!   reaches them first, and counted there).
 //!
 //! Spawning is whole or nothing: a [`CapacityGate`] admits the full count of objects and one
 //! burst slot before anything is created, so the queue can never be full when the spawner
 //! pushes to it (its capacity equals the burst limit).
 //!
 //! Concurrency contract:
-//! - [`Health`] is the one hand-written atomic protocol: a compare-and-swap loop that
+//! - [`Health`] is the one hand-written atomic protocol here: a compare-and-swap loop that
 //!   saturates at zero, so concurrent hits never resurrect or over-kill, and exactly one hit
 //!   reports [`DamageOutcome::Killed`] (model-checked in `tests/loom_health.rs`).
-//! - Raid objects are immutable after spawn apart from their health; the tick alone frees them.
+//! - Raid objects are immutable after spawn apart from their health; only the tick frees them.
 //!   A reader holding an object's guard delays the slot's reuse, never sees it reused.
-//! - Burst records are written by their spawner before they are published (the `Pool`'s
-//!   `RefMut` is dropped before the key is queued) and read and cleared by the tick only.
 //! - Locks: none of this module's own; the tick's expiry heap is behind the tick's lock
 //!   ([`crate::tick`]), and grid writes take one grid shard at a time.
 
 use crate::arena::{ArenaConfig, key_from_object_id, object_id_from_key};
 use crate::capacity::CapacityGate;
 use crate::config::{CoreConfig, RAID_BURST_MAX};
-use crate::grid::{CellKey, Grid, Member};
+use crate::grid::{Grid, Member};
 use crate::records::{EntityKind, RaidSpawnRequest};
 use crate::sync::{AtomicI32, Ordering};
 use crossbeam_queue::ArrayQueue;
-use sharded_slab::{Clear, Pool, Slab};
+use sharded_slab::Slab;
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
 
 /// Hit points, shared by every thread that deals damage.
 #[derive(Debug)]
@@ -113,25 +115,26 @@ pub struct RaidObject {
     pub y_m: f32,
 }
 
-/// The record of one raid burst: what the tick must free when it expires.
-#[derive(Debug, Default)]
-pub struct Burst {
-    /// Tick at which the whole burst expires.
+/// What the tick must sweep when a burst expires: its expiry tick and the rectangle of grid
+/// cells its objects were put in (inclusive cell coordinates).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct BurstExpiry {
+    /// Tick at which the burst's objects expire.
     pub expires_tick: u32,
-    /// Arena keys of the burst's objects.
-    pub object_keys: Vec<usize>,
-    /// Grid cells the burst's objects were put in.
-    pub cells: Vec<CellKey>,
+    /// Lowest cell column.
+    pub cx0: u16,
+    /// Lowest cell row.
+    pub cy0: u16,
+    /// Highest cell column.
+    pub cx1: u16,
+    /// Highest cell row.
+    pub cy1: u16,
 }
 
-impl Clear for Burst {
-    /// Empties the lists but keeps their capacity: this is what makes the next burst free.
-    fn clear(&mut self) {
-        self.expires_tick = 0;
-        self.object_keys.clear();
-        self.cells.clear();
-    }
-}
+const _: () = assert!(std::mem::size_of::<BurstExpiry>() == 12);
+
+/// The tick's expiry heap, soonest first.
+pub type ExpiryHeap = BinaryHeap<Reverse<BurstExpiry>>;
 
 /// Why a raid spawn was refused. Nothing was spawned.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -194,10 +197,8 @@ pub struct Combat {
     combatants: Slab<Combatant, ArenaConfig>,
     /// Raid objects. Inserted by raid spawn, removed by the tick, read by damage.
     objects: Slab<RaidObject, ArenaConfig>,
-    /// Burst records. Created by raid spawn, cleared by the tick.
-    bursts: Pool<Burst, ArenaConfig>,
-    /// Spawner -> tick hand-off of `(expires_tick, burst key)`; capacity = burst limit.
-    expiry_inbox: ArrayQueue<(u32, usize)>,
+    /// Spawner -> tick hand-off of burst expiries; capacity = burst limit.
+    expiry_inbox: ArrayQueue<BurstExpiry>,
     /// Live raid objects against `raid_object_capacity`.
     object_gate: CapacityGate,
     /// Live bursts against `raid_burst_capacity`.
@@ -212,7 +213,6 @@ impl Combat {
         Self {
             combatants: Slab::new_with_config::<ArenaConfig>(),
             objects: Slab::new_with_config::<ArenaConfig>(),
-            bursts: Pool::new_with_config::<ArenaConfig>(),
             expiry_inbox: ArrayQueue::new(config.raid_burst_capacity as usize),
             object_gate: CapacityGate::new(config.raid_object_capacity),
             burst_gate: CapacityGate::new(config.raid_burst_capacity),
@@ -300,9 +300,6 @@ impl Combat {
         let cell_size = grid.cell_size_m();
         let total_cells = (cx1 - cx0 + 1) * (cy1 - cy0 + 1);
 
-        let mut burst = self.bursts.create().expect("burst pool shard exhausted (capacity is gated)");
-        burst.expires_tick = expires_tick;
-        burst.object_keys.reserve(req.count as usize);
         let mut rng = SpawnRng(u64::from(req.seed) ^ 0xA5A5_5A5A_DEAD_BEEF);
         let mut placed_before = 0u32;
         let mut area_before = 0.0f64;
@@ -329,7 +326,6 @@ impl Combat {
                 // Clamp the overlap so a share on a cell with (numerically) no area still
                 // lands inside it.
                 let (ox1, oy1) = (ox1.max(ox0), oy1.max(oy0));
-                let keys = &mut burst.object_keys;
                 grid.with_cell_mut(cell, |members| {
                     members.reserve(share as usize);
                     for _ in 0..share {
@@ -339,68 +335,59 @@ impl Combat {
                             .objects
                             .insert(RaidObject { health: Health::new(req.hp), kind, faction: req.faction, expires_tick, x_m: x, y_m: y })
                             .expect("raid object arena shard exhausted (capacity is gated)");
-                        keys.push(key);
                         members.push(Member { id: object_id_from_key(key), x_m: x, y_m: y, expires_tick, kind });
                     }
                 });
-                burst.cells.push(cell);
             }
         }
-        debug_assert_eq!(burst.object_keys.len(), req.count as usize);
-        let report = RaidReport { spawned: req.count, cells: burst.cells.len() as u32, expires_tick };
-        let burst_key = burst.key();
-        drop(burst);
+        debug_assert_eq!(placed_before, req.count);
+        let expiry = BurstExpiry { expires_tick, cx0: cx0 as u16, cy0: cy0 as u16, cx1: cx1 as u16, cy1: cy1 as u16 };
         // Cannot fail: the burst gate admits at most `capacity` bursts and every queued or
         // heaped burst holds one admission.
-        self.expiry_inbox.push((expires_tick, burst_key)).expect("expiry inbox over capacity");
-        Ok(report)
+        self.expiry_inbox.push(expiry).expect("expiry inbox over capacity");
+        Ok(RaidReport { spawned: req.count, cells: total_cells, expires_tick })
     }
 
     /// Moves newly spawned bursts from the inbox to the tick's heap. Tick thread only.
-    pub(crate) fn collect_new_bursts(&self, heap: &mut std::collections::BinaryHeap<std::cmp::Reverse<(u32, usize)>>) {
+    pub(crate) fn collect_new_bursts(&self, heap: &mut ExpiryHeap) {
         // Bounded: the inbox holds at most raid_burst_capacity entries.
-        while let Some(entry) = self.expiry_inbox.pop() {
+        while let Some(expiry) = self.expiry_inbox.pop() {
             debug_assert!(heap.len() < heap.capacity(), "expiry heap is pre-sized to the burst limit");
-            heap.push(std::cmp::Reverse(entry));
+            heap.push(Reverse(expiry));
         }
     }
 
-    /// Frees every burst in `heap` due at `now_tick`. Tick thread only.
-    pub(crate) fn expire_due(
-        &self,
-        heap: &mut std::collections::BinaryHeap<std::cmp::Reverse<(u32, usize)>>,
-        now_tick: u32,
-        grid: &Grid,
-    ) -> ExpiryReport {
+    /// Sweeps every burst in `heap` due at `now_tick`: each cell of its rectangle loses its
+    /// expired objects, whose arena slots are freed. Tick thread only.
+    pub(crate) fn expire_due(&self, heap: &mut ExpiryHeap, now_tick: u32, grid: &Grid) -> ExpiryReport {
         let mut report = ExpiryReport::default();
-        while let Some(&std::cmp::Reverse((expires, burst_key))) = heap.peek() {
-            if expires > now_tick {
+        while let Some(&Reverse(due)) = heap.peek() {
+            if due.expires_tick > now_tick {
                 break;
             }
             heap.pop();
-            let objects = {
-                let burst = self.bursts.get(burst_key).expect("a queued burst is alive until the tick clears it");
-                for &cell in &burst.cells {
-                    grid.expire_cell(cell, now_tick);
+            let mut freed = 0u32;
+            for cy in u32::from(due.cy0)..=u32::from(due.cy1) {
+                for cx in u32::from(due.cx0)..=u32::from(due.cx1) {
+                    grid.expire_cell(cy * grid.cells_per_side() + cx, now_tick, |member| {
+                        let key = key_from_object_id(member.id).expect("only raid objects expire");
+                        let removed = self.objects.remove(key);
+                        debug_assert!(removed, "raid object freed twice");
+                        freed += 1;
+                    });
                 }
-                for &key in &burst.object_keys {
-                    let removed = self.objects.remove(key);
-                    debug_assert!(removed, "raid object freed twice");
-                }
-                burst.object_keys.len() as u32
-            };
-            self.bursts.clear(burst_key);
-            self.object_gate.release(objects);
+            }
+            self.object_gate.release(freed);
             self.burst_gate.release(1);
             report.bursts += 1;
-            report.objects += objects;
+            report.objects += freed;
         }
         report
     }
 
-    /// Grows the calling thread's shards so it can spawn `objects` raid objects and create
-    /// `bursts` burst records, and own `players` combatants, without allocating.
-    pub(crate) fn prewarm_current_thread(&self, players: usize, objects: usize, bursts: usize) {
+    /// Grows the calling thread's shards so it can own `players` combatants and spawn
+    /// `objects` raid objects without allocating.
+    pub(crate) fn prewarm_current_thread(&self, players: usize, objects: usize) {
         crate::arena::prewarm(&self.combatants, players, || Combatant { health: Health::new(0), faction: 0, owner: 0 });
         crate::arena::prewarm(&self.objects, objects, || RaidObject {
             health: Health::new(0),
@@ -410,10 +397,6 @@ impl Combat {
             x_m: 0.0,
             y_m: 0.0,
         });
-        let keys: Vec<usize> = (0..bursts).filter_map(|_| self.bursts.create().map(|b| b.key())).collect();
-        for key in keys {
-            self.bursts.clear(key);
-        }
     }
 }
 

@@ -9,6 +9,8 @@ pub const AOI_K_MAX: u32 = 64;
 pub const CONTACTS_PER_MOVE_MAX: u32 = 32;
 /// Largest raid burst one spawn call may request.
 pub const RAID_BURST_MAX: u32 = 65_536;
+/// Most grid cells along one side of the world.
+pub const MAX_CELLS_PER_SIDE: u32 = 2_048;
 /// Number of item kinds the economy knows (kinds `0..ITEM_KINDS`).
 pub const ITEM_KINDS: usize = 16;
 
@@ -101,9 +103,11 @@ impl CoreConfig {
         if !finite_positive(self.cell_size_m) || self.cell_size_m > self.world_size_m {
             return Err(ConfigError("cell_size_m must be positive and at most world_size_m"));
         }
+        // The grid's map is sized for every cell up front (so it never resizes under load):
+        // cap the cell count so that reservation stays reasonable (2048² cells, ~128 MiB).
         let cells_per_side = (self.world_size_m / self.cell_size_m).ceil();
-        if cells_per_side > 65_535.0 {
-            return Err(ConfigError("world_size_m / cell_size_m must be at most 65535"));
+        if cells_per_side > MAX_CELLS_PER_SIDE as f32 {
+            return Err(ConfigError("world_size_m / cell_size_m must be at most MAX_CELLS_PER_SIDE (2048)"));
         }
         if !(self.cell_hysteresis_m.is_finite() && self.cell_hysteresis_m >= 0.0) {
             return Err(ConfigError("cell_hysteresis_m must be finite and non-negative"));
@@ -173,8 +177,9 @@ mod tests {
 
     #[test]
     fn rejects_each_bad_field() {
-        let bad: [fn(&mut CoreConfig); 12] = [
+        let bad: [fn(&mut CoreConfig); 13] = [
             |c| c.world_size_m = f32::NAN,
+            |c| c.cell_size_m = c.world_size_m / 3_000.0,
             |c| c.cell_size_m = 0.0,
             |c| c.cell_hysteresis_m = -1.0,
             |c| c.contact_radius_m = 31.0,

@@ -218,7 +218,7 @@ pub struct Economy {
 
 impl Economy {
     /// Shards pre-sized for `player_capacity` wallets (closed wallets on each free list, so
-    /// joins up to that number allocate nothing).
+    /// joins up to that number of open wallets allocate nothing, whatever the churn).
     pub fn new(player_capacity: u32) -> Self {
         let per_shard = (player_capacity as usize).div_ceil(ECONOMY_SHARDS) + 1;
         let shards = (0..ECONOMY_SHARDS)
@@ -239,16 +239,27 @@ impl Economy {
     }
 
     /// Opens a wallet holding `starting_gold` (minted).
+    ///
+    /// Shards are tried round-robin; if the chosen one has no free slot (join/leave churn can
+    /// unbalance them), the next ones are tried, and only when all 64 are full does a shard
+    /// grow its wallet vector.
     pub fn open_wallet(&self, starting_gold: u64) -> WalletHandle {
-        let shard_index = self.next_shard.fetch_add(1, Ordering::Relaxed) % ECONOMY_SHARDS;
-        let mut shard = self.shards[shard_index].lock();
-        let slot = match shard.free.pop() {
-            Some(slot) => slot,
-            None => {
-                shard.wallets.push(Wallet::closed());
-                (shard.wallets.len() - 1) as u32
+        let start = self.next_shard.fetch_add(1, Ordering::Relaxed) % ECONOMY_SHARDS;
+        let mut chosen = None;
+        for attempt in 0..ECONOMY_SHARDS {
+            let index = (start + attempt) % ECONOMY_SHARDS;
+            let mut shard = self.shards[index].lock();
+            if let Some(slot) = shard.free.pop() {
+                chosen = Some((index, shard, slot));
+                break;
             }
-        };
+        }
+        let (shard_index, mut shard, slot) = chosen.unwrap_or_else(|| {
+            let mut shard = self.shards[start].lock();
+            shard.wallets.push(Wallet::closed());
+            let slot = (shard.wallets.len() - 1) as u32;
+            (start, shard, slot)
+        });
         let w = &mut shard.wallets[slot as usize];
         let generation = w.generation;
         *w = Wallet { generation, open: true, gold: starting_gold, ..Wallet::closed() };
@@ -464,5 +475,59 @@ fn settle(op: &EconomyOp, me: &mut Wallet, them: Option<&mut Wallet>, counterpar
             }
             Ok(Flow { sunk_gold: gold, sunk_items: count, ..Flow::default() })
         }
+    }
+}
+
+#[cfg(all(test, not(mmo_loom)))]
+mod tests {
+    use super::*;
+
+    fn transfer(txn: u64, gold: i64) -> EconomyOp {
+        EconomyOp { player_id: 1, session_token: 1, transaction_id: txn, counterparty_id: 2, gold, kind: EconomyKind::Transfer as u8, ..Default::default() }
+    }
+
+    #[test]
+    fn a_wallet_closed_mid_request_is_departed_not_unknown() {
+        let eco = Economy::new(8);
+        let (a, b) = (eco.open_wallet(100), eco.open_wallet(100));
+        assert!(eco.close_wallet(b));
+        assert!(!eco.close_wallet(b), "closing twice is refused");
+        let out = eco.execute(&transfer(1, 10), a, Counterparty::Wallet(b));
+        assert_eq!(out.status, EconomyStatus::PlayerDeparted);
+        assert!(eco.close_wallet(a));
+        let out = eco.execute(&transfer(2, 10), a, Counterparty::Absent);
+        assert_eq!(out.status, EconomyStatus::PlayerDeparted);
+        let audit = eco.audit();
+        assert!(audit.is_conserved());
+        assert_eq!(audit.departed.gold, 200);
+    }
+
+    #[test]
+    fn same_shard_transfers_split_the_borrow_correctly() {
+        let eco = Economy::new(1);
+        // 65 wallets over 64 shards: the first and the 65th share shard 0.
+        let handles: Vec<WalletHandle> = (0..65).map(|_| eco.open_wallet(50)).collect();
+        let (a, b) = (handles[0], handles[64]);
+        assert_eq!(a.shard, b.shard);
+        let out = eco.execute(&transfer(1, 20), a, Counterparty::Wallet(b));
+        assert_eq!((out.status, out.gold_after), (EconomyStatus::Applied, 30));
+        assert_eq!(eco.balance(b).unwrap().gold, 70);
+        assert!(eco.audit().is_conserved());
+    }
+
+    #[test]
+    fn churn_reuses_free_slots_in_other_shards_before_growing() {
+        let eco = Economy::new(64);
+        let handles: Vec<WalletHandle> = (0..128).map(|_| eco.open_wallet(0)).collect();
+        // Free every wallet in shards 1..64; the next opens land there, not in a grown shard 0.
+        for h in handles.iter().filter(|h| h.shard != 0) {
+            assert!(eco.close_wallet(*h));
+        }
+        let lens_before: Vec<usize> = eco.shards.iter().map(|s| s.lock().wallets.len()).collect();
+        for _ in 0..100 {
+            eco.open_wallet(0);
+        }
+        let lens_after: Vec<usize> = eco.shards.iter().map(|s| s.lock().wallets.len()).collect();
+        assert_eq!(lens_before, lens_after, "no shard grew while others had room");
     }
 }

@@ -9,7 +9,7 @@
 //! every update.
 
 use crate::capacity::CapacityGate;
-use crate::combat::{Combat, DamageOutcome, RaidError, RaidReport};
+use crate::combat::{Combat, DamageOutcome, ExpiryHeap, RaidError, RaidReport};
 use crate::config::{ConfigError, CoreConfig, ITEM_KINDS};
 use crate::economy::{Counterparty, Economy, EconomyAudit};
 use crate::grid::{Grid, Member, NEVER_EXPIRES};
@@ -19,7 +19,6 @@ use crate::records::{AoiEntry, EconomyOp, EconomyResult, EntityKind, EventKind, 
 use crate::stats::{Counter, Stats, StatsSnapshot};
 use crate::tick::{TickBoard, TickInfo};
 use parking_lot::Mutex;
-use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
 /// Why a join was refused.
@@ -110,7 +109,7 @@ struct TickState {
     /// Ticks run so far.
     tick: u32,
     /// Bursts waiting to expire, soonest first; pre-sized to the burst limit.
-    expiry: BinaryHeap<Reverse<(u32, usize)>>,
+    expiry: ExpiryHeap,
 }
 
 /// The game state. See the crate docs for the path of a move through it.
@@ -177,7 +176,7 @@ impl Engine {
         let c = &self.config;
         self.players.prewarm_current_thread(c.player_capacity as usize);
         self.movement.prewarm_current_thread(c.player_capacity as usize);
-        self.combat.prewarm_current_thread(c.player_capacity as usize, c.raid_object_capacity as usize, c.raid_burst_capacity as usize);
+        self.combat.prewarm_current_thread(c.player_capacity as usize, c.raid_object_capacity as usize);
     }
 
     /// The configuration in force.
@@ -414,6 +413,7 @@ impl Engine {
     /// `out` must hold `ops.len()` results; otherwise nothing is applied.
     pub fn apply_economy(&self, ops: &[EconomyOp], out: &mut [EconomyResult]) -> Result<usize, BatchError> {
         if out.len() < ops.len() {
+            self.stats.bump(Counter::EconomyBatchesRefused);
             return Err(BatchError::OutputTooSmall { required: ops.len() });
         }
         for (op, slot) in ops.iter().zip(out.iter_mut()) {

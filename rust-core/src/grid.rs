@@ -167,12 +167,19 @@ impl Grid {
         fill(&mut members)
     }
 
-    /// Removes from `cell` every raid object whose `expires_tick <= now_tick`; returns how
+    /// Removes from `cell` every raid object whose `expires_tick <= now_tick`, calling
+    /// `on_expired` for each (under the cell's lock: it must not touch the grid); returns how
     /// many were removed.
-    pub fn expire_cell(&self, cell: CellKey, now_tick: u32) -> usize {
+    pub fn expire_cell(&self, cell: CellKey, now_tick: u32, mut on_expired: impl FnMut(&Member)) -> usize {
         let Some(mut members) = self.cells.get_mut(&cell) else { return 0 };
         let before = members.len();
-        members.retain(|m| m.kind == EntityKind::Player || m.expires_tick > now_tick);
+        members.retain(|m| {
+            let keep = m.kind == EntityKind::Player || m.expires_tick > now_tick;
+            if !keep {
+                on_expired(m);
+            }
+            keep
+        });
         before - members.len()
     }
 
@@ -359,9 +366,12 @@ mod tests {
         for (id, expires) in [(10u64, 3u32), (11, 4), (12, 9)] {
             g.insert(c, Member { id: id | crate::arena::OBJECT_ID_TAG, x_m: 5.0, y_m: 5.0, expires_tick: expires, kind: EntityKind::Add });
         }
-        assert_eq!(g.expire_cell(c, 4), 2);
+        let mut expired = vec![];
+        assert_eq!(g.expire_cell(c, 4, |m| expired.push(m.id & !crate::arena::OBJECT_ID_TAG)), 2);
+        expired.sort();
+        assert_eq!(expired, vec![10, 11]);
         assert_eq!(g.census(), GridCensus { players: 1, objects: 1 });
-        assert_eq!(g.expire_cell(c, 100), 1);
-        assert_eq!(g.expire_cell(c + 1, 100), 0);
+        assert_eq!(g.expire_cell(c, 100, |_| {}), 1);
+        assert_eq!(g.expire_cell(c + 1, 100, |_| {}), 0);
     }
 }

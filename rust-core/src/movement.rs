@@ -222,7 +222,7 @@ mod tests {
         assert_eq!(RULES.check(&prev, &mv(11, 11_000, 104.1, 100.0), 5_100, true), Err(RejectReason::TooFast));
         // A client clock going backwards gives no credit.
         assert_eq!(RULES.check(&prev, &mv(11, 900, 100.6, 100.0), 5_100, true), Err(RejectReason::TooFast));
-        // First move: only the server clock counts.
+        // First move: no earlier clock, so the credit is clock_slack_ms (2.5 m + 0.5 m slack).
         let fresh = BodyState { has_moved: false, last_sequence: 0, ..prev };
         assert_eq!(RULES.check(&fresh, &mv(1, 0, 103.0, 100.0), 5_000, true), Ok(()));
         assert_eq!(RULES.check(&fresh, &mv(1, 0, 103.1, 100.0), 5_000, true), Err(RejectReason::TooFast));

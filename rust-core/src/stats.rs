@@ -62,6 +62,7 @@ define_counters! {
     ContactsTruncated / contacts_truncated: "Contacts not reported because a move hit its cap.",
     MoveBatches / move_batches: "Move batches applied.",
     MoveBatchesRefused / move_batches_refused: "Move batches refused whole (output buffer too small).",
+    EconomyBatchesRefused / economy_batches_refused: "Economy batches refused whole (output buffer too small).",
     Joins / joins: "Players joined.",
     JoinsRefusedFull / joins_refused_full: "Joins refused: player capacity reached.",
     JoinsRefusedBounds / joins_refused_bounds: "Joins refused: spawn point outside the world.",

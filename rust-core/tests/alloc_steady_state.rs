@@ -174,3 +174,60 @@ impl Load {
         (moves, contacts)
     }
 }
+
+/// The production shape: one thread spawns raid bursts, another (the tick driver) expires
+/// them. Freed arena slots then go back through sharded-slab's remote free list; after the
+/// first cycles, neither thread allocates.
+#[test]
+fn raid_bursts_spawned_and_expired_on_different_threads_allocate_nothing() {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    const WARM_CYCLES: u32 = 4;
+    const CYCLES: u32 = 10;
+    let e = Engine::new(CoreConfig::default()).unwrap();
+    // Phase counter: odd = a burst is alive (tick's turn), even = spawner's turn.
+    let phase = AtomicU32::new(0);
+    let wait_for = |want: u32| {
+        // Bounded wait: a cycle takes milliseconds; give up after ~10 s.
+        for _ in 0..10_000_000u32 {
+            if phase.load(Ordering::Acquire) == want {
+                return;
+            }
+            std::thread::yield_now();
+        }
+        panic!("the other thread stalled");
+    };
+    let (spawner_allocs, tick_allocs) = std::thread::scope(|s| {
+        let ticker = s.spawn(|| {
+            let mut now_ms = 0;
+            let mut measured_from = 0;
+            for cycle in 0..CYCLES {
+                if cycle == WARM_CYCLES {
+                    measured_from = allocations();
+                }
+                wait_for(2 * cycle + 1);
+                while e.live_raid_objects() > 0 {
+                    now_ms += 50;
+                    e.tick(now_ms);
+                }
+                phase.store(2 * cycle + 2, Ordering::Release);
+            }
+            allocations() - measured_from
+        });
+        e.prewarm_current_thread();
+        let mut measured_from = 0;
+        for cycle in 0..CYCLES {
+            if cycle == WARM_CYCLES {
+                measured_from = allocations();
+            }
+            wait_for(2 * cycle);
+            let report = e.raid_spawn(&RaidSpawnRequest { seed: cycle, ..burst() }).unwrap();
+            assert_eq!(report.spawned, 11_000);
+            phase.store(2 * cycle + 1, Ordering::Release);
+        }
+        wait_for(2 * CYCLES);
+        (allocations() - measured_from, ticker.join().unwrap())
+    });
+    assert_eq!(e.stats().raid_objects_despawned, u64::from(CYCLES) * 11_000);
+    assert_eq!(spawner_allocs, 0, "the spawning thread allocated");
+    assert_eq!(tick_allocs, 0, "the tick thread allocated");
+}

@@ -166,4 +166,5 @@ fn economy_batch_needs_room_for_every_result() {
     let mut out = [EconomyResult::default(); 1];
     assert_eq!(e.apply_economy(&ops, &mut out), Err(BatchError::OutputTooSmall { required: 2 }));
     assert_eq!(e.player(a.id).unwrap().gold, 1_000, "nothing applied");
+    assert_eq!(e.stats().economy_batches_refused, 1);
 }
