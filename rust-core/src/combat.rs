@@ -26,7 +26,7 @@
 //! - Locks: none of this module's own; the tick's expiry heap is behind the tick's lock
 //!   ([`crate::tick`]), and grid writes take one grid shard at a time.
 
-use crate::arena::{ArenaConfig, key_from_object_id, object_id_from_key};
+use crate::arena::{ArenaConfig, RaidArenaConfig, key_from_object_id, object_id_from_key};
 use crate::capacity::CapacityGate;
 use crate::config::{CoreConfig, RAID_BURST_MAX};
 use crate::grid::{Grid, Member};
@@ -107,12 +107,9 @@ pub struct RaidObject {
     pub kind: EntityKind,
     /// Faction.
     pub faction: u8,
-    /// Tick at which the tick frees it.
+    /// Tick at which the tick frees it. (Its position lives in the grid, the only place that
+    /// reads it.)
     pub expires_tick: u32,
-    /// Spawn position, metres.
-    pub x_m: f32,
-    /// Spawn position, metres.
-    pub y_m: f32,
 }
 
 /// What the tick must sweep when a burst expires: its expiry tick and the rectangle of grid
@@ -196,7 +193,7 @@ pub struct Combat {
     /// Player combatants. Inserted by join, removed by leave, read by damage.
     combatants: Slab<Combatant, ArenaConfig>,
     /// Raid objects. Inserted by raid spawn, removed by the tick, read by damage.
-    objects: Slab<RaidObject, ArenaConfig>,
+    objects: Slab<RaidObject, RaidArenaConfig>,
     /// Spawner -> tick hand-off of burst expiries; capacity = burst limit.
     expiry_inbox: ArrayQueue<BurstExpiry>,
     /// Live raid objects against `raid_object_capacity`.
@@ -212,7 +209,7 @@ impl Combat {
     pub fn new(config: &CoreConfig) -> Self {
         Self {
             combatants: Slab::new_with_config::<ArenaConfig>(),
-            objects: Slab::new_with_config::<ArenaConfig>(),
+            objects: Slab::new_with_config::<RaidArenaConfig>(),
             expiry_inbox: ArrayQueue::new(config.raid_burst_capacity as usize),
             object_gate: CapacityGate::new(config.raid_object_capacity),
             burst_gate: CapacityGate::new(config.raid_burst_capacity),
@@ -237,7 +234,7 @@ impl Combat {
     }
 
     /// A raid object by id.
-    pub fn object(&self, object_id: u64) -> Option<sharded_slab::Entry<'_, RaidObject, ArenaConfig>> {
+    pub fn object(&self, object_id: u64) -> Option<sharded_slab::Entry<'_, RaidObject, RaidArenaConfig>> {
         self.objects.get(key_from_object_id(object_id)?)
     }
 
@@ -333,7 +330,7 @@ impl Combat {
                         let y = (oy0 + rng.unit() * (oy1 - oy0)).min(top);
                         let key = self
                             .objects
-                            .insert(RaidObject { health: Health::new(req.hp), kind, faction: req.faction, expires_tick, x_m: x, y_m: y })
+                            .insert(RaidObject { health: Health::new(req.hp), kind, faction: req.faction, expires_tick })
                             .expect("raid object arena shard exhausted (capacity is gated)");
                         members.push(Member { id: object_id_from_key(key), x_m: x, y_m: y, expires_tick, kind });
                     }
@@ -389,14 +386,7 @@ impl Combat {
     /// `objects` raid objects without allocating.
     pub(crate) fn prewarm_current_thread(&self, players: usize, objects: usize) {
         crate::arena::prewarm(&self.combatants, players, || Combatant { health: Health::new(0), faction: 0, owner: 0 });
-        crate::arena::prewarm(&self.objects, objects, || RaidObject {
-            health: Health::new(0),
-            kind: EntityKind::Add,
-            faction: 0,
-            expires_tick: 0,
-            x_m: 0.0,
-            y_m: 0.0,
-        });
+        crate::arena::prewarm(&self.objects, objects, || RaidObject { health: Health::new(0), kind: EntityKind::Add, faction: 0, expires_tick: 0 });
     }
 }
 
