@@ -2,7 +2,7 @@
 //! players present, and the tick that expires it, on one thread.
 //!
 //! What it shows: the spawn path's cost (capacity admission, 11,000 arena inserts, one grid
-//! lock per touched cell, a pooled burst record) in isolation from the network. The product
+//! lock per touched cell, one expiry record queued) in isolation from the network. The product
 //! target is a median under 1 ms on the 2-vCPU development VM. The expiry tick is measured
 //! separately because it runs on the tick thread, not in the caller's request.
 

@@ -4,7 +4,7 @@
 //! The raid fixture is the scene the product promises to handle: 5,000 players joined (1,000
 //! of them gathered in the raid area, the rest spread over the world) and an 11,000-object
 //! burst of adds spawned over a 120 m square around the raid point. "Warmed" means one burst
-//! of the same shape has already been spawned and expired, so arena pages, pooled burst lists
+//! of the same shape has already been spawned and expired, so arena pages
 //! and grid cell vectors exist (the steady state a live server reaches after its first raid).
 
 use mmo_core::records::{EntityKind, RaidSpawnRequest};

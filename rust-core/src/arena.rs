@@ -33,7 +33,7 @@ impl Config for ArenaConfig {
 /// costs an atomic swap on that page's remote free list. With 64-slot first pages an
 /// 11,000-object burst walks past up to eight full pages per insert, which profiled as the
 /// largest cost of a raid spawn; with one 32,768-slot first page (the default raid capacity)
-/// a burst never leaves it. 10 pages: 2^26 slots per thread; 26 generation bits remain.
+/// a burst never leaves it. 10 pages: about 2^25 slots per thread; 27 generation bits remain.
 #[derive(Clone, Copy, Debug)]
 pub struct RaidArenaConfig;
 

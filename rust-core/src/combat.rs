@@ -5,7 +5,7 @@
 //!   `raid_object_capacity`. A raid spawn creates N of them around a point in one call, each
 //!   registered in the grid with its expiry tick.
 //! - **Expiry**: a burst is remembered only as `(expires_tick, rectangle of cells)`, a fixed
-//!   16-byte [`BurstExpiry`]. The spawner hands it to the tick through a bounded lock-free
+//!   12-byte [`BurstExpiry`]. The spawner hands it to the tick through a bounded lock-free
 //!   `ArrayQueue`; the tick keeps a pre-sized heap ordered by expiry and, when a burst is due,
 //!   sweeps each cell of its rectangle once (`retain`), freeing the arena slot of every object
 //!   whose expiry has passed. Nothing about a burst is heap-allocated, so a burst costs the
@@ -386,7 +386,12 @@ impl Combat {
     /// `objects` raid objects without allocating.
     pub(crate) fn prewarm_current_thread(&self, players: usize, objects: usize) {
         crate::arena::prewarm(&self.combatants, players, || Combatant { health: Health::new(0), faction: 0, owner: 0 });
-        crate::arena::prewarm(&self.objects, objects, || RaidObject { health: Health::new(0), kind: EntityKind::Add, faction: 0, expires_tick: 0 });
+        crate::arena::prewarm(&self.objects, objects, || RaidObject {
+            health: Health::new(0),
+            kind: EntityKind::Add,
+            faction: 0,
+            expires_tick: 0,
+        });
     }
 }
 

@@ -119,7 +119,14 @@ enum Recall {
 
 impl Wallet {
     fn closed() -> Self {
-        Self { generation: 0, open: false, gold: 0, items: [0; ITEM_KINDS], highest_transaction: 0, decisions: [Decision::default(); DEDUP_WINDOW] }
+        Self {
+            generation: 0,
+            open: false,
+            gold: 0,
+            items: [0; ITEM_KINDS],
+            highest_transaction: 0,
+            decisions: [Decision::default(); DEDUP_WINDOW],
+        }
     }
 
     fn recall(&self, transaction_id: u64) -> Recall {
@@ -390,7 +397,13 @@ impl Economy {
 
 /// Validates `op` and, if it is legal, applies it to the wallets. Pure wallet arithmetic:
 /// either every write happens or none does.
-fn settle(op: &EconomyOp, me: &mut Wallet, them: Option<&mut Wallet>, counterparty: Counterparty, wanted_them: bool) -> Result<Flow, EconomyStatus> {
+fn settle(
+    op: &EconomyOp,
+    me: &mut Wallet,
+    them: Option<&mut Wallet>,
+    counterparty: Counterparty,
+    wanted_them: bool,
+) -> Result<Flow, EconomyStatus> {
     let kind = EconomyKind::try_from(op.kind).map_err(|_| EconomyStatus::BadKind)?;
     if op.gold < 0 || op.item_count < 0 {
         return Err(EconomyStatus::InvalidAmount);
@@ -405,10 +418,12 @@ fn settle(op: &EconomyOp, me: &mut Wallet, them: Option<&mut Wallet>, counterpar
         return Err(EconomyStatus::UnknownItem);
     }
     let needs_both = kind == EconomyKind::Trade;
-    if (needs_both && (gold == 0 || count == 0)) || (!needs_both && gold == 0 && count == 0) {
+    let nothing_moves = gold == 0 && count == 0;
+    let half_a_trade = needs_both && (gold == 0 || count == 0);
+    if nothing_moves || half_a_trade {
         return Err(EconomyStatus::InvalidAmount);
     }
-    fn resolve<'w>(them: Option<&'w mut Wallet>, counterparty: Counterparty, wanted_them: bool) -> Result<&'w mut Wallet, EconomyStatus> {
+    fn resolve(them: Option<&mut Wallet>, counterparty: Counterparty, wanted_them: bool) -> Result<&mut Wallet, EconomyStatus> {
         match counterparty {
             Counterparty::Absent | Counterparty::Unknown => Err(EconomyStatus::UnknownPlayer),
             Counterparty::Initiator => Err(EconomyStatus::SelfTrade),
@@ -483,7 +498,15 @@ mod tests {
     use super::*;
 
     fn transfer(txn: u64, gold: i64) -> EconomyOp {
-        EconomyOp { player_id: 1, session_token: 1, transaction_id: txn, counterparty_id: 2, gold, kind: EconomyKind::Transfer as u8, ..Default::default() }
+        EconomyOp {
+            player_id: 1,
+            session_token: 1,
+            transaction_id: txn,
+            counterparty_id: 2,
+            gold,
+            kind: EconomyKind::Transfer as u8,
+            ..Default::default()
+        }
     }
 
     #[test]

@@ -208,8 +208,10 @@ impl Engine {
         let session_token = new_session_token();
         let cell = self.grid.cell_of(x_m, y_m);
         let body_key = self.movement.spawn(player_id, x_m, y_m, cell).expect("body arena shard exhausted (capacity is gated)");
-        let combatant_key =
-            self.combat.add_combatant(player_id, faction, self.config.player_hp).expect("combatant arena shard exhausted (capacity is gated)");
+        let combatant_key = self
+            .combat
+            .add_combatant(player_id, faction, self.config.player_hp)
+            .expect("combatant arena shard exhausted (capacity is gated)");
         let wallet = self.economy.open_wallet(self.config.starting_gold);
         // Registered in the grid before the record is visible, so the first move finds it.
         self.grid.insert(cell, Member { id: player_id, x_m, y_m, expires_tick: NEVER_EXPIRES, kind: EntityKind::Player });
@@ -287,7 +289,13 @@ impl Engine {
         let s = &self.stats;
         s.bump(Counter::MoveBatches);
         s.add(Counter::MovesApplied, tally.applied);
-        for reason in [RejectReason::UnknownPlayer, RejectReason::WrongSession, RejectReason::StaleSequence, RejectReason::TooFast, RejectReason::OutOfBounds] {
+        for reason in [
+            RejectReason::UnknownPlayer,
+            RejectReason::WrongSession,
+            RejectReason::StaleSequence,
+            RejectReason::TooFast,
+            RejectReason::OutOfBounds,
+        ] {
             s.add(Counter::for_reject(reason), tally.rejected[reason as usize]);
         }
         s.add(Counter::CellCrossings, tally.crossings);

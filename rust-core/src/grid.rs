@@ -15,8 +15,10 @@
 //! - Readers: proximity and AoI queries take one shard read lock per visited cell, one cell at
 //!   a time. A reader may see a moving entity at its previous or its new position, and during
 //!   a relocation may miss it for that instant; it never sees an entity in two cells.
-//! - The map is created with room for every cell of the world, so it never resizes (a resize
-//!   under load stalls every shard for milliseconds). A cell's vector is created on first use
+//! - The map is created with room for every cell of the world (each shard reserves its share,
+//!   which hashbrown rounds up), so it does not resize when cells are first touched (a resize
+//!   under load stalls a shard for milliseconds); `map_never_resizes_when_every_cell_is_used`
+//!   checks this for the default world. A cell's vector is created on first use
 //!   with [`crate::CoreConfig::cell_member_capacity`] and keeps its capacity when members
 //!   leave, so steady play stops allocating once each cell has seen its busiest moment.
 //! - Locks: the `DashMap` shard locks. None is global: a cell maps to one of
@@ -188,9 +190,9 @@ impl Grid {
     fn neighbourhood(&self, x: f32, y: f32) -> impl Iterator<Item = CellKey> + use<> {
         let (cx, cy) = (self.coord(x) as i64, self.coord(y) as i64);
         let side = self.cells_per_side as i64;
-        (-1i64..=1).flat_map(move |dy| (-1i64..=1).map(move |dx| (cx + dx, cy + dy))).filter_map(move |(nx, ny)| {
-            (nx >= 0 && ny >= 0 && nx < side && ny < side).then_some((ny * side + nx) as CellKey)
-        })
+        (-1i64..=1)
+            .flat_map(move |dy| (-1i64..=1).map(move |dx| (cx + dx, cy + dy)))
+            .filter_map(move |(nx, ny)| (nx >= 0 && ny >= 0 && nx < side && ny < side).then_some((ny * side + nx) as CellKey))
     }
 
     /// Calls `visit(member, distance)` for every member other than `exclude_id` within
@@ -250,8 +252,7 @@ impl Grid {
     /// Every cell that currently lists `id` (audit and test use: walks the whole grid and
     /// allocates).
     pub fn cells_containing(&self, id: u64) -> Vec<CellKey> {
-        let mut found: Vec<CellKey> =
-            self.cells.iter().filter(|e| e.value().iter().any(|m| m.id == id)).map(|e| *e.key()).collect();
+        let mut found: Vec<CellKey> = self.cells.iter().filter(|e| e.value().iter().any(|m| m.id == id)).map(|e| *e.key()).collect();
         found.sort_unstable();
         found
     }
@@ -290,6 +291,18 @@ mod tests {
 
     fn player(id: u64, x: f32, y: f32) -> Member {
         Member { id, x_m: x, y_m: y, expires_tick: NEVER_EXPIRES, kind: EntityKind::Player }
+    }
+
+    #[test]
+    fn map_never_resizes_when_every_cell_is_used() {
+        let g = grid();
+        let reserved = g.cells.capacity();
+        let side = g.cells_per_side();
+        for cell in 0..side * side {
+            g.insert(cell, player(u64::from(cell) + 1, 0.0, 0.0));
+        }
+        assert_eq!(g.cells.len(), (side * side) as usize);
+        assert_eq!(g.cells.capacity(), reserved, "the cell map grew");
     }
 
     #[test]

@@ -13,7 +13,8 @@
 //!   own lock.
 //! - [`grid`]: the collision grid, a pre-sized `DashMap` of cell -> members; proximity and
 //!   area-of-interest queries.
-//! - [`combat`]: hit points (a lock-free CAS), raid bursts in pooled arenas, expiry.
+//! - [`combat`]: hit points (a lock-free CAS), raid bursts in a pre-warmed arena,
+//!   expiry by sweeping each burst's cells.
 //! - [`economy`]: wallets in 64 shards locked in index order; at-most-once by transaction id;
 //!   conservation checked by [`Engine::economy_audit`].
 //! - [`tick`]: the tick and its sequence-locked per-tick summary.

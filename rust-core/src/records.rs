@@ -287,11 +287,21 @@ mod tests {
     #[test]
     fn wire_enums_round_trip_and_refuse_unknown_values() {
         for v in 0..=u8::MAX {
-            if let Ok(k) = EventKind::try_from(v) { assert_eq!(k as u8, v) }
-            if let Ok(k) = RejectReason::try_from(v) { assert_eq!(k as u8, v) }
-            if let Ok(k) = EntityKind::try_from(v) { assert_eq!(k as u8, v) }
-            if let Ok(k) = EconomyKind::try_from(v) { assert_eq!(k as u8, v) }
-            if let Ok(k) = EconomyStatus::try_from(v) { assert_eq!(k as u8, v) }
+            if let Ok(k) = EventKind::try_from(v) {
+                assert_eq!(k as u8, v)
+            }
+            if let Ok(k) = RejectReason::try_from(v) {
+                assert_eq!(k as u8, v)
+            }
+            if let Ok(k) = EntityKind::try_from(v) {
+                assert_eq!(k as u8, v)
+            }
+            if let Ok(k) = EconomyKind::try_from(v) {
+                assert_eq!(k as u8, v)
+            }
+            if let Ok(k) = EconomyStatus::try_from(v) {
+                assert_eq!(k as u8, v)
+            }
         }
         assert_eq!(EventKind::try_from(0), Err(0));
         assert_eq!(EntityKind::try_from(5), Err(5));

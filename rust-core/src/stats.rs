@@ -162,10 +162,8 @@ impl Default for Stats {
 impl Stats {
     /// All counters at zero.
     pub fn new() -> Self {
-        let stripes = (0..STRIPES)
-            .map(|_| CachePadded::new(std::array::from_fn(|_| AtomicU64::new(0))))
-            .collect::<Vec<Stripe>>()
-            .into_boxed_slice();
+        let stripes =
+            (0..STRIPES).map(|_| CachePadded::new(std::array::from_fn(|_| AtomicU64::new(0)))).collect::<Vec<Stripe>>().into_boxed_slice();
         Self { stripes }
     }
 

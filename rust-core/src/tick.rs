@@ -75,7 +75,6 @@ pub struct TickBoard {
     tick: AtomicU32,
 }
 
-
 impl Default for TickBoard {
     fn default() -> Self {
         Self::new()
@@ -91,7 +90,7 @@ impl TickBoard {
     /// Publishes `info`. Must not be called from two threads at once.
     pub fn publish(&self, info: &TickInfo) {
         let seq = self.sequence.load(Ordering::Relaxed);
-        debug_assert!(seq % 2 == 0, "two writers on one tick board");
+        debug_assert!(seq.is_multiple_of(2), "two writers on one tick board");
         self.sequence.store(seq.wrapping_add(1), Ordering::Relaxed);
         // Orders the odd sequence before the data stores (a reader that sees new data then
         // also sees the odd or a later sequence on its second read).
@@ -108,7 +107,7 @@ impl TickBoard {
         let mut attempts = 0u32;
         loop {
             let before = self.sequence.load(Ordering::Acquire);
-            if before % 2 == 0 {
+            if before.is_multiple_of(2) {
                 let mut words = [0u64; WORDS];
                 for (out, word) in words.iter_mut().zip(&self.words) {
                     *out = word.load(Ordering::Relaxed);

@@ -6,7 +6,7 @@
 //! 100,000 more moves (with crossings, contacts and area-of-interest queries), ticks,
 //! economy requests, and a second 11,000-object burst at the same spot and its expiry, and
 //! must make **zero** allocations. The load repeats exactly, which is what steady state means:
-//! every cell vector, arena page and burst list has already grown to the size this load
+//! every cell vector and arena page has already grown to the size this load
 //! needs, and nothing on these paths allocates per call.
 //!
 //! Counting is per thread (a `const` thread-local, which itself never allocates), and all

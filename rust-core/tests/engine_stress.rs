@@ -241,10 +241,12 @@ fn a_million_mixed_operations_keep_conservation_and_at_most_once() {
                 std::thread::sleep(std::time::Duration::from_micros(200));
             }
         });
-        let handles: Vec<_> = (0..WORKERS).map(|i| {
-            let (e, directory, shared, clock) = (&e, &directory, &shared, &clock);
-            s.spawn(move || worker(e, i, directory, shared, clock))
-        }).collect();
+        let handles: Vec<_> = (0..WORKERS)
+            .map(|i| {
+                let (e, directory, shared, clock) = (&e, &directory, &shared, &clock);
+                s.spawn(move || worker(e, i, directory, shared, clock))
+            })
+            .collect();
         let logs = handles.into_iter().map(|h| h.join().unwrap()).collect();
         done.store(true, Ordering::Release);
         logs

@@ -37,12 +37,12 @@ fn every_rejection_reason_is_reported_and_counted() {
     let batch = [
         unknown,
         wrong_session,
-        mv(a, 5, 1100, 100.6, 100.0),     // replayed sequence
-        mv(a, 4, 1100, 100.6, 100.0),     // older sequence
-        mv(a, 6, 1100, 200.0, 100.0),     // 100 m in 100 ms
-        mv(a, 7, 1100, -1.0, 100.0),      // outside the world
-        mv(a, 8, 1100, f32::NAN, 100.0),  // not a number
-        mv(a, 9, 1100, 100.0, 5000.0),    // outside the world
+        mv(a, 5, 1100, 100.6, 100.0),    // replayed sequence
+        mv(a, 4, 1100, 100.6, 100.0),    // older sequence
+        mv(a, 6, 1100, 200.0, 100.0),    // 100 m in 100 ms
+        mv(a, 7, 1100, -1.0, 100.0),     // outside the world
+        mv(a, 8, 1100, f32::NAN, 100.0), // not a number
+        mv(a, 9, 1100, 100.0, 5000.0),   // outside the world
     ];
     let events = apply(&e, &batch, 10_100);
     let reasons: Vec<RejectReason> = events.iter().map(reject_reason).collect();

@@ -32,7 +32,15 @@ pub fn join(e: &Engine, x: f32, y: f32, faction: u8) -> Who {
 }
 
 pub fn mv(who: Who, seq: u32, client_ms: u32, x: f32, y: f32) -> MoveRecord {
-    MoveRecord { player_id: who.id, session_token: who.token, sequence: seq, client_time_ms: client_ms, x_m: x, y_m: y, ..Default::default() }
+    MoveRecord {
+        player_id: who.id,
+        session_token: who.token,
+        sequence: seq,
+        client_time_ms: client_ms,
+        x_m: x,
+        y_m: y,
+        ..Default::default()
+    }
 }
 
 /// Applies moves and returns the written events.
