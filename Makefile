@@ -3,25 +3,50 @@
 # FFI, the load tester) add their steps to these same targets.
 
 CARGO      ?= cargo
+# C++ builds (CMake drives cargo for the mmo-ffi staticlib).
+CPP_BUILD   := build/cpp
+ASAN_BUILD  := build/cpp-asan
+CMAKE_FLAGS := -G Ninja
+
 # Loom models build with a cfg that swaps in loom's atomics; a separate target directory
 # keeps that build from invalidating the normal one.
 LOOM_TARGET := target/loom
 LOOM_TESTS  := --test loom_health --test loom_capacity --test loom_tick_board
 
-.PHONY: all build run test check-format lint docs unit-tests loom bench bench-smoke clean
+.PHONY: all build rust-build cpp-build run test check-format lint docs unit-tests loom bench bench-smoke \
+        header header-check cpp-test cpp-asan cpp-valgrind clean
 
 all: build
 
-## Build every Rust target in release (debug symbols kept for perf).
-build:
+## Build everything: every Rust target in release (debug symbols kept for perf) and the C++
+## side (which builds the mmo-ffi staticlib through cargo).
+build: rust-build cpp-build
+
+rust-build:
 	$(CARGO) build --locked --release --workspace --all-targets
+
+cpp-build:
+	cmake -S cpp-net -B $(CPP_BUILD) $(CMAKE_FLAGS) -DCMAKE_BUILD_TYPE=RelWithDebInfo
+	cmake --build $(CPP_BUILD)
+
+## Regenerate the committed C header from the Rust ABI (cbindgen 0.29.4).
+header:
+	cbindgen --quiet --config ffi/cbindgen.toml --crate mmo-ffi --output ffi/include/mmo_core.h
+
+## Fail if the committed header differs from what cbindgen generates now.
+header-check:
+	@tmp=$$(mktemp -d) && \
+	cbindgen --quiet --config ffi/cbindgen.toml --crate mmo-ffi --output $$tmp/mmo_core.h && \
+	if diff -u ffi/include/mmo_core.h $$tmp/mmo_core.h; then echo "header-check: ffi/include/mmo_core.h is current"; \
+	else echo "header-check: ffi/include/mmo_core.h is stale: run 'make header' and commit it" >&2; rm -rf $$tmp; exit 1; fi; \
+	rm -rf $$tmp
 
 ## Build everything, then run the main job: the raid-burst measurement of the core.
 run: build
 	$(CARGO) run --locked --release -p mmo-benches --bin raid-burst -- 200
 
 ## The whole test suite.
-test: check-format lint docs unit-tests loom bench-smoke
+test: check-format header-check lint docs unit-tests cpp-test cpp-asan cpp-valgrind loom bench-smoke
 	@echo "make test: all suites passed"
 
 check-format:
@@ -37,6 +62,20 @@ docs:
 unit-tests:
 	$(CARGO) test --locked --workspace --release
 
+## GoogleTest and header tests through ctest (the Rust core driven through mmo_core.h).
+cpp-test: cpp-build
+	ctest --test-dir $(CPP_BUILD) --output-on-failure
+
+## The C and C++ tests built with AddressSanitizer and UndefinedBehaviorSanitizer.
+cpp-asan:
+	cmake -S cpp-net -B $(ASAN_BUILD) $(CMAKE_FLAGS) -DCMAKE_BUILD_TYPE=Debug -DMMO_SANITIZE=ON
+	cmake --build $(ASAN_BUILD)
+	ctest --test-dir $(ASAN_BUILD) --output-on-failure
+
+## The FFI tests under valgrind memcheck (sees the Rust side's memory accesses too).
+cpp-valgrind: cpp-build
+	valgrind --error-exitcode=9 --leak-check=full --errors-for-leak-kinds=definite -q $(CPP_BUILD)/ffi_engine_test
+
 ## Loom model checks of the hand-written atomic protocols.
 loom:
 	RUSTFLAGS="--cfg mmo_loom" CARGO_TARGET_DIR=$(LOOM_TARGET) $(CARGO) test --locked -p mmo-core --release $(LOOM_TESTS)
@@ -51,3 +90,4 @@ bench-smoke:
 
 clean:
 	$(CARGO) clean
+	rm -rf build

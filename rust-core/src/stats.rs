@@ -32,12 +32,6 @@ macro_rules! define_counters {
         /// Number of counters.
         pub const COUNTER_COUNT: usize = [$(Counter::$variant),*].len();
 
-        /// A point-in-time reading of every counter (see the module doc for what "point in
-        /// time" means). `#[repr(C)]`: the FFI hands it out as is.
-        #[repr(C)]
-        #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-        pub struct StatsSnapshot { $( #[doc = $doc] pub $field: u64, )* }
-
         impl StatsSnapshot {
             fn from_sums(sums: &[u64; COUNTER_COUNT]) -> Self {
                 Self { $( $field: sums[Counter::$variant as usize], )* }
@@ -48,6 +42,98 @@ macro_rules! define_counters {
             }
         }
     };
+}
+
+/// A point-in-time reading of every counter (see the module doc for what "point in time"
+/// means). `#[repr(C)]`: the FFI hands it out as is (C name `MmoStats`). Written out rather
+/// than generated so cbindgen can read it; `define_counters!` below maps every
+/// [`Counter`] to its field (a missing field fails to compile) and the size assertion after
+/// it catches a field with no counter.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct StatsSnapshot {
+    /// Moves applied.
+    pub moves_applied: u64,
+    /// Moves refused: no such player.
+    pub move_rejected_unknown_player: u64,
+    /// Moves refused: session token mismatch.
+    pub move_rejected_wrong_session: u64,
+    /// Moves refused: sequence not newer.
+    pub move_rejected_stale_sequence: u64,
+    /// Moves refused: faster than the speed limit.
+    pub move_rejected_too_fast: u64,
+    /// Moves refused: outside the world.
+    pub move_rejected_out_of_bounds: u64,
+    /// Moves that moved their entity to another grid cell.
+    pub cell_crossings: u64,
+    /// Contact events written.
+    pub contacts_reported: u64,
+    /// Contacts not reported because a move hit its cap.
+    pub contacts_truncated: u64,
+    /// Move batches applied.
+    pub move_batches: u64,
+    /// Move batches refused whole (output buffer too small).
+    pub move_batches_refused: u64,
+    /// Economy batches refused whole (output buffer too small).
+    pub economy_batches_refused: u64,
+    /// Players joined.
+    pub joins: u64,
+    /// Joins refused: player capacity reached.
+    pub joins_refused_full: u64,
+    /// Joins refused: spawn point outside the world.
+    pub joins_refused_bounds: u64,
+    /// Players left.
+    pub leaves: u64,
+    /// Leaves refused: unknown player or wrong session.
+    pub leaves_refused: u64,
+    /// Raid bursts spawned.
+    pub raid_bursts: u64,
+    /// Raid objects spawned.
+    pub raid_objects_spawned: u64,
+    /// Raid objects expired and freed.
+    pub raid_objects_despawned: u64,
+    /// Raid spawns refused: object or burst capacity.
+    pub raid_refused_capacity: u64,
+    /// Raid spawns refused: invalid request.
+    pub raid_refused_invalid: u64,
+    /// Damage calls that took hit points.
+    pub damage_applied: u64,
+    /// Combatants brought to zero hit points.
+    pub kills: u64,
+    /// Damage calls refused (unknown target, same faction, dead, bad amount).
+    pub damage_rejected: u64,
+    /// Economy operations applied.
+    pub economy_applied: u64,
+    /// Economy retransmits answered from the de-duplication record.
+    pub economy_duplicates: u64,
+    /// Economy refused: invalid amount.
+    pub economy_invalid_amount: u64,
+    /// Economy refused: amount or balance overflow.
+    pub economy_overflow: u64,
+    /// Economy refused: self-trade.
+    pub economy_self_trade: u64,
+    /// Economy refused: unknown item.
+    pub economy_unknown_item: u64,
+    /// Economy refused: insufficient funds.
+    pub economy_insufficient_funds: u64,
+    /// Economy refused: insufficient items.
+    pub economy_insufficient_items: u64,
+    /// Economy refused: unknown player.
+    pub economy_unknown_player: u64,
+    /// Economy refused: player departed.
+    pub economy_player_departed: u64,
+    /// Economy refused: wrong session.
+    pub economy_wrong_session: u64,
+    /// Economy refused: transaction older than the window.
+    pub economy_too_old: u64,
+    /// Economy refused: unknown operation kind.
+    pub economy_bad_kind: u64,
+    /// Economy refused: transaction id 0.
+    pub economy_invalid_transaction: u64,
+    /// Ticks run.
+    pub ticks: u64,
+    /// Area-of-interest snapshots built.
+    pub aoi_queries: u64,
 }
 
 define_counters! {
@@ -92,6 +178,19 @@ define_counters! {
     EconomyInvalidTransaction / economy_invalid_transaction: "Economy refused: transaction id 0.",
     Ticks / ticks: "Ticks run.",
     AoiQueries / aoi_queries: "Area-of-interest snapshots built.",
+}
+
+const _: () = assert!(std::mem::size_of::<StatsSnapshot>() == COUNTER_COUNT * 8);
+
+impl StatsSnapshot {
+    /// Moves refused, all reasons together.
+    pub fn moves_rejected(&self) -> u64 {
+        self.move_rejected_unknown_player
+            + self.move_rejected_wrong_session
+            + self.move_rejected_stale_sequence
+            + self.move_rejected_too_fast
+            + self.move_rejected_out_of_bounds
+    }
 }
 
 impl Counter {

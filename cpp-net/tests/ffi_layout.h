@@ -1,0 +1,47 @@
+/* Layout assertions shared by the C11 and C++20 header tests: sizes and offsets of every
+ * record that crosses the ABI, matching the Rust side's compile-time assertions. */
+#ifndef MMO_FFI_LAYOUT_H
+#define MMO_FFI_LAYOUT_H
+
+#include <stddef.h>
+#include "mmo_core.h"
+
+#ifdef __cplusplus
+#define MMO_STATIC_ASSERT(cond, msg) static_assert(cond, msg)
+#else
+#define MMO_STATIC_ASSERT(cond, msg) _Static_assert(cond, msg)
+#endif
+
+MMO_STATIC_ASSERT(sizeof(MmoMoveRecord) == 72, "MmoMoveRecord size");
+MMO_STATIC_ASSERT(offsetof(MmoMoveRecord, sequence) == 16, "MmoMoveRecord.sequence");
+MMO_STATIC_ASSERT(offsetof(MmoMoveRecord, x_m) == 24, "MmoMoveRecord.x_m");
+MMO_STATIC_ASSERT(offsetof(MmoMoveRecord, payload) == 40, "MmoMoveRecord.payload");
+MMO_STATIC_ASSERT(sizeof(MmoMoveEvent) == 32, "MmoMoveEvent size");
+MMO_STATIC_ASSERT(offsetof(MmoMoveEvent, kind) == 24, "MmoMoveEvent.kind");
+MMO_STATIC_ASSERT(offsetof(MmoMoveEvent, detail) == 25, "MmoMoveEvent.detail");
+MMO_STATIC_ASSERT(sizeof(MmoRaidSpawnRequest) == 32, "MmoRaidSpawnRequest size");
+MMO_STATIC_ASSERT(offsetof(MmoRaidSpawnRequest, kind) == 28, "MmoRaidSpawnRequest.kind");
+MMO_STATIC_ASSERT(sizeof(MmoEconomyOp) == 48, "MmoEconomyOp size");
+MMO_STATIC_ASSERT(offsetof(MmoEconomyOp, gold) == 32, "MmoEconomyOp.gold");
+MMO_STATIC_ASSERT(offsetof(MmoEconomyOp, kind) == 46, "MmoEconomyOp.kind");
+MMO_STATIC_ASSERT(sizeof(MmoEconomyResult) == 32, "MmoEconomyResult size");
+MMO_STATIC_ASSERT(offsetof(MmoEconomyResult, status) == 24, "MmoEconomyResult.status");
+MMO_STATIC_ASSERT(sizeof(MmoAoiEntry) == 24, "MmoAoiEntry size");
+MMO_STATIC_ASSERT(offsetof(MmoAoiEntry, kind) == 20, "MmoAoiEntry.kind");
+MMO_STATIC_ASSERT(sizeof(MmoConfig) == 80, "MmoConfig size");
+MMO_STATIC_ASSERT(offsetof(MmoConfig, starting_gold) == 64, "MmoConfig.starting_gold");
+MMO_STATIC_ASSERT(offsetof(MmoConfig, fault_injection) == 72, "MmoConfig.fault_injection");
+MMO_STATIC_ASSERT(sizeof(MmoJoinTicket) == 16, "MmoJoinTicket size");
+MMO_STATIC_ASSERT(sizeof(MmoRaidReport) == 16, "MmoRaidReport size");
+MMO_STATIC_ASSERT(sizeof(MmoTickInfo) == 32, "MmoTickInfo size");
+MMO_STATIC_ASSERT(offsetof(MmoTickInfo, tick) == 8, "MmoTickInfo.tick");
+MMO_STATIC_ASSERT(sizeof(MmoDamageResult) == 8, "MmoDamageResult size");
+MMO_STATIC_ASSERT(sizeof(MmoEconomyAudit) == 40, "MmoEconomyAudit size");
+MMO_STATIC_ASSERT(offsetof(MmoEconomyAudit, conserved) == 36, "MmoEconomyAudit.conserved");
+MMO_STATIC_ASSERT(sizeof(MmoPlayerView) == 160, "MmoPlayerView size");
+MMO_STATIC_ASSERT(offsetof(MmoPlayerView, gold) == 24, "MmoPlayerView.gold");
+MMO_STATIC_ASSERT(sizeof(MmoStats) % 8 == 0, "MmoStats is whole u64 counters");
+MMO_STATIC_ASSERT(sizeof(MmoEventKind) == 1 && sizeof(MmoEconomyStatus) == 1, "wire enums are one byte");
+MMO_STATIC_ASSERT(MMO_OK == 0 && MMO_ERR_PANIC == 1099, "status range");
+
+#endif

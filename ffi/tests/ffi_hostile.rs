@@ -1,0 +1,155 @@
+//! Every exported function fed hostile input from Rust: NULL engines, NULL and misaligned
+//! out-pointers, NULL slices with lengths, absurd lengths, and random bytes posing as move,
+//! economy and raid records. Nothing may crash, hang or write an output on failure, and the
+//! engine's books must still balance afterwards.
+
+use mmo_ffi::*;
+use proptest::prelude::*;
+use std::ptr::{null, null_mut};
+
+fn engine() -> *mut MmoEngine {
+    let mut config = MmoConfig::from(&mmo_core::CoreConfig::default());
+    config.world_size_m = 1024.0;
+    config.player_capacity = 64;
+    config.raid_object_capacity = 4096;
+    config.starting_gold = 100;
+    let mut e = null_mut();
+    // SAFETY: valid pointers.
+    assert_eq!(unsafe { mmo_engine_new(&config, &mut e) }, MMO_OK);
+    e
+}
+
+/// A pointer that is non-null but misaligned for `T` (inside a real buffer).
+fn misaligned<T>(buf: &mut [u64; 64]) -> *mut T {
+    (buf.as_mut_ptr() as *mut u8).wrapping_add(1).cast()
+}
+
+#[test]
+fn null_engine_is_refused_by_every_engine_call() {
+    let mut buf = [0u64; 64];
+    let p = buf.as_mut_ptr();
+    let mut n = 0usize;
+    // SAFETY: every call is given a NULL engine, which the boundary must refuse first.
+    unsafe {
+        assert_eq!(mmo_engine_prewarm_thread(null()), MMO_ERR_NULL_POINTER);
+        assert_eq!(mmo_join(null(), 1.0, 1.0, 1, p.cast()), MMO_ERR_NULL_POINTER);
+        assert_eq!(mmo_leave(null(), 1, 1), MMO_ERR_NULL_POINTER);
+        assert_eq!(mmo_move_events_required(null(), 1, &mut n), MMO_ERR_NULL_POINTER);
+        assert_eq!(mmo_apply_moves(null(), null(), 0, 0, null_mut(), 0, &mut n), MMO_ERR_NULL_POINTER);
+        assert_eq!(mmo_raid_spawn(null(), p.cast(), p.cast()), MMO_ERR_NULL_POINTER);
+        assert_eq!(mmo_damage(null(), 1, 1, 1, 1, p.cast()), MMO_ERR_NULL_POINTER);
+        assert_eq!(mmo_apply_economy(null(), null(), 0, null_mut(), 0, &mut n), MMO_ERR_NULL_POINTER);
+        assert_eq!(mmo_tick(null(), 0, p.cast()), MMO_ERR_NULL_POINTER);
+        assert_eq!(mmo_area_of_interest(null(), 1, null_mut(), 0, &mut n), MMO_ERR_NULL_POINTER);
+        assert_eq!(mmo_stats(null(), p.cast()), MMO_ERR_NULL_POINTER);
+        assert_eq!(mmo_economy_audit(null(), p.cast()), MMO_ERR_NULL_POINTER);
+        assert_eq!(mmo_player_view(null(), 1, p.cast()), MMO_ERR_NULL_POINTER);
+        assert_eq!(mmo_debug_inject_panic(null()), MMO_ERR_NULL_POINTER);
+        mmo_engine_free(null_mut());
+    }
+    assert_eq!(n, 0, "no output written on failure");
+    assert!(buf.iter().all(|&w| w == 0), "no output written on failure");
+}
+
+#[test]
+fn null_and_misaligned_outputs_are_refused_and_nothing_changes() {
+    let e = engine();
+    let mut buf = [0u64; 64];
+    // SAFETY: live engine; pointers are NULL or misaligned on purpose.
+    unsafe {
+        assert_eq!(mmo_join(e, 1.0, 1.0, 1, null_mut()), MMO_ERR_NULL_POINTER);
+        assert_eq!(mmo_join(e, 1.0, 1.0, 1, misaligned(&mut buf)), MMO_ERR_MISALIGNED_POINTER);
+        assert_eq!(mmo_tick(e, 0, misaligned(&mut buf)), MMO_ERR_MISALIGNED_POINTER);
+        assert_eq!(mmo_stats(e, null_mut()), MMO_ERR_NULL_POINTER);
+        assert_eq!(mmo_economy_audit(e, misaligned(&mut buf)), MMO_ERR_MISALIGNED_POINTER);
+        assert_eq!(mmo_player_view(e, 1, null_mut()), MMO_ERR_NULL_POINTER);
+        assert_eq!(mmo_damage(e, 1, 1, 1, 1, null_mut()), MMO_ERR_NULL_POINTER);
+        let mut n = 5usize;
+        assert_eq!(mmo_apply_moves(e, misaligned(&mut buf), 1, 0, null_mut(), 0, &mut n), MMO_ERR_MISALIGNED_POINTER);
+        assert_eq!(mmo_apply_economy(e, null(), 3, null_mut(), 3, &mut n), MMO_ERR_NULL_POINTER);
+        assert_eq!(mmo_area_of_interest(e, 1, misaligned(&mut buf), 4, &mut n), MMO_ERR_MISALIGNED_POINTER);
+        assert_eq!(mmo_area_of_interest(e, 1, null_mut(), 4, &mut n), MMO_ERR_NULL_POINTER);
+        assert_eq!(n, 5);
+        // Lengths so large the byte size overflows are refused before any pointer use.
+        let dangling = std::ptr::NonNull::<MoveRecord>::dangling().as_ptr();
+        assert_eq!(mmo_apply_moves(e, dangling, usize::MAX, 0, null_mut(), 0, &mut n), MMO_ERR_INVALID_ARGUMENT);
+        let mut stats = StatsSnapshot::default();
+        assert_eq!(mmo_stats(e, &mut stats), MMO_OK);
+        assert_eq!(stats.joins, 0, "refused joins created nobody");
+        mmo_engine_free(e);
+    }
+}
+
+#[test]
+fn panic_status_then_poisoned() {
+    let mut config = MmoConfig::from(&mmo_core::CoreConfig::default());
+    config.fault_injection = 2;
+    let mut e = null_mut();
+    // SAFETY: valid pointers throughout; the panic is caught by the boundary.
+    unsafe {
+        assert_eq!(mmo_engine_new(&config, &mut e), MMO_ERR_INVALID_ARGUMENT, "fault_injection is 0 or 1");
+        config.fault_injection = 1;
+        assert_eq!(mmo_engine_new(&config, &mut e), MMO_OK);
+        assert_eq!(mmo_debug_inject_panic(e), MMO_ERR_PANIC);
+        let mut stats = StatsSnapshot::default();
+        assert_eq!(mmo_stats(e, &mut stats), MMO_ERR_POISONED);
+        mmo_engine_free(e);
+    }
+}
+
+fn arbitrary<T: Copy>(bytes: &[u8]) -> T {
+    assert!(bytes.len() >= std::mem::size_of::<T>());
+    // SAFETY: T is a plain-old-data record (integers, floats, byte arrays): every bit
+    // pattern is a valid value; read_unaligned copes with the byte buffer's alignment.
+    unsafe { std::ptr::read_unaligned(bytes.as_ptr().cast()) }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+
+    /// Random bytes as move, economy and raid records: every move gets exactly one Ack or
+    /// Reject first, every economy op one result, and the books still balance.
+    #[test]
+    fn random_records_never_break_the_engine(
+        moves in proptest::collection::vec(proptest::collection::vec(any::<u8>(), 72), 0..40),
+        ops in proptest::collection::vec(proptest::collection::vec(any::<u8>(), 48), 0..40),
+        raids in proptest::collection::vec(proptest::collection::vec(any::<u8>(), 32), 0..4),
+        aim_at_real_player in any::<bool>(),
+    ) {
+        let e = engine();
+        let mut ticket = MmoJoinTicket::default();
+        // SAFETY: live engine, valid pointers, buffers sized by the library's own answer.
+        unsafe {
+            prop_assert_eq!(mmo_join(e, 500.0, 500.0, 1, &mut ticket), MMO_OK);
+            let mut records: Vec<MoveRecord> = moves.iter().map(|b| arbitrary(b)).collect();
+            let mut economy: Vec<EconomyOp> = ops.iter().map(|b| arbitrary(b)).collect();
+            if aim_at_real_player {
+                for r in &mut records { r.player_id = ticket.player_id; r.session_token = ticket.session_token; }
+                for o in &mut economy { o.player_id = ticket.player_id; o.session_token = ticket.session_token; }
+            }
+            let mut required = 0usize;
+            prop_assert_eq!(mmo_move_events_required(e, records.len(), &mut required), MMO_OK);
+            let mut events = vec![MoveEvent::default(); required];
+            let mut written = 0usize;
+            prop_assert_eq!(mmo_apply_moves(e, records.as_ptr(), records.len(), 1_000, events.as_mut_ptr(), events.len(), &mut written), MMO_OK);
+            let firsts = events[..written].iter().filter(|ev| matches!(ev.event_kind(), Some(EventKind::Ack | EventKind::Reject))).count();
+            prop_assert_eq!(firsts, records.len());
+            let mut results = vec![EconomyResult::default(); economy.len()];
+            prop_assert_eq!(mmo_apply_economy(e, economy.as_ptr(), economy.len(), results.as_mut_ptr(), results.len(), &mut written), MMO_OK);
+            prop_assert_eq!(written, economy.len());
+            prop_assert!(results.iter().all(|r| EconomyStatus::try_from(r.status).is_ok()));
+            for raw in &raids {
+                let request: RaidSpawnRequest = arbitrary(raw);
+                let mut report = MmoRaidReport::default();
+                let status = mmo_raid_spawn(e, &request, &mut report);
+                prop_assert!(matches!(status, MMO_OK | MMO_ERR_BAD_ENUM | MMO_ERR_INVALID_ARGUMENT | MMO_ERR_OUT_OF_BOUNDS | MMO_ERR_CAPACITY), "status {}", status);
+            }
+            let mut info = MmoTickInfo::default();
+            prop_assert_eq!(mmo_tick(e, 2_000, &mut info), MMO_OK);
+            let mut audit = MmoEconomyAudit::default();
+            prop_assert_eq!(mmo_economy_audit(e, &mut audit), MMO_OK);
+            prop_assert_eq!(audit.conserved, 1);
+            mmo_engine_free(e);
+        }
+    }
+}
