@@ -85,3 +85,38 @@ pub fn percentile(sorted: &[std::time::Duration], p: f64) -> std::time::Duration
     let rank = ((p / 100.0) * sorted.len() as f64).ceil() as usize;
     sorted[rank.clamp(1, sorted.len()) - 1]
 }
+
+/// Runs `rounds` rounds of `round` on `threads` threads at once and returns the wall time
+/// from the moment all threads start to the moment the last finishes its last round.
+///
+/// Each thread first builds its own state with `make_state(thread_index)` (not timed), then
+/// all threads run round 0 together, wait for each other, run round 1, and so on: every round
+/// is a burst all threads take part in, like a raid spawn landing on every worker at once.
+/// Used by the multi-threaded benchmarks through criterion's `iter_custom`.
+pub fn timed_rounds<S>(
+    threads: usize,
+    rounds: u64,
+    make_state: impl Fn(usize) -> S + Sync,
+    round: impl Fn(usize, &mut S) + Sync,
+) -> std::time::Duration {
+    assert!(threads >= 1);
+    let barrier = std::sync::Barrier::new(threads);
+    std::thread::scope(|s| {
+        let workers: Vec<_> = (0..threads)
+            .map(|t| {
+                let (barrier, make_state, round) = (&barrier, &make_state, &round);
+                s.spawn(move || {
+                    let mut state = make_state(t);
+                    barrier.wait();
+                    let start = std::time::Instant::now();
+                    for _ in 0..rounds {
+                        round(t, &mut state);
+                        barrier.wait();
+                    }
+                    start.elapsed()
+                })
+            })
+            .collect();
+        workers.into_iter().map(|w| w.join().expect("benchmark thread panicked")).max().expect("at least one thread")
+    })
+}
