@@ -1,6 +1,6 @@
 # Top-level build driver. `make run` builds everything and runs the main job; `make test` is
-# the whole test suite (what .ci/run runs). Later parts of the product (the C++ front, the
-# FFI, the load tester) add their steps to these same targets.
+# the whole test suite (what .ci/run runs). Later parts of the product (the UDP front and
+# mmo-server, the baseline engine, the load tester) add their steps to these same targets.
 
 CARGO      ?= cargo
 # C++ builds (CMake drives cargo for the mmo-ffi staticlib).
@@ -72,7 +72,8 @@ cpp-asan:
 	cmake --build $(ASAN_BUILD)
 	ctest --test-dir $(ASAN_BUILD) --output-on-failure
 
-## The FFI tests under valgrind memcheck (sees the Rust side's memory accesses too).
+## The FFI tests under valgrind memcheck. The staticlib allocates through glibc malloc in
+## this build, so memcheck tracks the Rust side's heap accesses and leaks too.
 cpp-valgrind: cpp-build
 	valgrind --error-exitcode=9 --leak-check=full --errors-for-leak-kinds=definite -q $(CPP_BUILD)/ffi_engine_test
 

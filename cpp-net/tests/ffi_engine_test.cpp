@@ -333,6 +333,27 @@ TEST(FfiPlayers, LeaveStaleIdAndWrongSession) {
     EXPECT_EQ(mmo_damage(e.get(), b.player_id, b.session_token, c.player_id, 0, &hit), MMO_ERR_INVALID_ARGUMENT);
 }
 
+TEST(FfiPlayers, ServerFullAndFriendlyFire) {
+    MmoConfig config{};
+    ASSERT_EQ(mmo_config_default(&config), MMO_OK);
+    config.player_capacity = 2;
+    MmoEngine* engine = nullptr;
+    ASSERT_EQ(mmo_engine_new(&config, &engine), MMO_OK);
+    MmoJoinTicket a{}, b{}, c{};
+    ASSERT_EQ(mmo_join(engine, 10.0f, 10.0f, 4, &a), MMO_OK);
+    ASSERT_EQ(mmo_join(engine, 11.0f, 10.0f, 4, &b), MMO_OK);
+    EXPECT_EQ(mmo_join(engine, 12.0f, 10.0f, 4, &c), MMO_ERR_SERVER_FULL);
+    EXPECT_EQ(c.player_id, 0u);
+    MmoDamageResult hit{};
+    EXPECT_EQ(mmo_damage(engine, a.player_id, a.session_token, b.player_id, 5, &hit), MMO_ERR_FRIENDLY_FIRE);
+    EXPECT_EQ(mmo_damage(engine, a.player_id, a.session_token ^ 1, b.player_id, 5, &hit), MMO_ERR_WRONG_SESSION);
+    config._reserved[3] = 1;
+    MmoEngine* refused = nullptr;
+    EXPECT_EQ(mmo_engine_new(&config, &refused), MMO_ERR_INVALID_ARGUMENT) << "reserved bytes must be zero";
+    EXPECT_EQ(refused, nullptr);
+    mmo_engine_free(engine);
+}
+
 TEST(FfiPanic, CaughtAtTheBoundaryAndPoisonsTheEngine) {
     Engine plain;
     EXPECT_EQ(mmo_debug_inject_panic(plain.get()), MMO_ERR_INVALID_ARGUMENT) << "disabled unless configured";

@@ -7,7 +7,7 @@
 //!
 //! ## Rules (repeated at the top of the header)
 //! - **Status codes.** Every fallible function returns an [`MmoStatus`]: [`MMO_OK`] (0) or a
-//!   code in the distinct range 1000..=1099, so a status is never mistaken for a count or a
+//!   code in the distinct range 1001..=1099, so a status is never mistaken for a count or a
 //!   boolean. [`mmo_status_name`] names each one.
 //! - **Outputs only on success.** Out-parameters are written only when the call returns
 //!   [`MMO_OK`]; on any error they are left untouched.
@@ -24,6 +24,7 @@
 //!   `catch_unwind`. A panic returns [`MMO_ERR_PANIC`]; if it happened in a call that
 //!   changes state, the engine is marked poisoned and every later call on it returns
 //!   [`MMO_ERR_POISONED`] (its state may be half-updated; the process should restart it).
+//!   After [`MMO_ERR_PANIC`] a batch call's output buffer may be partly written.
 //!   C++ exceptions must never be thrown through these functions.
 //! - **Threads.** [`mmo_engine_new`] and [`mmo_engine_free`] must not race with any other
 //!   call on the same engine. Every other function may be called from any thread at the same
@@ -32,6 +33,12 @@
 //!   [`mmo_engine_prewarm_thread`] once before it starts serving.
 //! - **Ownership.** The engine is owned by the caller between `mmo_engine_new` and
 //!   `mmo_engine_free` (a `_new`/`_free` pair). Every buffer is owned by the caller.
+//!
+//! ## Allocator
+//! The library does not choose an allocator: Rust's allocations go through `malloc`, so the
+//! process that links it decides for both languages. A production binary links mimalloc's
+//! `malloc` override; the test builds keep glibc's, so AddressSanitizer, valgrind and
+//! heaptrack see every allocation the core makes.
 //!
 //! The batch records (`MmoMoveRecord`, `MmoMoveEvent`, `MmoEconomyOp`, ...) are
 //! `mmo_core::records` itself, re-exported: the core reads and writes the caller's buffers in
@@ -50,14 +57,10 @@ pub use mmo_core::records::{
 };
 pub use mmo_core::stats::StatsSnapshot;
 
-#[cfg(feature = "global-allocator")]
-#[global_allocator]
-static GLOBAL: mmo_core::allocator::Selected = mmo_core::allocator::SELECTED;
-
 /// Version of this ABI. Bumped on any change to a function signature or record layout.
 pub const MMO_ABI_VERSION: u32 = 1;
 
-/// Result of a call: [`MMO_OK`] or an error code in 1000..=1099.
+/// Result of a call: [`MMO_OK`] or an error code in 1001..=1099.
 pub type MmoStatus = u32;
 
 /// Success.
@@ -136,7 +139,8 @@ pub struct MmoConfig {
     pub starting_gold: u64,
     /// 1 enables [`mmo_debug_inject_panic`] on this engine (tests only); 0 in production.
     pub fault_injection: u8,
-    /// Zero.
+    /// Zero (checked: a non-zero value is [`MMO_ERR_INVALID_ARGUMENT`], so these bytes can
+    /// carry new fields later).
     pub _reserved: [u8; 7],
 }
 
@@ -499,7 +503,7 @@ pub unsafe extern "C" fn mmo_engine_new(config: *const MmoConfig, out_engine: *m
         // SAFETY: checked by in_ref; initialised per the contract.
         let config = check!(unsafe { in_ref(config) });
         let out_engine = check!(out_ptr(out_engine));
-        if config.fault_injection > 1 {
+        if config.fault_injection > 1 || config._reserved != [0; 7] {
             return MMO_ERR_INVALID_ARGUMENT;
         }
         let Ok(engine) = Engine::new(CoreConfig::from(config)) else { return MMO_ERR_INVALID_CONFIG };
@@ -528,7 +532,8 @@ pub unsafe extern "C" fn mmo_engine_free(engine: *mut MmoEngine) {
     }));
 }
 
-/// Pre-warms the calling thread's arena shards (call once per serving thread at start-up).
+/// Pre-warms the calling thread's arena shards: every thread that will join players or spawn
+/// raids calls this once at start-up (a network worker does both).
 ///
 /// # Safety
 /// `engine` must be NULL or a live engine.
@@ -536,7 +541,7 @@ pub unsafe extern "C" fn mmo_engine_free(engine: *mut MmoEngine) {
 pub unsafe extern "C" fn mmo_engine_prewarm_thread(engine: *const MmoEngine) -> MmoStatus {
     // SAFETY: forwarded contract.
     unsafe {
-        engine_boundary(engine, Access::Reads, |h| {
+        engine_boundary(engine, Access::Mutates, |h| {
             h.engine.prewarm_current_thread();
             MMO_OK
         })

@@ -1,0 +1,191 @@
+//! **grid**: one move with a cell change followed by the 3x3 proximity query, the core's
+//! hottest grid path, with the core's `DashMap` grid against one `RwLock<HashMap>` around the
+//! whole grid and a single-writer-per-region design (each thread owns its region's cells
+//! outright, no lock at all). 1 and 2 threads, each moving its own 2,000 entities back and
+//! forth across a cell boundary inside its own half of the world.
+//!
+//! What it shows: the `RwLock` makes every move wait for every other thread's moves and
+//! queries; `DashMap` spreads them over 128 shard locks; the single-writer design is the
+//! upper bound a sharded-by-region server could reach. It is measured at its best case: no
+//! entity ever crosses into another thread's region and no query ever reads one, where a
+//! real region server pays a hand-off through a queue and a cross-region read.
+
+use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
+use mmo_benches::timed_rounds;
+use mmo_core::CoreConfig;
+use mmo_core::grid::{CellKey, Grid, Member, NEVER_EXPIRES};
+use mmo_core::records::EntityKind;
+use parking_lot::RwLock;
+use rustc_hash::FxHashMap;
+use std::hint::black_box;
+use std::time::Duration;
+
+#[global_allocator]
+static GLOBAL: mmo_core::allocator::Selected = mmo_core::allocator::SELECTED;
+
+const ENTITIES_PER_THREAD: usize = 2_000;
+const MOVES_PER_ROUND: usize = 2_000;
+const CELL_M: f32 = 32.0;
+const CELLS_PER_SIDE: u32 = 32; // a 1,024 m world
+const CONTACT_RADIUS_M: f32 = 8.0;
+
+/// Entity `j` of thread `t` steps between two spots 3 m either side of a cell boundary in
+/// thread `t`'s half (or whole, with one thread) of the world.
+fn spot(threads: usize, t: usize, j: usize, side: bool) -> (f32, f32) {
+    let columns = CELLS_PER_SIDE as usize / threads;
+    let cx = t * columns + j % (columns - 1);
+    let cy = (j / (columns - 1)) % CELLS_PER_SIDE as usize;
+    let boundary = (cx + 1) as f32 * CELL_M;
+    (if side { boundary + 3.0 } else { boundary - 3.0 }, cy as f32 * CELL_M + 16.0 + (j % 7) as f32)
+}
+
+fn cell_of(x: f32, y: f32) -> CellKey {
+    (y / CELL_M) as u32 * CELLS_PER_SIDE + (x / CELL_M) as u32
+}
+
+fn entity_id(t: usize, j: usize) -> u64 {
+    (t * ENTITIES_PER_THREAD + j + 1) as u64
+}
+
+fn member(id: u64, x: f32, y: f32) -> Member {
+    Member { id, x_m: x, y_m: y, expires_tick: NEVER_EXPIRES, kind: EntityKind::Player }
+}
+
+/// A thread's walk: which entity moves next and which side it is on.
+struct Walk {
+    next: usize,
+    side: Vec<bool>,
+}
+
+impl Walk {
+    fn new() -> Self {
+        Self { next: 0, side: vec![false; ENTITIES_PER_THREAD] }
+    }
+    /// The next move: (entity index, from, to).
+    fn step(&mut self, threads: usize, t: usize) -> (usize, (f32, f32), (f32, f32)) {
+        let j = self.next;
+        self.next = (self.next + 1) % ENTITIES_PER_THREAD;
+        let from = spot(threads, t, j, self.side[j]);
+        self.side[j] = !self.side[j];
+        (j, from, spot(threads, t, j, self.side[j]))
+    }
+}
+
+fn near(members: &[Member], x: f32, y: f32, id: u64) -> usize {
+    let r2 = CONTACT_RADIUS_M * CONTACT_RADIUS_M;
+    members.iter().filter(|m| m.id != id && (m.x_m - x).powi(2) + (m.y_m - y).powi(2) <= r2).count()
+}
+
+fn neighbourhood(x: f32, y: f32) -> impl Iterator<Item = CellKey> {
+    let (cx, cy) = ((x / CELL_M) as i32, (y / CELL_M) as i32);
+    (-1..=1).flat_map(move |dy| (-1..=1).map(move |dx| (cx + dx, cy + dy))).filter_map(|(nx, ny)| {
+        (nx >= 0 && ny >= 0 && nx < CELLS_PER_SIDE as i32 && ny < CELLS_PER_SIDE as i32).then_some(ny as u32 * CELLS_PER_SIDE + nx as u32)
+    })
+}
+
+fn bench_grid(c: &mut Criterion) {
+    let mut group = c.benchmark_group("grid_move_cell_change_and_3x3_query");
+    group.sample_size(20).warm_up_time(Duration::from_secs(1)).measurement_time(Duration::from_secs(3));
+    for threads in [1usize, 2] {
+        group.throughput(Throughput::Elements((MOVES_PER_ROUND * threads) as u64));
+
+        // The core's grid.
+        let config = CoreConfig { world_size_m: CELL_M * CELLS_PER_SIDE as f32, cell_size_m: CELL_M, ..CoreConfig::default() };
+        let grid = Grid::new(&config);
+        for t in 0..threads {
+            for j in 0..ENTITIES_PER_THREAD {
+                let (x, y) = spot(threads, t, j, false);
+                grid.insert(grid.cell_of(x, y), member(entity_id(t, j), x, y));
+            }
+        }
+        group.bench_function(BenchmarkId::new("dashmap", threads), |b| {
+            b.iter_custom(|iters| {
+                timed_rounds(
+                    threads,
+                    iters,
+                    |_| Walk::new(),
+                    |t, walk| {
+                        for _ in 0..MOVES_PER_ROUND {
+                            let (j, (fx, fy), (x, y)) = walk.step(threads, t);
+                            let id = entity_id(t, j);
+                            assert!(grid.relocate(grid.cell_of(fx, fy), grid.cell_of(x, y), id, x, y));
+                            let mut contacts = 0;
+                            grid.for_each_near(x, y, CONTACT_RADIUS_M, id, |_, _| contacts += 1);
+                            black_box(contacts);
+                        }
+                    },
+                )
+            })
+        });
+
+        // One lock around the whole grid.
+        let locked: RwLock<FxHashMap<CellKey, Vec<Member>>> = RwLock::new(FxHashMap::default());
+        for t in 0..threads {
+            for j in 0..ENTITIES_PER_THREAD {
+                let (x, y) = spot(threads, t, j, false);
+                locked.write().entry(cell_of(x, y)).or_default().push(member(entity_id(t, j), x, y));
+            }
+        }
+        group.bench_function(BenchmarkId::new("rwlock_hashmap", threads), |b| {
+            b.iter_custom(|iters| {
+                timed_rounds(
+                    threads,
+                    iters,
+                    |_| Walk::new(),
+                    |t, walk| {
+                        for _ in 0..MOVES_PER_ROUND {
+                            let (j, (fx, fy), (x, y)) = walk.step(threads, t);
+                            let id = entity_id(t, j);
+                            {
+                                let mut cells = locked.write();
+                                let from = cells.get_mut(&cell_of(fx, fy)).expect("cell exists");
+                                let at = from.iter().position(|m| m.id == id).expect("member is there");
+                                from.swap_remove(at);
+                                cells.entry(cell_of(x, y)).or_default().push(member(id, x, y));
+                            }
+                            let cells = locked.read();
+                            let contacts: usize =
+                                neighbourhood(x, y).filter_map(|c| cells.get(&c)).map(|members| near(members, x, y, id)).sum();
+                            black_box(contacts);
+                        }
+                    },
+                )
+            })
+        });
+
+        // Each thread owns its region outright.
+        group.bench_function(BenchmarkId::new("single_writer_regions", threads), |b| {
+            b.iter_custom(|iters| {
+                timed_rounds(
+                    threads,
+                    iters,
+                    |t| {
+                        let mut region: FxHashMap<CellKey, Vec<Member>> = FxHashMap::default();
+                        for j in 0..ENTITIES_PER_THREAD {
+                            let (x, y) = spot(threads, t, j, false);
+                            region.entry(cell_of(x, y)).or_default().push(member(entity_id(t, j), x, y));
+                        }
+                        (Walk::new(), region)
+                    },
+                    |t, (walk, region)| {
+                        for _ in 0..MOVES_PER_ROUND {
+                            let (j, (fx, fy), (x, y)) = walk.step(threads, t);
+                            let id = entity_id(t, j);
+                            let from = region.get_mut(&cell_of(fx, fy)).expect("cell exists");
+                            let at = from.iter().position(|m| m.id == id).expect("member is there");
+                            from.swap_remove(at);
+                            region.entry(cell_of(x, y)).or_default().push(member(id, x, y));
+                            let contacts: usize =
+                                neighbourhood(x, y).filter_map(|c| region.get(&c)).map(|members| near(members, x, y, id)).sum();
+                            black_box(contacts);
+                        }
+                    },
+                )
+            })
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, bench_grid);
+criterion_main!(benches);
