@@ -196,20 +196,31 @@ impl Grid {
     }
 
     /// Calls `visit(member, distance)` for every member other than `exclude_id` within
-    /// `radius_m` of `(x, y)`, searching the 3x3 cells around it. Complete as long as
-    /// `radius + hysteresis <= cell size` (checked by [`CoreConfig::validate`]). `visit` runs
-    /// under a cell's read lock and must not touch the grid. Returns the number visited.
+    /// `radius_m` of `(x, y)`. `visit` runs under a cell's read lock and must not touch the
+    /// grid. Returns the number visited.
+    ///
+    /// Only the cells that can hold such a member are visited: a member is registered in a
+    /// cell whose bounds, grown by the hysteresis margin, contain it, so it can only be in a
+    /// cell overlapping the square `(x, y) ± (radius + hysteresis)`. With the default 8 m
+    /// radius, 2 m margin and 32 m cells that is one cell for a point in a cell's middle and
+    /// at most four near a corner, instead of always nine (at most nine, and complete, as
+    /// long as `radius + hysteresis <= cell size`, checked by [`CoreConfig::validate`]).
     pub fn for_each_near(&self, x: f32, y: f32, radius_m: f32, exclude_id: u64, mut visit: impl FnMut(&Member, f32)) -> usize {
         let r2 = radius_m * radius_m;
+        let reach = radius_m + self.hysteresis_m;
+        let (cx0, cx1) = (self.coord((x - reach).max(0.0)), self.coord(x + reach));
+        let (cy0, cy1) = (self.coord((y - reach).max(0.0)), self.coord(y + reach));
         let mut visited = 0;
-        for cell in self.neighbourhood(x, y) {
-            let Some(members) = self.cells.get(&cell) else { continue };
-            for m in members.iter() {
-                let (dx, dy) = (m.x_m - x, m.y_m - y);
-                let d2 = dx * dx + dy * dy;
-                if d2 <= r2 && m.id != exclude_id {
-                    visit(m, d2.sqrt());
-                    visited += 1;
+        for cy in cy0..=cy1 {
+            for cx in cx0..=cx1 {
+                let Some(members) = self.cells.get(&(cy * self.cells_per_side + cx)) else { continue };
+                for m in members.iter() {
+                    let (dx, dy) = (m.x_m - x, m.y_m - y);
+                    let d2 = dx * dx + dy * dy;
+                    if d2 <= r2 && m.id != exclude_id {
+                        visit(m, d2.sqrt());
+                        visited += 1;
+                    }
                 }
             }
         }
@@ -350,6 +361,40 @@ mod tests {
         let mut seen = vec![];
         g.for_each_near(31.0, 5.0, 8.0, 1, |m, d| seen.push((m.id, d)));
         assert_eq!(seen, vec![(2, 2.0)]);
+    }
+
+    #[test]
+    fn proximity_matches_brute_force_with_hysteresis_displaced_members() {
+        let g = grid();
+        let mut all = vec![];
+        let mut seed = 0x1234_5678_u64;
+        let mut next = || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            (seed >> 40) as f32 / (1u64 << 24) as f32
+        };
+        // Members near boundaries, registered in a neighbouring cell when within the margin.
+        for id in 1..=3_000u64 {
+            let (x, y) = (100.0 + next() * 200.0, 100.0 + next() * 200.0);
+            let raw = g.cell_of(x, y);
+            let (cx, cy) = g.cell_coords(raw);
+            let left = g.cell_of(x - 2.0, y);
+            let cell = if left != raw && g.cell_with_hysteresis(left, x, y) == left { left } else { raw };
+            assert!(g.cell_coords(cell).1 == cy && g.cell_coords(cell).0 + 1 >= cx);
+            g.insert(cell, player(id, x, y));
+            all.push((id, x, y));
+        }
+        for _ in 0..500 {
+            let (qx, qy) = (90.0 + next() * 220.0, 90.0 + next() * 220.0);
+            let mut found = vec![];
+            g.for_each_near(qx, qy, 8.0, 0, |m, _| found.push(m.id));
+            found.sort_unstable();
+            let mut expected: Vec<u64> =
+                all.iter().filter(|(_, x, y)| (x - qx).powi(2) + (y - qy).powi(2) <= 64.0).map(|(id, _, _)| *id).collect();
+            expected.sort_unstable();
+            assert_eq!(found, expected, "query at ({qx}, {qy})");
+        }
     }
 
     #[test]
