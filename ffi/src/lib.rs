@@ -326,7 +326,13 @@ enum Access {
 
 /// The one panic boundary for calls that need no engine.
 fn boundary(body: impl FnOnce() -> MmoStatus) -> MmoStatus {
-    catch_unwind(AssertUnwindSafe(body)).unwrap_or(MMO_ERR_PANIC)
+    boundary_or(MMO_ERR_PANIC, body)
+}
+
+/// The panic boundary for the few calls that return a value instead of a status: a panic
+/// returns `fallback`.
+fn boundary_or<T>(fallback: T, body: impl FnOnce() -> T) -> T {
+    catch_unwind(AssertUnwindSafe(body)).unwrap_or(fallback)
 }
 
 /// The one panic boundary for calls on an engine: validates the handle, refuses a poisoned
@@ -440,21 +446,26 @@ macro_rules! check {
 /// The ABI version this library implements ([`MMO_ABI_VERSION`]).
 #[unsafe(no_mangle)]
 pub extern "C" fn mmo_abi_version() -> u32 {
-    MMO_ABI_VERSION
+    boundary_or(0, || MMO_ABI_VERSION)
 }
 
 /// [`MMO_OK`] if the caller's `expected_version` (pass `MMO_ABI_VERSION` from the header it
 /// was compiled with) matches this library, else [`MMO_ERR_ABI_MISMATCH`].
 #[unsafe(no_mangle)]
 pub extern "C" fn mmo_abi_check(expected_version: u32) -> MmoStatus {
-    if expected_version == MMO_ABI_VERSION { MMO_OK } else { MMO_ERR_ABI_MISMATCH }
+    boundary(|| if expected_version == MMO_ABI_VERSION { MMO_OK } else { MMO_ERR_ABI_MISMATCH })
 }
 
 /// A static, NUL-terminated name for a status code ("MMO_OK", "MMO_ERR_PANIC", ...), or
 /// "MMO_UNKNOWN_STATUS". Never NULL; never freed.
 #[unsafe(no_mangle)]
 pub extern "C" fn mmo_status_name(status: MmoStatus) -> *const c_char {
-    let name: &'static [u8] = match status {
+    const UNKNOWN: &[u8] = b"MMO_UNKNOWN_STATUS\0";
+    boundary_or(UNKNOWN.as_ptr().cast(), || status_name(status).as_ptr().cast())
+}
+
+fn status_name(status: MmoStatus) -> &'static [u8] {
+    match status {
         MMO_OK => b"MMO_OK\0",
         MMO_ERR_NULL_POINTER => b"MMO_ERR_NULL_POINTER\0",
         MMO_ERR_MISALIGNED_POINTER => b"MMO_ERR_MISALIGNED_POINTER\0",
@@ -473,8 +484,7 @@ pub extern "C" fn mmo_status_name(status: MmoStatus) -> *const c_char {
         MMO_ERR_POISONED => b"MMO_ERR_POISONED\0",
         MMO_ERR_PANIC => b"MMO_ERR_PANIC\0",
         _ => b"MMO_UNKNOWN_STATUS\0",
-    };
-    name.as_ptr().cast()
+    }
 }
 
 /// Writes the default configuration into `*out`.

@@ -153,3 +153,38 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn every_status_has_its_own_name() {
+    let statuses = [
+        MMO_OK,
+        MMO_ERR_NULL_POINTER,
+        MMO_ERR_MISALIGNED_POINTER,
+        MMO_ERR_BUFFER_TOO_SMALL,
+        MMO_ERR_INVALID_CONFIG,
+        MMO_ERR_INVALID_ARGUMENT,
+        MMO_ERR_BAD_ENUM,
+        MMO_ERR_UNKNOWN_PLAYER,
+        MMO_ERR_WRONG_SESSION,
+        MMO_ERR_SERVER_FULL,
+        MMO_ERR_OUT_OF_BOUNDS,
+        MMO_ERR_CAPACITY,
+        MMO_ERR_ABI_MISMATCH,
+        MMO_ERR_UNKNOWN_TARGET,
+        MMO_ERR_FRIENDLY_FIRE,
+        MMO_ERR_POISONED,
+        MMO_ERR_PANIC,
+    ];
+    let names: std::collections::HashSet<String> = statuses
+        .iter()
+        .map(|&s| {
+            // SAFETY: mmo_status_name returns a static NUL-terminated string.
+            unsafe { std::ffi::CStr::from_ptr(mmo_status_name(s)) }.to_str().unwrap().to_owned()
+        })
+        .collect();
+    assert_eq!(names.len(), statuses.len(), "names are distinct");
+    assert!(!names.contains("MMO_UNKNOWN_STATUS"));
+    assert!(statuses[1..].iter().all(|&s| (1001..=1099).contains(&s)), "errors sit in their own range");
+    // SAFETY: as above.
+    assert_eq!(unsafe { std::ffi::CStr::from_ptr(mmo_status_name(1000)) }.to_str(), Ok("MMO_UNKNOWN_STATUS"));
+}
