@@ -125,54 +125,57 @@ fn bench_snapshot(c: &mut Criterion) {
     let mut read = c.benchmark_group("snapshot_read_while_publishing");
     read.warm_up_time(Duration::from_secs(1)).measurement_time(Duration::from_secs(3));
     for (name, board) in boards() {
+        let board = &*board;
+        let mut tick = 0;
         read.bench_function(BenchmarkId::from_parameter(name), |b| {
             b.iter_custom(|iters| {
-                let stop = AtomicBool::new(false);
-                std::thread::scope(|s| {
-                    let board = &*board;
-                    let stop = &stop;
-                    s.spawn(move || {
-                        let mut tick = 0;
-                        while !stop.load(Ordering::Relaxed) {
-                            tick += 1;
-                            board.publish(build(tick));
-                        }
-                    });
-                    let start = Instant::now();
-                    for _ in 0..iters {
-                        black_box(board.read());
-                    }
-                    let spent = start.elapsed();
-                    stop.store(true, Ordering::Relaxed);
-                    spent
-                })
+                read_while_publishing(
+                    iters,
+                    || {
+                        tick += 1;
+                        board.publish(build(tick));
+                    },
+                    || board.read(),
+                )
             })
         });
     }
+    let tick_board = TickBoard::new();
+    let mut tick = 0u32;
     read.bench_function(BenchmarkId::from_parameter("tick_board_seqlock_summary"), |b| {
         b.iter_custom(|iters| {
-            let stop = AtomicBool::new(false);
-            let board = TickBoard::new();
-            std::thread::scope(|s| {
-                let (board, stop) = (&board, &stop);
-                s.spawn(move || {
-                    let mut tick = 0u32;
-                    while !stop.load(Ordering::Relaxed) {
-                        tick = tick.wrapping_add(1);
-                        board.publish(&TickInfo { tick, ..TickInfo::default() });
-                    }
-                });
-                let start = Instant::now();
-                for _ in 0..iters {
-                    black_box(board.read());
-                }
-                let spent = start.elapsed();
-                stop.store(true, Ordering::Relaxed);
-                spent
-            })
+            read_while_publishing(
+                iters,
+                || {
+                    tick = tick.wrapping_add(1);
+                    tick_board.publish(&TickInfo { tick, ..TickInfo::default() });
+                },
+                || tick_board.read(),
+            )
         })
     });
     read.finish();
+}
+
+/// Times `iters` calls of `read` on this thread while a second thread calls `publish` in a
+/// loop.
+fn read_while_publishing<R>(iters: u64, mut publish: impl FnMut() + Send, read: impl Fn() -> R) -> Duration {
+    let stop = AtomicBool::new(false);
+    std::thread::scope(|s| {
+        let stop = &stop;
+        s.spawn(move || {
+            while !stop.load(Ordering::Relaxed) {
+                publish();
+            }
+        });
+        let start = Instant::now();
+        for _ in 0..iters {
+            black_box(read());
+        }
+        let spent = start.elapsed();
+        stop.store(true, Ordering::Relaxed);
+        spent
+    })
 }
 
 criterion_group!(benches, bench_snapshot);

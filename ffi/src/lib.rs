@@ -433,6 +433,44 @@ unsafe fn in_ref<'a, T>(ptr: *const T) -> Result<&'a T, MmoStatus> {
     }
 }
 
+/// The shape every batch call shares: borrow the input slice and the output buffer, run the
+/// batch, and write the count of outputs only on success.
+///
+/// # Safety
+/// As [`input`] and [`output`] for the two slices (which must not overlap); `out_written`
+/// NULL or writable.
+unsafe fn batch<I, O>(
+    input_ptr: *const I,
+    input_len: usize,
+    output_ptr: *mut O,
+    output_capacity: usize,
+    out_written: *mut usize,
+    apply: impl FnOnce(&[I], &mut [O]) -> Result<usize, BatchError>,
+) -> MmoStatus {
+    // SAFETY: forwarded contract.
+    let inputs = match unsafe { input(input_ptr, input_len) } {
+        Ok(s) => s,
+        Err(status) => return status,
+    };
+    // SAFETY: forwarded contract.
+    let outputs = match unsafe { output(output_ptr, output_capacity) } {
+        Ok(s) => s,
+        Err(status) => return status,
+    };
+    let written = match out_ptr(out_written) {
+        Ok(p) => p,
+        Err(status) => return status,
+    };
+    match apply(inputs, outputs) {
+        Ok(n) => {
+            // SAFETY: checked by out_ptr.
+            unsafe { written.write(n) };
+            MMO_OK
+        }
+        Err(BatchError::OutputTooSmall { .. }) => MMO_ERR_BUFFER_TOO_SMALL,
+    }
+}
+
 /// Evaluates a `Result<T, MmoStatus>`, returning the status from the enclosing closure on error.
 macro_rules! check {
     ($e:expr) => {
@@ -635,16 +673,9 @@ pub unsafe extern "C" fn mmo_apply_moves(
     // SAFETY: forwarded contract.
     unsafe {
         engine_boundary(engine, Access::Mutates, |h| {
-            let moves = check!(input(moves, moves_len));
-            let events = check!(output(events, events_capacity));
-            let written = check!(out_ptr(out_events_written));
-            match h.engine.apply_moves(moves, now_ms, events) {
-                Ok(report) => {
-                    written.write(report.events);
-                    MMO_OK
-                }
-                Err(BatchError::OutputTooSmall { .. }) => MMO_ERR_BUFFER_TOO_SMALL,
-            }
+            batch(moves, moves_len, events, events_capacity, out_events_written, |moves, events| {
+                h.engine.apply_moves(moves, now_ms, events).map(|report| report.events)
+            })
         })
     }
 }
@@ -729,16 +760,7 @@ pub unsafe extern "C" fn mmo_apply_economy(
     // SAFETY: forwarded contract.
     unsafe {
         engine_boundary(engine, Access::Mutates, |h| {
-            let ops = check!(input(ops, ops_len));
-            let results = check!(output(results, results_capacity));
-            let written = check!(out_ptr(out_results_written));
-            match h.engine.apply_economy(ops, results) {
-                Ok(n) => {
-                    written.write(n);
-                    MMO_OK
-                }
-                Err(BatchError::OutputTooSmall { .. }) => MMO_ERR_BUFFER_TOO_SMALL,
-            }
+            batch(ops, ops_len, results, results_capacity, out_results_written, |ops, results| h.engine.apply_economy(ops, results))
         })
     }
 }
