@@ -11,7 +11,8 @@
  * - Borrowed slices: a (pointer, length) pair is borrowed for the duration of the call only
  *   and never retained. Length 0 means empty and the pointer may be NULL. NULL with a
  *   non-zero length is MMO_ERR_NULL_POINTER; a pointer not aligned for its type is
- *   MMO_ERR_MISALIGNED_POINTER. Input and output slices must not overlap.
+ *   MMO_ERR_MISALIGNED_POINTER. A batch's input and output must not overlap
+ *   (MMO_ERR_INVALID_ARGUMENT). Output buffers must be initialised memory (zeroed is fine).
  * - Whole batches: a batch whose output buffer cannot hold its worst case is refused with
  *   MMO_ERR_BUFFER_TOO_SMALL before anything is applied (mmo_move_events_required() gives
  *   the size for moves; economy needs one result per operation).
@@ -292,7 +293,8 @@ typedef struct MmoRaidSpawnRequest {
   float half_extent_m;
   // Objects to spawn, `1..=RAID_BURST_MAX`.
   uint32_t count;
-  // Lifetime of every object in the burst, milliseconds (rounded up to whole ticks).
+  // Lifetime of every object in the burst, milliseconds: each lives at least this long
+  // (rounded up to whole ticks, plus the part of the current tick already gone).
   uint32_t lifetime_ms;
   // Starting hit points of each object (adds; projectiles and loot may use 1).
   int32_t hp;

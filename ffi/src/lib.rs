@@ -14,7 +14,9 @@
 //! - **Borrowed slices.** A `(pointer, length)` pair is borrowed for the duration of the call
 //!   only and never retained. Length 0 means "empty" and the pointer may then be NULL. A NULL
 //!   pointer with a non-zero length is [`MMO_ERR_NULL_POINTER`]; a pointer not aligned for its
-//!   type is [`MMO_ERR_MISALIGNED_POINTER`].
+//!   type is [`MMO_ERR_MISALIGNED_POINTER`]; a batch's input and output overlapping is
+//!   [`MMO_ERR_INVALID_ARGUMENT`]. Output buffers must be initialised memory (zeroed is fine):
+//!   the core takes them as Rust slices.
 //! - **Whole batches.** A batch call whose output buffer cannot hold the worst case is
 //!   refused whole with [`MMO_ERR_BUFFER_TOO_SMALL`] before anything is applied.
 //! - **Enums are integers.** Records carry enums as `uint8_t`; the core decodes them with
@@ -461,6 +463,12 @@ unsafe fn batch<I, O>(
         Ok(p) => p,
         Err(status) => return status,
     };
+    let input_bytes = inputs.as_ptr_range();
+    let output_bytes = outputs.as_ptr_range();
+    let overlap = (input_bytes.start as usize) < (output_bytes.end as usize) && (output_bytes.start as usize) < (input_bytes.end as usize);
+    if overlap {
+        return MMO_ERR_INVALID_ARGUMENT;
+    }
     match apply(inputs, outputs) {
         Ok(n) => {
             // SAFETY: checked by out_ptr.

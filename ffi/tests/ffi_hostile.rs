@@ -76,6 +76,12 @@ fn null_and_misaligned_outputs_are_refused_and_nothing_changes() {
         let mut stats = StatsSnapshot::default();
         assert_eq!(mmo_stats(e, &mut stats), MMO_OK);
         assert_eq!(stats.joins, 0, "refused joins created nobody");
+        assert_eq!(stats.ticks, 0, "refused ticks did not run");
+        assert!(buf.iter().all(|&w| w == 0), "no output written on failure");
+        // A batch whose input and output overlap is refused.
+        let mut records = [MoveRecord::default(); 4];
+        let alias = records.as_mut_ptr().cast::<MoveEvent>();
+        assert_eq!(mmo_apply_moves(e, records.as_ptr(), 1, 0, alias, 2, &mut n), MMO_ERR_INVALID_ARGUMENT);
         mmo_engine_free(e);
     }
 }

@@ -3,21 +3,22 @@
 //! sharded-slab packs (generation, thread shard, page address) into one `usize` key. The
 //! default configuration spends its bits on 4,096 possible threads and leaves few for the
 //! generation, so a slot reused a few thousand times (a raid arena reuses slots every burst)
-//! could hand a stale id to the new occupant. [`ArenaConfig`] allows 256 threads (9 bits) and
+//! could hand a stale id to the new occupant. [`ArenaConfig`] allows 4,096 threads (13 bits,
+//! as many as sharded-slab's default: a thread beyond the limit would panic on insert) and
 //! 2^26 slots per thread (27 address bits), reserves the top 2 bits of every key so the id
-//! encodings below can never overflow or collide, and leaves 26 bits of generation: a slot
-//! must be reused 67 million times before an old id could match again.
+//! encodings below can never overflow or collide, and leaves 22 bits of generation: a slot
+//! must be reused 4 million times before an old id could match again.
 
 use sharded_slab::Config;
 
-/// The arena configuration: 256 threads, 64-slot first pages, 2 reserved high bits.
+/// The arena configuration: 4,096 threads, 64-slot first pages, 2 reserved high bits.
 #[derive(Clone, Copy, Debug)]
 pub struct ArenaConfig;
 
 impl Config for ArenaConfig {
-    /// More threads than any server here runs (workers + tick + admin); a thread's shard is
-    /// reused once it exits.
-    const MAX_THREADS: usize = 256;
+    /// Far more threads than any server here runs (workers + tick + admin); a thread's shard
+    /// is reused once it exits.
+    const MAX_THREADS: usize = 4_096;
     /// 20 pages doubling from 64 slots: about 67M slots per thread shard.
     const MAX_PAGES: usize = 20;
     /// A first page of 64 slots: small arenas stay small, and pre-warming doubles from here.
@@ -33,12 +34,12 @@ impl Config for ArenaConfig {
 /// costs an atomic swap on that page's remote free list. With 64-slot first pages an
 /// 11,000-object burst walks past up to eight full pages per insert, which profiled as the
 /// largest cost of a raid spawn; with one 32,768-slot first page (the default raid capacity)
-/// a burst never leaves it. 10 pages: about 2^25 slots per thread; 27 generation bits remain.
+/// a burst never leaves it. 10 pages: about 2^25 slots per thread; 23 generation bits remain.
 #[derive(Clone, Copy, Debug)]
 pub struct RaidArenaConfig;
 
 impl Config for RaidArenaConfig {
-    const MAX_THREADS: usize = 256;
+    const MAX_THREADS: usize = 4_096;
     const MAX_PAGES: usize = 10;
     const INITIAL_PAGE_SIZE: usize = 32_768;
     const RESERVED_BITS: usize = 2;

@@ -282,8 +282,11 @@ impl Combat {
             self.object_gate.release(req.count);
             return Err(RaidError::CapacityExceeded);
         }
+        // `now_tick` is the last published tick; the next one to run is `now_tick + 1`, and
+        // may already be sweeping. Expiring at `now_tick + ticks + 1` keeps every object alive
+        // for at least `lifetime_ms` and out of reach of a sweep already under way.
         let lifetime_ticks = req.lifetime_ms.div_ceil(self.tick_ms).max(1);
-        let expires_tick = now_tick.saturating_add(lifetime_ticks);
+        let expires_tick = now_tick.saturating_add(lifetime_ticks).saturating_add(1);
 
         // The square, clamped to the world. A degenerate square (zero width or height) is
         // widened to a tiny one so every object still gets a position inside the world.

@@ -95,10 +95,12 @@ impl Players {
         player_id_from_key(entry.key())
     }
 
-    /// Looks a player up; `None` for an unknown, departed or malformed id.
+    /// Looks a player up; `None` for an unknown, departed or malformed id, and for the
+    /// placeholder records pre-warming inserts for an instant (their token is 0, which no
+    /// real session ever has), so a placeholder can never be moved, hit, traded with or left.
     #[inline]
     pub fn get(&self, player_id: u64) -> Option<PlayerGuard<'_>> {
-        self.arena.get(key_from_player_id(player_id)?)
+        self.arena.get(key_from_player_id(player_id)?).filter(|record| record.session_token != 0)
     }
 
     /// Removes a player's record (after its services are torn down) and frees its capacity.
@@ -117,7 +119,12 @@ impl Players {
 
     /// Grows the calling thread's shard to hold `slots` records without allocating.
     pub(crate) fn prewarm_current_thread(&self, slots: usize) {
-        crate::arena::prewarm(&self.arena, slots, || PlayerRecord::new(0, 0, 0, WalletHandle::NONE, 0));
+        // Placeholders: token 0 (invisible to `get`), no body or combatant, already leaving.
+        crate::arena::prewarm(&self.arena, slots, || {
+            let placeholder = PlayerRecord::new(0, usize::MAX, usize::MAX, WalletHandle::NONE, 0);
+            placeholder.leaving.store(true, Ordering::Relaxed);
+            placeholder
+        });
     }
 }
 
@@ -132,5 +139,33 @@ pub fn new_session_token() -> u64 {
         if token != 0 {
             return token;
         }
+    }
+}
+
+#[cfg(all(test, not(mmo_loom)))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn placeholders_are_invisible_and_cannot_be_claimed() {
+        let players = Players::new(4);
+        // What pre-warming puts in the arena for an instant.
+        let placeholder = PlayerRecord::new(0, usize::MAX, usize::MAX, WalletHandle::NONE, 0);
+        placeholder.leaving.store(true, Ordering::Relaxed);
+        let key = players.arena.insert(placeholder).unwrap();
+        let id = player_id_from_key(key);
+        assert!(players.get(id).is_none(), "a token-0 record is not a player");
+        assert!(!players.arena.get(key).unwrap().claim_leave(), "and cannot be torn down");
+        // A real record in the same arena is found.
+        let real = players.arena.insert(PlayerRecord::new(77, 1, 2, WalletHandle::NONE, 3)).unwrap();
+        assert_eq!(players.get(player_id_from_key(real)).map(|r| r.session_token), Some(77));
+        assert_eq!(players.live(), 0, "nothing here went through admission");
+    }
+
+    #[test]
+    fn session_tokens_are_never_zero_and_differ() {
+        let tokens: std::collections::HashSet<u64> = (0..1_000).map(|_| new_session_token()).collect();
+        assert_eq!(tokens.len(), 1_000);
+        assert!(!tokens.contains(&0));
     }
 }

@@ -117,7 +117,8 @@ pub struct RaidSpawnRequest {
     pub half_extent_m: f32,
     /// Objects to spawn, `1..=RAID_BURST_MAX`.
     pub count: u32,
-    /// Lifetime of every object in the burst, milliseconds (rounded up to whole ticks).
+    /// Lifetime of every object in the burst, milliseconds: each lives at least this long
+    /// (rounded up to whole ticks, plus the part of the current tick already gone).
     pub lifetime_ms: u32,
     /// Starting hit points of each object (adds; projectiles and loot may use 1).
     pub hp: i32,

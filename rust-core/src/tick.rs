@@ -6,6 +6,10 @@
 //! `parking_lot::Mutex` that only `tick` takes, once per tick: no move, spawn or trade ever
 //! takes it, so it is not a lock updates share. A second concurrent caller simply waits.
 //!
+//! ## Limits
+//! The tick number is a `u32`: at 20 Hz it wraps after 6.8 years of uptime, and raid bursts
+//! spawned just before the wrap would then never expire. A server restarts long before.
+//!
 //! ## What readers get, and why it needs no reclamation
 //! Readers (network workers stamping snapshots, the stats endpoint, raid spawns reading the
 //! current tick) need a handful of numbers that must agree with each other: the tick number,

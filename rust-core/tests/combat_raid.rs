@@ -14,9 +14,10 @@ fn raid_burst_spawns_everything_inside_the_square_and_expires_on_time() {
     e.tick(0);
     let report = e.raid_spawn(&raid(500.0, 500.0, 11_000, 120)).unwrap();
     assert_eq!(report.spawned, 11_000);
-    assert_eq!(report.expires_tick, 1 + 3, "120 ms at 50 ms ticks rounds up to 3 ticks");
+    assert_eq!(report.expires_tick, 1 + 3 + 1, "120 ms at 50 ms ticks rounds up to 3 whole ticks after the current one");
     assert_eq!(e.live_raid_objects(), 11_000);
     assert_eq!(e.grid().census().objects, 11_000);
+    assert_eq!(e.grid().misplaced(), 0, "every object is in the cell its position maps to");
     // Every object is where the square says, in the cell its position maps to.
     let p = join(&e, 500.0, 500.0, 1);
     let mut aoi = vec![mmo_core::records::AoiEntry::default(); 64];
@@ -27,10 +28,11 @@ fn raid_burst_spawns_everything_inside_the_square_and_expires_on_time() {
         assert!((460.0..=540.0).contains(&entry.x_m) && (460.0..=540.0).contains(&entry.y_m));
         assert_eq!(e.raid_object_hp(entry.entity_id), Some(50));
     }
-    assert_eq!(e.tick(50).objects_expired, 0);
-    assert_eq!(e.tick(100).objects_expired, 0);
-    let info = e.tick(150);
-    assert_eq!((info.tick, info.objects_expired, info.objects_live, info.bursts_live), (4, 11_000, 0, 0));
+    for now_ms in [50, 100, 150] {
+        assert_eq!(e.tick(now_ms).objects_expired, 0, "alive for at least 120 ms");
+    }
+    let info = e.tick(200);
+    assert_eq!((info.tick, info.objects_expired, info.objects_live, info.bursts_live), (5, 11_000, 0, 0));
     assert_eq!(e.grid().census(), mmo_core::grid::GridCensus { players: 1, objects: 0 });
     assert_eq!(e.raid_object_hp(aoi[0].entity_id), None, "expired ids miss");
     let s = e.stats();
@@ -94,6 +96,7 @@ fn bursts_at_the_world_edge_and_of_zero_extent_stay_inside() {
     point.half_extent_m = 0.0;
     e.raid_spawn(&point).unwrap();
     assert_eq!(e.grid().census().objects, 800);
+    assert_eq!(e.grid().misplaced(), 0);
     // Players at the corner and the point see objects within the world only.
     let p = join(&e, 1020.0, 1020.0, 1);
     let mut aoi = vec![mmo_core::records::AoiEntry::default(); 32];
@@ -127,7 +130,8 @@ fn expired_slots_are_reused_and_stale_ids_miss() {
     let mut aoi = [mmo_core::records::AoiEntry::default(); 4];
     assert_eq!(e.area_of_interest(p.id, &mut aoi), Ok(1));
     let old = aoi[0].entity_id;
-    e.tick(50);
+    assert_eq!(e.tick(50).objects_expired, 0, "a 50 ms object outlives the tick already under way");
+    assert_eq!(e.tick(100).objects_expired, 1);
     e.raid_spawn(&r).unwrap();
     assert_eq!(e.area_of_interest(p.id, &mut aoi), Ok(1));
     let new = aoi[0].entity_id;

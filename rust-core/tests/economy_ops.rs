@@ -136,6 +136,31 @@ fn retransmits_apply_at_most_once_and_repeat_the_decision() {
 }
 
 #[test]
+fn the_deduplication_window_boundary_is_exact() {
+    let e = rich_engine();
+    let a = join(&e, 10.0, 10.0, 1);
+    let window = mmo_core::economy::DEDUP_WINDOW as u64;
+    let highest = 100;
+    for txn in 1..=highest {
+        assert_eq!(status(&run_op(&e, op(a, txn, Spend, 0, 1, 0, 0))), EconomyStatus::Applied);
+    }
+    // The newest `window` ids are remembered: a retransmit repeats the decision.
+    let inside = run_op(&e, op(a, highest - window + 1, Spend, 0, 1, 0, 0));
+    assert_eq!((status(&inside), inside.duplicate), (EconomyStatus::Applied, 1));
+    // One older and it is refused, never re-applied.
+    let outside = run_op(&e, op(a, highest - window, Spend, 0, 1, 0, 0));
+    assert_eq!((status(&outside), outside.duplicate), (EconomyStatus::TransactionTooOld, 0));
+    assert_eq!(e.player(a.id).unwrap().gold, 1_000 - highest);
+    // A new id far ahead moves the window: the old newest ids become too old.
+    assert_eq!(status(&run_op(&e, op(a, highest + 1_000, Spend, 0, 1, 0, 0))), EconomyStatus::Applied);
+    assert_eq!(status(&run_op(&e, op(a, highest, Spend, 0, 1, 0, 0))), EconomyStatus::TransactionTooOld);
+    // Ids skipped inside the new window are still new.
+    assert_eq!(status(&run_op(&e, op(a, highest + 1_000 - 5, Spend, 0, 1, 0, 0))), EconomyStatus::Applied);
+    assert_eq!(e.player(a.id).unwrap().gold, 1_000 - highest - 2);
+    assert!(e.economy_audit().is_conserved());
+}
+
+#[test]
 fn departed_players_keep_the_books_balanced() {
     let e = rich_engine();
     let a = join(&e, 10.0, 10.0, 1);

@@ -73,6 +73,7 @@ fn check_invariants(e: &Engine, m: &Model) -> Result<(), TestCaseError> {
     let census = e.grid().census();
     prop_assert_eq!(census.players, m.live.len());
     prop_assert_eq!(census.objects, e.live_raid_objects() as usize);
+    prop_assert_eq!(e.grid().misplaced(), 0);
     prop_assert_eq!(e.live_players() as usize, m.live.len());
     let audit = e.economy_audit();
     prop_assert!(audit.is_conserved(), "conservation broken: {:?}", audit);

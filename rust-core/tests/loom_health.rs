@@ -40,7 +40,12 @@ fn hits_after_death_change_nothing() {
         assert_eq!(kills, 1);
         // Whatever the order, hp never goes below zero and nothing heals.
         assert_eq!(health.hp(), 0);
-        // The 1-point hit either landed first (Hit{2}) or found a corpse.
-        assert!(matches!(a, DamageOutcome::Hit { hp_left: 2 } | DamageOutcome::AlreadyDead | DamageOutcome::Killed));
+        // Only the 1-point hit can leave the target alive, and only from full health.
+        let survived: Vec<&DamageOutcome> = outcomes.iter().filter(|o| matches!(o, DamageOutcome::Hit { .. })).collect();
+        assert!(survived.len() <= 1);
+        assert!(survived.iter().all(|o| **o == DamageOutcome::Hit { hp_left: 2 }));
+        // Every call is accounted for: one kill, at most one survivable hit, the rest corpses.
+        let corpses = outcomes.iter().filter(|o| **o == DamageOutcome::AlreadyDead).count();
+        assert_eq!(kills + survived.len() + corpses, 3);
     });
 }

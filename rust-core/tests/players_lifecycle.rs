@@ -47,6 +47,40 @@ fn leave_checks_session_and_happens_once() {
 }
 
 #[test]
+fn leave_racing_moves_and_aoi_of_the_same_player_leaves_nothing_behind() {
+    use mmo_core::records::{AoiEntry, MoveEvent};
+    let e = engine();
+    let watcher = join(&e, 300.0, 300.0, 1);
+    for round in 0..40 {
+        let p = join(&e, 300.0, 300.0, 1);
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                let mut events = vec![MoveEvent::default(); e.events_per_move_max()];
+                let mut aoi = [AoiEntry::default(); 8];
+                for seq in 1..200u32 {
+                    // Walk back and forth across the cell boundary at x = 320.
+                    let x = if seq % 2 == 0 { 317.0 } else { 323.0 };
+                    let _ = e.apply_moves(&[mv(p, seq, seq * 1_000, x, 300.0)], u64::from(seq) * 1_000, &mut events);
+                    let _ = e.area_of_interest(p.id, &mut aoi);
+                    let _ = e.area_of_interest(watcher.id, &mut aoi);
+                }
+            });
+            s.spawn(|| {
+                for _ in 0..round * 3 {
+                    std::hint::spin_loop();
+                }
+                e.leave(p.id, p.token).unwrap();
+            });
+        });
+        assert!(e.grid().cells_containing(p.id).is_empty(), "round {round}: the departed player is still in the grid");
+        assert!(e.player(p.id).is_none());
+    }
+    assert_eq!(e.grid().census().players, 1);
+    assert_eq!(e.grid().misplaced(), 0);
+    assert_eq!(e.live_players(), 1);
+}
+
+#[test]
 fn concurrent_leaves_of_one_player_tear_down_once() {
     let e = engine();
     for _ in 0..50 {
