@@ -13,7 +13,7 @@ CMAKE_FLAGS := -G Ninja
 LOOM_TARGET := target/loom
 LOOM_TESTS  := --test loom_health --test loom_capacity --test loom_tick_board
 
-.PHONY: all build rust-build cpp-build run test check-format lint docs unit-tests loom bench bench-smoke \
+.PHONY: all build rust-build cpp-build run test deps check-format lint docs unit-tests loom bench bench-smoke \
         header header-check cpp-test cpp-asan cpp-valgrind clean
 
 all: build
@@ -45,9 +45,14 @@ header-check:
 run: build
 	$(CARGO) run --locked --release -p mmo-benches --bin raid-burst -- 200
 
-## The whole test suite.
-test: check-format header-check lint docs unit-tests cpp-test cpp-asan cpp-valgrind loom bench-smoke
+## The whole test suite. Installs what a fresh Debian 12 machine lacks first (cbindgen,
+## valgrind, rustfmt/clippy, ...), so this one command works there.
+test: deps check-format header-check lint docs unit-tests cpp-test cpp-asan cpp-valgrind loom bench-smoke
 	@echo "make test: all suites passed"
+
+## Tools beyond the preinstalled toolchains (idempotent; see .ci/install-deps).
+deps:
+	.ci/install-deps
 
 check-format:
 	$(CARGO) fmt --all -- --check
