@@ -96,8 +96,8 @@ impl Players {
     }
 
     /// Looks a player up; `None` for an unknown, departed or malformed id, and for the
-    /// placeholder records pre-warming inserts for an instant (their token is 0, which no
-    /// real session ever has), so a placeholder can never be moved, hit, traded with or left.
+    /// warm-up records pre-warming inserts for an instant (their token is 0, which no
+    /// real session ever has), so a warm-up record can never be moved, hit, traded with or left.
     #[inline]
     pub fn get(&self, player_id: u64) -> Option<PlayerGuard<'_>> {
         self.arena.get(key_from_player_id(player_id)?).filter(|record| record.session_token != 0)
@@ -119,11 +119,11 @@ impl Players {
 
     /// Grows the calling thread's shard to hold `slots` records without allocating.
     pub(crate) fn prewarm_current_thread(&self, slots: usize) {
-        // Placeholders: token 0 (invisible to `get`), no body or combatant, already leaving.
+        // Warm-up records: token 0 (invisible to `get`), no body or combatant, already leaving.
         crate::arena::prewarm(&self.arena, slots, || {
-            let placeholder = PlayerRecord::new(0, usize::MAX, usize::MAX, WalletHandle::NONE, 0);
-            placeholder.leaving.store(true, Ordering::Relaxed);
-            placeholder
+            let warm_up = PlayerRecord::new(0, usize::MAX, usize::MAX, WalletHandle::NONE, 0);
+            warm_up.leaving.store(true, Ordering::Relaxed);
+            warm_up
         });
     }
 }
@@ -147,12 +147,12 @@ mod tests {
     use super::*;
 
     #[test]
-    fn placeholders_are_invisible_and_cannot_be_claimed() {
+    fn warm_up_records_are_invisible_and_cannot_be_claimed() {
         let players = Players::new(4);
         // What pre-warming puts in the arena for an instant.
-        let placeholder = PlayerRecord::new(0, usize::MAX, usize::MAX, WalletHandle::NONE, 0);
-        placeholder.leaving.store(true, Ordering::Relaxed);
-        let key = players.arena.insert(placeholder).unwrap();
+        let warm_up = PlayerRecord::new(0, usize::MAX, usize::MAX, WalletHandle::NONE, 0);
+        warm_up.leaving.store(true, Ordering::Relaxed);
+        let key = players.arena.insert(warm_up).unwrap();
         let id = player_id_from_key(key);
         assert!(players.get(id).is_none(), "a token-0 record is not a player");
         assert!(!players.arena.get(key).unwrap().claim_leave(), "and cannot be torn down");
