@@ -1,6 +1,7 @@
 //! **allocator**: the system allocator (glibc malloc) against mimalloc against jemalloc on the
 //! two workloads of the source case: a one-player card game that allocates and shuffles a
-//! deck (and four hands) per game, and per-line string quoting across worker threads.
+//! deck (and four hands) per game, and per-line string quoting across worker threads; plus a
+//! third, the shape of raid expiry: objects allocated on one thread and freed on another.
 //! Threads: 1 and 2 here; `MMO_BENCH_MAX_THREADS=16` extends the sweep on a larger machine.
 //!
 //! Each allocator is called through its `GlobalAlloc` implementation directly, so all three
@@ -24,6 +25,7 @@ static MIMALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
 static JEMALLOC: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
 const GAMES_PER_ROUND: usize = 2_000;
+const HANDOFFS_PER_ROUND: usize = 2_000;
 const LINES_PER_ROUND: usize = 2_000;
 
 /// A raw buffer from one allocator, freed on drop: the workloads' only way to allocate.
@@ -111,6 +113,40 @@ fn lines() -> Vec<Vec<u8>> {
         .collect()
 }
 
+/// One thread's batch of live allocations, handed to the next thread to free.
+type Batch = Vec<(usize, Layout)>;
+
+/// Frees a batch allocated (possibly on another thread) by `alloc`.
+fn free_batch(alloc: &dyn GlobalAlloc, batch: &mut Batch) {
+    for (ptr, layout) in batch.drain(..) {
+        // SAFETY: allocated by `alloc` with `layout` in `cross_thread_round`, freed once.
+        unsafe { alloc.dealloc(ptr as *mut u8, layout) };
+    }
+}
+
+/// One round of the hand-off workload on thread `t` of `threads`: free the batch thread
+/// `t - 1` allocated last round (with one thread: its own), then allocate a new batch of
+/// 16..=256-byte objects for thread `t + 1` to free.
+fn cross_thread_round(alloc: &dyn GlobalAlloc, slots: &[parking_lot::Mutex<Batch>], t: usize, rng: &mut Rng) {
+    let threads = slots.len();
+    let from = (t + threads - 1) % threads;
+    let mut previous = std::mem::take(&mut *slots[from].lock());
+    free_batch(alloc, &mut previous);
+    let mut batch: Batch = previous; // reuse the vector's capacity
+    for _ in 0..HANDOFFS_PER_ROUND {
+        let layout = Layout::from_size_align(16 + (rng.next() % 241) as usize, 8).expect("small layout");
+        // SAFETY: non-zero size.
+        let ptr = unsafe { alloc.alloc(layout) };
+        assert!(!ptr.is_null(), "allocation failed");
+        // SAFETY: the block is `layout.size()` bytes; touch it as a real object would be.
+        unsafe { ptr.write_bytes(t as u8, layout.size()) };
+        batch.push((ptr as usize, layout));
+    }
+    // Rounds are separated by a barrier, so thread `t + 1` takes this batch next round; the
+    // slot it is put in is this thread's own.
+    *slots[t].lock() = batch;
+}
+
 fn allocators() -> [(&'static str, &'static (dyn GlobalAlloc + Sync)); 3] {
     [("system", &System), ("mimalloc", &MIMALLOC), ("jemalloc", &JEMALLOC)]
 }
@@ -153,6 +189,24 @@ fn bench_allocators(c: &mut Criterion) {
         }
         group.finish();
     }
+
+    let mut group = c.benchmark_group("allocator_cross_thread_free");
+    group.sample_size(20).warm_up_time(Duration::from_secs(1)).measurement_time(Duration::from_secs(3));
+    for threads in thread_counts() {
+        group.throughput(Throughput::Elements((HANDOFFS_PER_ROUND * threads) as u64));
+        for (name, alloc) in allocators() {
+            group.bench_function(BenchmarkId::new(name, threads), |b| {
+                let slots: Vec<parking_lot::Mutex<Batch>> = (0..threads).map(|_| parking_lot::Mutex::new(Vec::new())).collect();
+                b.iter_custom(|iters| {
+                    timed_rounds(threads, iters, |t| Rng(0xC0FFEE ^ t as u64), |t, rng| cross_thread_round(alloc, &slots, t, rng))
+                });
+                for slot in &slots {
+                    free_batch(alloc, &mut slot.lock());
+                }
+            });
+        }
+    }
+    group.finish();
 }
 
 criterion_group!(benches, bench_allocators);
