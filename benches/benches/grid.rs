@@ -85,6 +85,35 @@ fn neighbourhood(x: f32, y: f32) -> impl Iterator<Item = CellKey> {
     })
 }
 
+/// The alternatives' cell map: move `id` from the cell at `from` to the cell at `to`.
+fn relocate_in(cells: &mut FxHashMap<CellKey, Vec<Member>>, id: u64, from: (f32, f32), to: (f32, f32)) {
+    let old = cells.get_mut(&cell_of(from.0, from.1)).expect("cell exists");
+    let at = old.iter().position(|m| m.id == id).expect("member is there");
+    old.swap_remove(at);
+    cells.entry(cell_of(to.0, to.1)).or_default().push(member(id, to.0, to.1));
+}
+
+/// The alternatives' proximity query: contacts of `id` at `(x, y)` over all 9 neighbours.
+fn contacts_in(cells: &FxHashMap<CellKey, Vec<Member>>, id: u64, x: f32, y: f32) -> usize {
+    neighbourhood(x, y).filter_map(|c| cells.get(&c)).map(|members| near(members, x, y, id)).sum()
+}
+
+/// Times `iters` rounds on `threads` threads of one grid shared by all of them: each thread
+/// walks its own entities, and `step(id, from, to)` moves one and returns its contact count.
+fn walk_shared_grid(threads: usize, iters: u64, step: impl Fn(u64, (f32, f32), (f32, f32)) -> usize + Sync) -> Duration {
+    timed_rounds(
+        threads,
+        iters,
+        |_| Walk::new(),
+        |t, walk| {
+            for _ in 0..MOVES_PER_ROUND {
+                let (j, from, to) = walk.step(threads, t);
+                black_box(step(entity_id(t, j), from, to));
+            }
+        },
+    )
+}
+
 fn bench_grid(c: &mut Criterion) {
     let mut group = c.benchmark_group("grid_move_cell_change_and_3x3_query");
     group.sample_size(20).warm_up_time(Duration::from_secs(1)).measurement_time(Duration::from_secs(3));
@@ -102,21 +131,12 @@ fn bench_grid(c: &mut Criterion) {
         }
         group.bench_function(BenchmarkId::new("dashmap", threads), |b| {
             b.iter_custom(|iters| {
-                timed_rounds(
-                    threads,
-                    iters,
-                    |_| Walk::new(),
-                    |t, walk| {
-                        for _ in 0..MOVES_PER_ROUND {
-                            let (j, (fx, fy), (x, y)) = walk.step(threads, t);
-                            let id = entity_id(t, j);
-                            assert!(grid.relocate(grid.cell_of(fx, fy), grid.cell_of(x, y), id, x, y));
-                            let mut contacts = 0;
-                            grid.for_each_near(x, y, CONTACT_RADIUS_M, id, |_, _| contacts += 1);
-                            black_box(contacts);
-                        }
-                    },
-                )
+                walk_shared_grid(threads, iters, |id, (fx, fy), (x, y)| {
+                    assert!(grid.relocate(grid.cell_of(fx, fy), grid.cell_of(x, y), id, x, y));
+                    let mut contacts = 0;
+                    grid.for_each_near(x, y, CONTACT_RADIUS_M, id, |_, _| contacts += 1);
+                    contacts
+                })
             })
         });
 
@@ -130,28 +150,10 @@ fn bench_grid(c: &mut Criterion) {
         }
         group.bench_function(BenchmarkId::new("rwlock_hashmap", threads), |b| {
             b.iter_custom(|iters| {
-                timed_rounds(
-                    threads,
-                    iters,
-                    |_| Walk::new(),
-                    |t, walk| {
-                        for _ in 0..MOVES_PER_ROUND {
-                            let (j, (fx, fy), (x, y)) = walk.step(threads, t);
-                            let id = entity_id(t, j);
-                            {
-                                let mut cells = locked.write();
-                                let from = cells.get_mut(&cell_of(fx, fy)).expect("cell exists");
-                                let at = from.iter().position(|m| m.id == id).expect("member is there");
-                                from.swap_remove(at);
-                                cells.entry(cell_of(x, y)).or_default().push(member(id, x, y));
-                            }
-                            let cells = locked.read();
-                            let contacts: usize =
-                                neighbourhood(x, y).filter_map(|c| cells.get(&c)).map(|members| near(members, x, y, id)).sum();
-                            black_box(contacts);
-                        }
-                    },
-                )
+                walk_shared_grid(threads, iters, |id, (fx, fy), (x, y)| {
+                    relocate_in(&mut locked.write(), id, (fx, fy), (x, y));
+                    contacts_in(&locked.read(), id, x, y)
+                })
             })
         });
 
@@ -173,13 +175,8 @@ fn bench_grid(c: &mut Criterion) {
                         for _ in 0..MOVES_PER_ROUND {
                             let (j, (fx, fy), (x, y)) = walk.step(threads, t);
                             let id = entity_id(t, j);
-                            let from = region.get_mut(&cell_of(fx, fy)).expect("cell exists");
-                            let at = from.iter().position(|m| m.id == id).expect("member is there");
-                            from.swap_remove(at);
-                            region.entry(cell_of(x, y)).or_default().push(member(id, x, y));
-                            let contacts: usize =
-                                neighbourhood(x, y).filter_map(|c| region.get(&c)).map(|members| near(members, x, y, id)).sum();
-                            black_box(contacts);
+                            relocate_in(region, id, (fx, fy), (x, y));
+                            black_box(contacts_in(region, id, x, y));
                         }
                     },
                 )

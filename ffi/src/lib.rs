@@ -365,6 +365,20 @@ unsafe fn engine_boundary(engine: *const MmoEngine, access: Access, body: impl F
     }
 }
 
+/// The checks every pointer from C gets: non-null and aligned for `T`, and `len` elements of
+/// `T` within `isize::MAX` bytes (as `slice::from_raw_parts` requires).
+fn check_ptr<T>(ptr: *const T, len: usize) -> Result<(), MmoStatus> {
+    if ptr.is_null() {
+        Err(MMO_ERR_NULL_POINTER)
+    } else if !(ptr as usize).is_multiple_of(align_of::<T>()) {
+        Err(MMO_ERR_MISALIGNED_POINTER)
+    } else if len > isize::MAX as usize / size_of::<T>().max(1) {
+        Err(MMO_ERR_INVALID_ARGUMENT)
+    } else {
+        Ok(())
+    }
+}
+
 /// Borrows a `(pointer, length)` input slice for the call. Length 0 is empty whatever the
 /// pointer.
 ///
@@ -375,15 +389,7 @@ unsafe fn input<'a, T>(ptr: *const T, len: usize) -> Result<&'a [T], MmoStatus> 
     if len == 0 {
         return Ok(&[]);
     }
-    if ptr.is_null() {
-        return Err(MMO_ERR_NULL_POINTER);
-    }
-    if !(ptr as usize).is_multiple_of(align_of::<T>()) {
-        return Err(MMO_ERR_MISALIGNED_POINTER);
-    }
-    if len > isize::MAX as usize / size_of::<T>().max(1) {
-        return Err(MMO_ERR_INVALID_ARGUMENT);
-    }
+    check_ptr(ptr, len)?;
     // SAFETY: checked non-null, aligned and in size range; validity is the caller's promise.
     Ok(unsafe { std::slice::from_raw_parts(ptr, len) })
 }
@@ -396,28 +402,14 @@ unsafe fn output<'a, T>(ptr: *mut T, capacity: usize) -> Result<&'a mut [T], Mmo
     if capacity == 0 {
         return Ok(&mut []);
     }
-    if ptr.is_null() {
-        return Err(MMO_ERR_NULL_POINTER);
-    }
-    if !(ptr as usize).is_multiple_of(align_of::<T>()) {
-        return Err(MMO_ERR_MISALIGNED_POINTER);
-    }
-    if capacity > isize::MAX as usize / size_of::<T>().max(1) {
-        return Err(MMO_ERR_INVALID_ARGUMENT);
-    }
+    check_ptr(ptr, capacity)?;
     // SAFETY: as for `input`; exclusivity is the caller's promise.
     Ok(unsafe { std::slice::from_raw_parts_mut(ptr, capacity) })
 }
 
 /// Checks a single out-pointer.
 fn out_ptr<T>(ptr: *mut T) -> Result<*mut T, MmoStatus> {
-    if ptr.is_null() {
-        Err(MMO_ERR_NULL_POINTER)
-    } else if !(ptr as usize).is_multiple_of(align_of::<T>()) {
-        Err(MMO_ERR_MISALIGNED_POINTER)
-    } else {
-        Ok(ptr)
-    }
+    check_ptr(ptr, 1).map(|()| ptr)
 }
 
 /// Checks a single in-pointer and borrows its value for the call.
@@ -425,14 +417,9 @@ fn out_ptr<T>(ptr: *mut T) -> Result<*mut T, MmoStatus> {
 /// # Safety
 /// If non-null and aligned, `ptr` must point to an initialised `T`.
 unsafe fn in_ref<'a, T>(ptr: *const T) -> Result<&'a T, MmoStatus> {
-    if ptr.is_null() {
-        Err(MMO_ERR_NULL_POINTER)
-    } else if !(ptr as usize).is_multiple_of(align_of::<T>()) {
-        Err(MMO_ERR_MISALIGNED_POINTER)
-    } else {
-        // SAFETY: checked non-null and aligned; validity is the caller's promise.
-        Ok(unsafe { &*ptr })
-    }
+    check_ptr(ptr, 1)?;
+    // SAFETY: checked non-null and aligned; validity is the caller's promise.
+    Ok(unsafe { &*ptr })
 }
 
 /// The shape every batch call shares: borrow the input slice and the output buffer, run the
