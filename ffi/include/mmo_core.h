@@ -187,6 +187,10 @@ typedef uint8_t MmoEconomyStatus;
 // An engine as the C side holds it: opaque.
 typedef struct MmoEngine MmoEngine;
 
+// A latency histogram as the C side holds it: opaque. Create with [`mmo_latency_new`],
+// free with [`mmo_latency_free`].
+typedef struct MmoLatency MmoLatency;
+
 // Result of a call: [`MMO_OK`] or an error code in 1001..=1099.
 typedef uint32_t MmoStatus;
 
@@ -534,6 +538,27 @@ typedef struct MmoPlayerView {
   uint64_t items[16];
 } MmoPlayerView;
 
+// Percentiles of a latency histogram, in the unit it was recorded in (the server uses
+// microseconds). All zero when `count` is 0.
+typedef struct MmoLatencySummary {
+  // Values recorded.
+  uint64_t count;
+  // Smallest value recorded.
+  uint64_t min;
+  // Median.
+  uint64_t p50;
+  // 90th percentile.
+  uint64_t p90;
+  // 99th percentile.
+  uint64_t p99;
+  // 99.9th percentile.
+  uint64_t p999;
+  // Largest value recorded (clamped to the highest trackable value).
+  uint64_t max;
+  // Mean, rounded down.
+  uint64_t mean;
+} MmoLatencySummary;
+
 // Success.
 #define MMO_OK 0
 
@@ -748,6 +773,50 @@ MmoStatus mmo_player_view(const struct MmoEngine *engine,
 // # Safety
 // `engine` a live engine or NULL.
 MmoStatus mmo_debug_inject_panic(const struct MmoEngine *engine);
+
+// Creates a histogram tracking 1..=`highest` with `significant_digits` (1..=5) decimal
+// digits of precision and writes its handle to `*out_latency`. Allocates its counts here,
+// once.
+//
+// # Safety
+// `out_latency` must be NULL or writable.
+MmoStatus mmo_latency_new(uint64_t highest,
+                          uint8_t significant_digits,
+                          struct MmoLatency **out_latency);
+
+// Frees a histogram. NULL is ignored.
+//
+// # Safety
+// `latency` must be NULL or a pointer from [`mmo_latency_new`] not yet freed, with no call
+// on it running.
+void mmo_latency_free(struct MmoLatency *latency);
+
+// Records `value` `count` times (a batch's updates share one latency). Never allocates.
+//
+// # Safety
+// `latency` NULL or a live handle, used by no other thread during the call.
+MmoStatus mmo_latency_record(struct MmoLatency *latency, uint64_t value, uint64_t count);
+
+// Adds every value of `from` into `into`. Both must have the same bounds and precision
+// ([`MMO_ERR_INVALID_ARGUMENT`] otherwise, and `into` is unchanged).
+//
+// # Safety
+// Both live handles, distinct; `into` used by no other thread during the call, `from` not
+// written during it.
+MmoStatus mmo_latency_merge(struct MmoLatency *into, const struct MmoLatency *from);
+
+// Clears every count (keeps the allocation).
+//
+// # Safety
+// `latency` NULL or a live handle, used by no other thread during the call.
+MmoStatus mmo_latency_reset(struct MmoLatency *latency);
+
+// Writes the histogram's percentiles to `*out_summary`.
+//
+// # Safety
+// `latency` NULL or a live handle not written during the call; `out_summary` NULL or writable.
+MmoStatus mmo_latency_summary(const struct MmoLatency *latency,
+                              struct MmoLatencySummary *out_summary);
 
 #ifdef __cplusplus
 }  // extern "C"

@@ -1,0 +1,262 @@
+//! Latency histograms for the network front, engine-independent.
+//!
+//! `mmo-server` records every update's server-side latency (from its receive batch to the
+//! end of that batch's apply) through these functions whichever engine it runs, so the Rust
+//! core and the C++ baseline are measured by the same code: the `hdrhistogram` crate, 3
+//! significant digits by default.
+//!
+//! A histogram has one writer at a time: each network worker owns one and records into it;
+//! the reporter merges them under the worker's own lock (the C++ side holds that lock, this
+//! library adds none). Recording never allocates: values above the histogram's highest
+//! trackable value are clamped to it (and so still counted), values below 1 are recorded as 1.
+
+use crate::{MMO_ERR_INVALID_ARGUMENT, MMO_OK, MmoStatus, boundary, in_ref, out_ptr};
+use hdrhistogram::Histogram;
+
+/// A latency histogram as the C side holds it: opaque. Create with [`mmo_latency_new`],
+/// free with [`mmo_latency_free`].
+pub struct MmoLatency {
+    /// The histogram. Written by its one owner; read by whoever holds the owner's lock.
+    histogram: Histogram<u64>,
+}
+
+/// Percentiles of a latency histogram, in the unit it was recorded in (the server uses
+/// microseconds). All zero when `count` is 0.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct MmoLatencySummary {
+    /// Values recorded.
+    pub count: u64,
+    /// Smallest value recorded.
+    pub min: u64,
+    /// Median.
+    pub p50: u64,
+    /// 90th percentile.
+    pub p90: u64,
+    /// 99th percentile.
+    pub p99: u64,
+    /// 99.9th percentile.
+    pub p999: u64,
+    /// Largest value recorded (clamped to the highest trackable value).
+    pub max: u64,
+    /// Mean, rounded down.
+    pub mean: u64,
+}
+
+const _: () = assert!(std::mem::size_of::<MmoLatencySummary>() == 64);
+
+/// Creates a histogram tracking 1..=`highest` with `significant_digits` (1..=5) decimal
+/// digits of precision and writes its handle to `*out_latency`. Allocates its counts here,
+/// once.
+///
+/// # Safety
+/// `out_latency` must be NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mmo_latency_new(highest: u64, significant_digits: u8, out_latency: *mut *mut MmoLatency) -> MmoStatus {
+    boundary(|| {
+        let out = check!(out_ptr(out_latency));
+        if highest < 2 || !(1..=5).contains(&significant_digits) {
+            return MMO_ERR_INVALID_ARGUMENT;
+        }
+        let Ok(histogram) = Histogram::new_with_bounds(1, highest, significant_digits) else { return MMO_ERR_INVALID_ARGUMENT };
+        // SAFETY: checked by out_ptr.
+        unsafe { out.write(Box::into_raw(Box::new(MmoLatency { histogram }))) };
+        MMO_OK
+    })
+}
+
+/// Frees a histogram. NULL is ignored.
+///
+/// # Safety
+/// `latency` must be NULL or a pointer from [`mmo_latency_new`] not yet freed, with no call
+/// on it running.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mmo_latency_free(latency: *mut MmoLatency) {
+    let _ = boundary(|| {
+        if !latency.is_null() {
+            // SAFETY: the caller's promise: it came from Box::into_raw in mmo_latency_new.
+            drop(unsafe { Box::from_raw(latency) });
+        }
+        MMO_OK
+    });
+}
+
+/// Borrows the histogram behind a handle for writing.
+///
+/// # Safety
+/// `latency` NULL or a live handle that no other thread uses during the call.
+unsafe fn handle_mut<'a>(latency: *mut MmoLatency) -> Result<&'a mut MmoLatency, MmoStatus> {
+    let ptr = out_ptr(latency)?;
+    // SAFETY: checked non-null and aligned; exclusivity is the caller's promise.
+    Ok(unsafe { &mut *ptr })
+}
+
+/// Records `value` `count` times (a batch's updates share one latency). Never allocates.
+///
+/// # Safety
+/// `latency` NULL or a live handle, used by no other thread during the call.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mmo_latency_record(latency: *mut MmoLatency, value: u64, count: u64) -> MmoStatus {
+    boundary(|| {
+        // SAFETY: forwarded contract.
+        let h = check!(unsafe { handle_mut(latency) });
+        let clamped = value.clamp(1, h.histogram.high());
+        h.histogram.saturating_record_n(clamped, count);
+        MMO_OK
+    })
+}
+
+/// Adds every value of `from` into `into`. Both must have the same bounds and precision
+/// ([`MMO_ERR_INVALID_ARGUMENT`] otherwise, and `into` is unchanged).
+///
+/// # Safety
+/// Both live handles, distinct; `into` used by no other thread during the call, `from` not
+/// written during it.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mmo_latency_merge(into: *mut MmoLatency, from: *const MmoLatency) -> MmoStatus {
+    boundary(|| {
+        if std::ptr::eq(into.cast_const(), from) {
+            return MMO_ERR_INVALID_ARGUMENT;
+        }
+        // SAFETY: forwarded contract.
+        let dst = check!(unsafe { handle_mut(into) });
+        // SAFETY: forwarded contract.
+        let src = check!(unsafe { in_ref(from) });
+        let same_shape = dst.histogram.low() == src.histogram.low()
+            && dst.histogram.high() == src.histogram.high()
+            && dst.histogram.sigfig() == src.histogram.sigfig();
+        if !same_shape || dst.histogram.add(&src.histogram).is_err() {
+            return MMO_ERR_INVALID_ARGUMENT;
+        }
+        MMO_OK
+    })
+}
+
+/// Clears every count (keeps the allocation).
+///
+/// # Safety
+/// `latency` NULL or a live handle, used by no other thread during the call.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mmo_latency_reset(latency: *mut MmoLatency) -> MmoStatus {
+    boundary(|| {
+        // SAFETY: forwarded contract.
+        let h = check!(unsafe { handle_mut(latency) });
+        h.histogram.reset();
+        MMO_OK
+    })
+}
+
+/// Writes the histogram's percentiles to `*out_summary`.
+///
+/// # Safety
+/// `latency` NULL or a live handle not written during the call; `out_summary` NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mmo_latency_summary(latency: *const MmoLatency, out_summary: *mut MmoLatencySummary) -> MmoStatus {
+    boundary(|| {
+        // SAFETY: forwarded contract.
+        let h = &check!(unsafe { in_ref(latency) }).histogram;
+        let out = check!(out_ptr(out_summary));
+        let summary = if h.is_empty() {
+            MmoLatencySummary::default()
+        } else {
+            MmoLatencySummary {
+                count: h.len(),
+                min: h.min(),
+                p50: h.value_at_quantile(0.50),
+                p90: h.value_at_quantile(0.90),
+                p99: h.value_at_quantile(0.99),
+                p999: h.value_at_quantile(0.999),
+                max: h.max(),
+                mean: h.mean() as u64,
+            }
+        };
+        // SAFETY: checked by out_ptr.
+        unsafe { out.write(summary) };
+        MMO_OK
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::ptr;
+
+    fn new_latency() -> *mut MmoLatency {
+        let mut h = ptr::null_mut();
+        // SAFETY: valid out-pointer.
+        assert_eq!(unsafe { mmo_latency_new(60_000_000, 3, &mut h) }, MMO_OK);
+        h
+    }
+
+    fn summary(h: *const MmoLatency) -> MmoLatencySummary {
+        let mut s = MmoLatencySummary::default();
+        // SAFETY: live handle, valid out-pointer.
+        assert_eq!(unsafe { mmo_latency_summary(h, &mut s) }, MMO_OK);
+        s
+    }
+
+    #[test]
+    fn records_merges_and_summarises() {
+        let (a, b) = (new_latency(), new_latency());
+        // SAFETY: live, distinct handles on this thread only.
+        unsafe {
+            assert_eq!(mmo_latency_record(a, 100, 99), MMO_OK);
+            assert_eq!(mmo_latency_record(b, 10_000, 1), MMO_OK);
+            assert_eq!(mmo_latency_merge(a, b), MMO_OK);
+        }
+        let s = summary(a);
+        assert_eq!(s.count, 100);
+        assert_eq!((s.min, s.p50, s.p99), (100, 100, 100));
+        assert!((9_990..=10_010).contains(&s.max), "max {} is 10,000 within 3 significant digits", s.max);
+        // SAFETY: live handle.
+        unsafe { assert_eq!(mmo_latency_reset(a), MMO_OK) };
+        assert_eq!(summary(a), MmoLatencySummary::default());
+        // SAFETY: live handles, freed once.
+        unsafe {
+            mmo_latency_free(a);
+            mmo_latency_free(b);
+        }
+    }
+
+    #[test]
+    fn out_of_range_values_are_clamped_not_lost() {
+        let h = new_latency();
+        // SAFETY: live handle.
+        unsafe {
+            assert_eq!(mmo_latency_record(h, 0, 1), MMO_OK);
+            assert_eq!(mmo_latency_record(h, u64::MAX, 1), MMO_OK);
+        }
+        let s = summary(h);
+        assert_eq!(s.count, 2);
+        assert_eq!(s.min, 1);
+        assert!(s.max >= 60_000_000);
+        // SAFETY: live handle, freed once.
+        unsafe { mmo_latency_free(h) };
+    }
+
+    #[test]
+    fn hostile_arguments_get_statuses() {
+        let mut h = ptr::null_mut();
+        // SAFETY: every pointer is NULL, valid, or a live handle; the NULL and self-merge
+        // cases are what is under test.
+        unsafe {
+            assert_eq!(mmo_latency_new(1, 3, &mut h), MMO_ERR_INVALID_ARGUMENT);
+            assert_eq!(mmo_latency_new(1000, 0, &mut h), MMO_ERR_INVALID_ARGUMENT);
+            assert_eq!(mmo_latency_new(1000, 6, &mut h), MMO_ERR_INVALID_ARGUMENT);
+            assert_eq!(mmo_latency_new(1000, 3, ptr::null_mut()), crate::MMO_ERR_NULL_POINTER);
+            assert!(h.is_null(), "no output on failure");
+            assert_eq!(mmo_latency_record(ptr::null_mut(), 1, 1), crate::MMO_ERR_NULL_POINTER);
+            assert_eq!(mmo_latency_summary(ptr::null(), ptr::null_mut()), crate::MMO_ERR_NULL_POINTER);
+            let a = new_latency();
+            assert_eq!(mmo_latency_merge(a, a), MMO_ERR_INVALID_ARGUMENT);
+            assert_eq!(mmo_latency_merge(a, ptr::null()), crate::MMO_ERR_NULL_POINTER);
+            let mut other = ptr::null_mut();
+            assert_eq!(mmo_latency_new(1000, 2, &mut other), MMO_OK);
+            assert_eq!(mmo_latency_merge(a, other), MMO_ERR_INVALID_ARGUMENT, "different shapes do not merge");
+            assert_eq!(mmo_latency_summary(a, ptr::null_mut()), crate::MMO_ERR_NULL_POINTER);
+            mmo_latency_free(other);
+            mmo_latency_free(a);
+            mmo_latency_free(ptr::null_mut());
+        }
+    }
+}
