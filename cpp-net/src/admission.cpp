@@ -1,0 +1,331 @@
+// admission.cpp: see admission.hpp.
+#include "admission.hpp"
+
+#include <sys/random.h>
+
+#include <algorithm>
+#include <cassert>
+#include <cstring>
+#include <stdexcept>
+
+#include "highwayhash/sip_hash.h"
+
+namespace mmo::net {
+
+const char* drop_reason_name(DropReason reason) {
+  switch (reason) {
+    case DropReason::Truncated: return "truncated";
+    case DropReason::Oversized: return "oversized";
+    case DropReason::BadMagic: return "bad_magic";
+    case DropReason::BadVersion: return "bad_version";
+    case DropReason::UnknownType: return "unknown_type";
+    case DropReason::BadLength: return "bad_length";
+    case DropReason::BadField: return "bad_field";
+    case DropReason::RateLimitedAddress: return "rate_limited_address";
+    case DropReason::BadCookie: return "bad_cookie";
+    case DropReason::CookieExpired: return "cookie_expired";
+    case DropReason::BadAdminKey: return "bad_admin_key";
+    case DropReason::UnknownPlayer: return "unknown_player";
+    case DropReason::BadSession: return "bad_session";
+    case DropReason::AddressMismatch: return "address_mismatch";
+    case DropReason::Replayed: return "replayed";
+    case DropReason::RateLimitedPlayer: return "rate_limited_player";
+  }
+  return "unknown";
+}
+
+DropReason drop_reason_of(wire::DecodeError error) {
+  switch (error) {
+    case wire::DecodeError::Truncated: return DropReason::Truncated;
+    case wire::DecodeError::Oversized: return DropReason::Oversized;
+    case wire::DecodeError::BadMagic: return DropReason::BadMagic;
+    case wire::DecodeError::BadVersion: return DropReason::BadVersion;
+    case wire::DecodeError::UnknownType: return DropReason::UnknownType;
+    case wire::DecodeError::BadLength: return DropReason::BadLength;
+    case wire::DecodeError::BadField:
+    case wire::DecodeError::Ok: break;
+  }
+  return DropReason::BadField;
+}
+
+// ---- ReplayWindow ----
+
+bool ReplayWindow::acceptable(uint32_t sequence) const {
+  if (!any_) return true;
+  const int32_t ahead = static_cast<int32_t>(sequence - highest_);
+  if (ahead > 0) return true;
+  const uint32_t behind = static_cast<uint32_t>(-static_cast<int64_t>(ahead));
+  if (behind >= kWidth) return false;
+  return ((seen_ >> behind) & 1) == 0;
+}
+
+void ReplayWindow::record(uint32_t sequence) {
+  if (!any_) {
+    any_ = true;
+    highest_ = sequence;
+    seen_ = 1;
+    return;
+  }
+  const int32_t ahead = static_cast<int32_t>(sequence - highest_);
+  if (ahead > 0) {
+    seen_ = static_cast<uint32_t>(ahead) >= kWidth ? 0 : seen_ << ahead;
+    seen_ |= 1;
+    highest_ = sequence;
+  } else {
+    const uint32_t behind = static_cast<uint32_t>(-static_cast<int64_t>(ahead));
+    if (behind < kWidth) seen_ |= uint64_t{1} << behind;
+  }
+}
+
+// ---- TokenBucket ----
+
+bool TokenBucket::take(uint64_t now_us) {
+  if (now_us > last_us_) {
+    tokens_ = std::min(burst_, tokens_ + static_cast<double>(now_us - last_us_) * rate_per_us_);
+    last_us_ = now_us;
+  }
+  if (tokens_ >= 1.0) {
+    tokens_ -= 1.0;
+    return true;
+  }
+  return false;
+}
+
+// ---- AddressRateLimiter ----
+
+namespace {
+constexpr size_t kAddressProbes = 8;
+
+uint64_t mix(uint64_t key) {
+  // splitmix64's finaliser: spreads (ip, port) over the table.
+  key ^= key >> 30;
+  key *= 0xbf58476d1ce4e5b9ULL;
+  key ^= key >> 27;
+  key *= 0x94d049bb133111ebULL;
+  key ^= key >> 31;
+  return key;
+}
+
+bool is_pow2(size_t n) { return n != 0 && (n & (n - 1)) == 0; }
+}  // namespace
+
+AddressRateLimiter::AddressRateLimiter(RateLimit limit, size_t slots_pow2) : limit_(limit), slots_(slots_pow2), mask_(slots_pow2 - 1) {
+  if (!is_pow2(slots_pow2)) throw std::invalid_argument("address limiter slots must be a power of two");
+}
+
+bool AddressRateLimiter::take(SourceAddress source, uint64_t now_us) {
+  const uint64_t key = source.key();
+  const size_t home = mix(key) & mask_;
+  Slot* victim = nullptr;
+  for (size_t i = 0; i < kAddressProbes; ++i) {
+    Slot& slot = slots_[(home + i) & mask_];
+    if (slot.key == key) {
+      slot.last_us = now_us;
+      return slot.bucket.take(now_us);
+    }
+    if (slot.key == 0) {
+      victim = &slot;
+      break;
+    }
+    if (victim == nullptr || slot.last_us < victim->last_us) victim = &slot;
+  }
+  victim->key = key;
+  victim->last_us = now_us;
+  victim->bucket = TokenBucket(limit_.rate_per_s, limit_.burst, now_us);
+  return victim->bucket.take(now_us);
+}
+
+// ---- JoinCookies ----
+
+JoinCookies JoinCookies::with_random_secret() {
+  std::array<uint64_t, 2> secret{};
+  size_t got = 0;
+  auto* bytes = reinterpret_cast<uint8_t*>(secret.data());
+  // A bounded loop: getrandom returns at most the request and fails only on EINTR early at boot.
+  for (int attempt = 0; attempt < 16 && got < sizeof(secret); ++attempt) {
+    const ssize_t n = getrandom(bytes + got, sizeof(secret) - got, 0);
+    if (n > 0) got += static_cast<size_t>(n);
+  }
+  if (got < sizeof(secret)) throw std::runtime_error("getrandom failed: no secret for join cookies");
+  return JoinCookies(secret);
+}
+
+uint64_t JoinCookies::mac(SourceAddress source, uint64_t nonce, uint32_t period) const {
+  // 24 bytes: ip (4, network order), port (2, network order), 2 zero, nonce (8 LE),
+  // period (4 LE), 4 zero. docs/protocol.md.
+  alignas(8) char input[24] = {};
+  std::memcpy(input + 0, &source.ip_be, 4);
+  std::memcpy(input + 4, &source.port_be, 2);
+  std::memcpy(input + 8, &nonce, 8);
+  std::memcpy(input + 16, &period, 4);
+  const highwayhash::HH_U64 key[2] = {secret_[0], secret_[1]};
+  return highwayhash::SipHash(key, input, sizeof(input));
+}
+
+JoinCookies::Verdict JoinCookies::verify(SourceAddress source, uint64_t nonce, uint32_t period, uint64_t cookie, uint64_t now_ms) const {
+  if (mac(source, nonce, period) != cookie) return Verdict::Bad;
+  const uint32_t now_period = period_at(now_ms);
+  if (period > now_period) return Verdict::Bad;
+  if (now_period - period > 1) return Verdict::Expired;
+  return Verdict::Valid;
+}
+
+// ---- SessionTable ----
+
+SessionTable::Index::Index(size_t slots_pow2) : keys_(slots_pow2, 0), values_(slots_pow2, kNone), mask_(slots_pow2 - 1) {
+  assert(is_pow2(slots_pow2));
+}
+
+size_t SessionTable::Index::home(uint64_t key) const { return mix(key) & mask_; }
+
+uint32_t SessionTable::Index::find(uint64_t key) const {
+  // The table is at most half full, so a probe sequence always meets an empty slot.
+  for (size_t i = home(key), n = 0; n <= mask_; i = (i + 1) & mask_, ++n) {
+    if (keys_[i] == key) return values_[i];
+    if (keys_[i] == 0) return kNone;
+  }
+  return kNone;
+}
+
+void SessionTable::Index::insert(uint64_t key, uint32_t value) {
+  assert(key != 0);
+  for (size_t i = home(key), n = 0; n <= mask_; i = (i + 1) & mask_, ++n) {
+    if (keys_[i] == 0 || keys_[i] == key) {
+      keys_[i] = key;
+      values_[i] = value;
+      return;
+    }
+  }
+  assert(false && "session index full: capacity is sized at twice the pool");
+}
+
+void SessionTable::Index::erase(uint64_t key) {
+  size_t i = home(key);
+  size_t n = 0;
+  for (; n <= mask_; i = (i + 1) & mask_, ++n) {
+    if (keys_[i] == key) break;
+    if (keys_[i] == 0) return;
+  }
+  if (n > mask_) return;
+  // Backward-shift deletion: pull later members of the probe run into the hole when their
+  // home does not lie cyclically in (hole, j].
+  size_t hole = i;
+  for (size_t j = (i + 1) & mask_, m = 0; m <= mask_ && keys_[j] != 0; j = (j + 1) & mask_, ++m) {
+    const size_t h = home(keys_[j]);
+    const bool home_in_range = hole <= j ? (hole < h && h <= j) : (hole < h || h <= j);
+    if (!home_in_range) {
+      keys_[hole] = keys_[j];
+      values_[hole] = values_[j];
+      hole = j;
+    }
+  }
+  keys_[hole] = 0;
+  values_[hole] = kNone;
+}
+
+namespace {
+size_t index_slots(size_t capacity) {
+  size_t slots = 16;
+  while (slots < capacity * 2) slots <<= 1;
+  return slots;
+}
+}  // namespace
+
+SessionTable::SessionTable(size_t capacity)
+    : pool_(capacity), used_(capacity, 0), by_player_(index_slots(capacity)), by_source_(index_slots(capacity)) {
+  free_.reserve(capacity);
+  for (size_t i = capacity; i > 0; --i) free_.push_back(static_cast<uint32_t>(i - 1));
+}
+
+Session* SessionTable::find_player(uint64_t player_id) {
+  const uint32_t i = by_player_.find(player_id);
+  return i == Index::kNone ? nullptr : &pool_[i];
+}
+
+Session* SessionTable::find_source(SourceAddress source) {
+  const uint32_t i = by_source_.find(source.key());
+  return i == Index::kNone ? nullptr : &pool_[i];
+}
+
+Session* SessionTable::insert(const Session& session) {
+  if (free_.empty() || session.player_id == 0 || find_player(session.player_id) != nullptr || find_source(session.source) != nullptr) {
+    return nullptr;
+  }
+  const uint32_t i = free_.back();
+  free_.pop_back();
+  pool_[i] = session;
+  used_[i] = 1;
+  by_player_.insert(session.player_id, i);
+  by_source_.insert(session.source.key(), i);
+  ++live_;
+  return &pool_[i];
+}
+
+void SessionTable::remove(Session* session) {
+  const auto i = static_cast<uint32_t>(session - pool_.data());
+  assert(i < pool_.size() && used_[i]);
+  by_player_.erase(session->player_id);
+  by_source_.erase(session->source.key());
+  used_[i] = 0;
+  pool_[i] = Session{};
+  free_.push_back(i);
+  --live_;
+}
+
+// ---- Admission ----
+
+bool admin_key_matches(uint64_t expected, uint64_t presented) {
+  volatile uint64_t diff = 0;
+  for (int i = 0; i < 8; ++i) diff = diff | (((expected ^ presented) >> (8 * i)) & 0xff);
+  return expected != 0 && diff == 0;
+}
+
+Admission::Admission(const AdmissionConfig& config, const JoinCookies& cookies)
+    : config_(config), cookies_(cookies), addresses_(config.per_address, config.address_slots_pow2), sessions_(config.max_sessions) {}
+
+Admitted Admission::session_check(uint64_t player_id, uint64_t token, SourceAddress source, const uint32_t* sequence, uint64_t now_us) {
+  Session* s = sessions_.find_player(player_id);
+  if (s == nullptr) return {false, DropReason::UnknownPlayer, nullptr};
+  if (s->session_token != token) return {false, DropReason::BadSession, nullptr};
+  if (!(s->source == source)) return {false, DropReason::AddressMismatch, nullptr};
+  if (sequence != nullptr && !s->replay.acceptable(*sequence)) return {false, DropReason::Replayed, nullptr};
+  if (!s->bucket.take(now_us)) return {false, DropReason::RateLimitedPlayer, nullptr};
+  if (sequence != nullptr) s->replay.record(*sequence);
+  s->last_seen_ms = now_us / 1000;
+  return {true, DropReason::Truncated, s};
+}
+
+Admitted Admission::admit(std::span<const uint8_t> datagram, SourceAddress source, uint64_t now_us, wire::Decoded<wire::ClientMessage>& out) {
+  if (const auto e = wire::decode_client(datagram, out); e != wire::DecodeError::Ok) return {false, drop_reason_of(e), nullptr};
+  if (!addresses_.take(source, now_us)) return {false, DropReason::RateLimitedAddress, nullptr};
+  const uint64_t now_ms = now_us / 1000;
+  if (const auto* m = std::get_if<wire::JoinConfirm>(&out.message)) {
+    switch (cookies_.verify(source, m->nonce, m->period, m->cookie, now_ms)) {
+      case JoinCookies::Verdict::Bad: return {false, DropReason::BadCookie, nullptr};
+      case JoinCookies::Verdict::Expired: return {false, DropReason::CookieExpired, nullptr};
+      case JoinCookies::Verdict::Valid: break;
+    }
+    return {true, DropReason::Truncated, nullptr};
+  }
+  if (const auto* m = std::get_if<wire::RaidTrigger>(&out.message)) {
+    if (!admin_key_matches(config_.admin_key, m->admin_key)) return {false, DropReason::BadAdminKey, nullptr};
+    return {true, DropReason::Truncated, nullptr};
+  }
+  if (const auto* m = std::get_if<wire::StatsRequest>(&out.message)) {
+    if (!admin_key_matches(config_.admin_key, m->admin_key)) return {false, DropReason::BadAdminKey, nullptr};
+    return {true, DropReason::Truncated, nullptr};
+  }
+  if (const auto* m = std::get_if<wire::Move>(&out.message)) {
+    return session_check(m->player_id, m->session_token, source, &m->sequence, now_us);
+  }
+  if (const auto* m = std::get_if<wire::EconomyRequest>(&out.message)) {
+    return session_check(m->player_id, m->session_token, source, nullptr, now_us);
+  }
+  if (const auto* m = std::get_if<wire::Leave>(&out.message)) {
+    return session_check(m->player_id, m->session_token, source, &m->sequence, now_us);
+  }
+  // JOIN_REQUEST and PING need no session.
+  return {true, DropReason::Truncated, nullptr};
+}
+
+}  // namespace mmo::net

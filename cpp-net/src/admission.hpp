@@ -1,0 +1,217 @@
+// admission.hpp: what stands between a received datagram and an engine.
+//
+// Each I/O worker owns one Admission: it decodes a datagram and checks it in the documented
+// order (docs/protocol.md, "Validation order and drop reasons"), cheapest first, and either
+// admits it (with the decoded message and, for session messages, the sender's session) or
+// names the one reason it was dropped. Everything here is per worker and single-threaded by
+// construction: SO_REUSEPORT sends every datagram of one (address, port) to the same worker,
+// so a session lives in exactly one worker's table. Nothing allocates after construction.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "protocol.hpp"
+
+namespace mmo::net {
+
+// Every reason a datagram is dropped, in validation order. Names: drop_reason_name().
+enum class DropReason : uint8_t {
+  Truncated,
+  Oversized,
+  BadMagic,
+  BadVersion,
+  UnknownType,
+  BadLength,
+  BadField,
+  RateLimitedAddress,
+  BadCookie,
+  CookieExpired,
+  BadAdminKey,
+  UnknownPlayer,
+  BadSession,
+  AddressMismatch,
+  Replayed,
+  RateLimitedPlayer,
+};
+inline constexpr size_t kDropReasonCount = 16;
+const char* drop_reason_name(DropReason reason);
+DropReason drop_reason_of(wire::DecodeError error);
+
+// An IPv4 source: address and port in network byte order, as the kernel hands them over.
+struct SourceAddress {
+  uint32_t ip_be = 0;
+  uint16_t port_be = 0;
+  // A unique non-zero key for (ip, port) (no real source is 0.0.0.0:0).
+  uint64_t key() const { return (static_cast<uint64_t>(ip_be) << 16) | port_be; }
+  bool operator==(const SourceAddress&) const = default;
+};
+
+// A 64-message anti-replay window over u32 sequences (serial arithmetic, RFC 1982 style):
+// bit i of `seen_` is `highest_ - i`. A sequence already seen, or 64 or more below the
+// highest, is a replay.
+class ReplayWindow {
+ public:
+  static constexpr uint32_t kWidth = 64;
+  bool acceptable(uint32_t sequence) const;
+  // Records a sequence that acceptable() allowed.
+  void record(uint32_t sequence);
+
+ private:
+  uint32_t highest_ = 0;
+  uint64_t seen_ = 0;
+  bool any_ = false;
+};
+
+// A token bucket: `rate_per_s` tokens a second up to `burst`. Starts full.
+class TokenBucket {
+ public:
+  TokenBucket() = default;
+  TokenBucket(double rate_per_s, double burst, uint64_t now_us) : rate_per_us_(rate_per_s / 1e6), burst_(burst), tokens_(burst), last_us_(now_us) {}
+  // Takes one token if there is one.
+  bool take(uint64_t now_us);
+
+ private:
+  double rate_per_us_ = 0;
+  double burst_ = 0;
+  double tokens_ = 0;
+  uint64_t last_us_ = 0;
+};
+
+struct RateLimit {
+  double rate_per_s = 0;
+  double burst = 0;
+};
+
+// Per-source-address token buckets in a fixed table (open addressing, 8 probes). When every
+// probed slot belongs to another address, the least recently used one is taken over: the
+// table bounds memory under a flood of spoofed sources, at the price of forgetting the
+// quietest ones.
+class AddressRateLimiter {
+ public:
+  AddressRateLimiter(RateLimit limit, size_t slots_pow2);
+  bool take(SourceAddress source, uint64_t now_us);
+
+ private:
+  struct Slot {
+    uint64_t key = 0;
+    uint64_t last_us = 0;
+    TokenBucket bucket;
+  };
+  RateLimit limit_;
+  std::vector<Slot> slots_;
+  size_t mask_;
+};
+
+// Stateless join cookies: SipHash-2-4 under a secret over (source, nonce, period).
+class JoinCookies {
+ public:
+  static constexpr uint64_t kPeriodMs = 10'000;
+  enum class Verdict { Valid, Bad, Expired };
+  explicit JoinCookies(std::array<uint64_t, 2> secret) : secret_(secret) {}
+  // A fresh secret from the OS's random source.
+  static JoinCookies with_random_secret();
+  static uint32_t period_at(uint64_t now_ms) { return static_cast<uint32_t>(now_ms / kPeriodMs); }
+  uint64_t mac(SourceAddress source, uint64_t nonce, uint32_t period) const;
+  Verdict verify(SourceAddress source, uint64_t nonce, uint32_t period, uint64_t cookie, uint64_t now_ms) const;
+
+ private:
+  std::array<uint64_t, 2> secret_;
+};
+
+// One joined client, as its worker knows it.
+struct Session {
+  uint64_t player_id = 0;
+  uint64_t session_token = 0;
+  uint64_t join_nonce = 0;
+  SourceAddress source;
+  uint64_t last_seen_ms = 0;
+  ReplayWindow replay;
+  TokenBucket bucket;
+};
+
+// Sessions of one worker, in a fixed pool with two fixed open-addressing indexes (player id
+// and source address). Linear probing with backward-shift deletion, so no tombstones build up.
+class SessionTable {
+ public:
+  explicit SessionTable(size_t capacity);
+  size_t size() const { return live_; }
+  size_t capacity() const { return pool_.size(); }
+  Session* find_player(uint64_t player_id);
+  Session* find_source(SourceAddress source);
+  // nullptr when full.
+  Session* insert(const Session& session);
+  void remove(Session* session);
+  // Visits every live session (up to capacity() of them).
+  template <typename F>
+  void for_each(F&& f) {
+    for (size_t i = 0; i < pool_.size(); ++i) {
+      if (used_[i]) f(pool_[i]);
+    }
+  }
+
+ private:
+  class Index {
+   public:
+    explicit Index(size_t slots_pow2);
+    uint32_t find(uint64_t key) const;  // kNone if absent
+    void insert(uint64_t key, uint32_t value);
+    void erase(uint64_t key);
+    static constexpr uint32_t kNone = UINT32_MAX;
+
+   private:
+    size_t home(uint64_t key) const;
+    std::vector<uint64_t> keys_;  // 0 = empty
+    std::vector<uint32_t> values_;
+    size_t mask_;
+  };
+  std::vector<Session> pool_;
+  std::vector<uint8_t> used_;
+  std::vector<uint32_t> free_;
+  Index by_player_;
+  Index by_source_;
+  size_t live_ = 0;
+};
+
+struct AdmissionConfig {
+  RateLimit per_address{400, 800};
+  RateLimit per_player{60, 120};
+  size_t max_sessions = 8192;
+  size_t address_slots_pow2 = 16384;
+  // 0: admin messages are always refused.
+  uint64_t admin_key = 0;
+};
+
+// What admit() decided.
+struct Admitted {
+  bool ok = false;
+  DropReason reason = DropReason::Truncated;  // when !ok
+  Session* session = nullptr;                 // MOVE, ECONOMY_REQUEST, LEAVE
+};
+
+class Admission {
+ public:
+  Admission(const AdmissionConfig& config, const JoinCookies& cookies);
+  // Checks one datagram from `source` at `now_us` (monotonic, microseconds since start).
+  // Fills `out` when it returns ok.
+  Admitted admit(std::span<const uint8_t> datagram, SourceAddress source, uint64_t now_us, wire::Decoded<wire::ClientMessage>& out);
+  SessionTable& sessions() { return sessions_; }
+  const JoinCookies& cookies() const { return cookies_; }
+  // A new session's per-player bucket.
+  TokenBucket player_bucket(uint64_t now_us) const { return TokenBucket(config_.per_player.rate_per_s, config_.per_player.burst, now_us); }
+
+ private:
+  Admitted session_check(uint64_t player_id, uint64_t token, SourceAddress source, const uint32_t* sequence, uint64_t now_us);
+  AdmissionConfig config_;
+  const JoinCookies& cookies_;
+  AddressRateLimiter addresses_;
+  SessionTable sessions_;
+};
+
+// Constant-time equality of two admin keys (no early exit on the first differing byte).
+bool admin_key_matches(uint64_t expected, uint64_t presented);
+
+}  // namespace mmo::net

@@ -1,0 +1,45 @@
+// engine.hpp: the game-state engine as the network front sees it.
+//
+// The front (workers and the tick thread) talks only to this interface, so both engines are
+// driven by identical network code and measured by the same instruments. Records and status
+// codes are the C ABI's (ffi/include/mmo_core.h): the Rust core takes them as they are and
+// the C++ baseline (cpp-net/baseline/, its own issue) implements the same semantics on them.
+// Every method may be called from any thread concurrently, except tick(), which one tick
+// thread calls.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string_view>
+
+#include "mmo_core.h"
+
+namespace mmo {
+
+class Engine {
+ public:
+  virtual ~Engine() = default;
+  virtual std::string_view name() const = 0;
+  // Called once by each thread before it serves (the Rust core pre-warms its arenas).
+  virtual MmoStatus prewarm_thread() = 0;
+  virtual MmoStatus join(float x_m, float y_m, uint8_t faction, MmoJoinTicket& out) = 0;
+  virtual MmoStatus leave(uint64_t player_id, uint64_t session_token) = 0;
+  // Event capacity a batch of `moves` records needs.
+  virtual size_t move_events_required(size_t moves) const = 0;
+  virtual MmoStatus apply_moves(std::span<const MmoMoveRecord> moves, uint64_t now_ms, std::span<MmoMoveEvent> events,
+                                size_t& events_written) = 0;
+  virtual MmoStatus raid_spawn(const MmoRaidSpawnRequest& request, MmoRaidReport& out) = 0;
+  virtual MmoStatus apply_economy(std::span<const MmoEconomyOp> ops, std::span<MmoEconomyResult> results, size_t& results_written) = 0;
+  virtual MmoStatus tick(uint64_t now_ms, MmoTickInfo& out) = 0;
+  virtual MmoStatus area_of_interest(uint64_t player_id, std::span<MmoAoiEntry> entries, size_t& written) = 0;
+  virtual MmoStatus stats(MmoStats& out) const = 0;
+  virtual MmoStatus economy_audit(MmoEconomyAudit& out) const = 0;
+};
+
+// The Rust core through mmo_core.h. Throws std::runtime_error if the ABI does not match or
+// the configuration is refused.
+std::unique_ptr<Engine> make_rust_engine(const MmoConfig& config);
+
+}  // namespace mmo

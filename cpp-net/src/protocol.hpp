@@ -1,0 +1,275 @@
+// protocol.hpp: the wire protocol v1 codec (docs/protocol.md), the server's side.
+//
+// Every decoder takes a borrowed byte span and either fills a plain struct or returns the
+// reason it refused; nothing throws and nothing allocates. Every encoder writes into a
+// caller-provided span and returns the bytes written, or 0 if the span is too small. The
+// same layouts are encoded by the Rust codec in loadtest/src/protocol.rs; both are tested
+// against docs/protocol-vectors-v1.txt.
+#pragma once
+
+#include <array>
+#include <bit>
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string_view>
+#include <variant>
+
+namespace mmo::wire {
+
+static_assert(std::endian::native == std::endian::little,
+              "the codec copies little-endian fields with memcpy; a big-endian port needs byte swaps");
+
+inline constexpr uint16_t kMagic = 0x4F4D;  // the bytes "MO"
+inline constexpr uint8_t kVersion = 1;
+inline constexpr size_t kHeaderSize = 8;
+inline constexpr uint16_t kFlagRetransmit = 0x0001;
+inline constexpr uint16_t kKnownFlags = kFlagRetransmit;
+// Largest datagram a client may send; anything longer is dropped `oversized`.
+inline constexpr size_t kClientDatagramMax = 256;
+// Largest reply other than STATS_REPLY (safe under any real path MTU).
+inline constexpr size_t kReplyDatagramMax = 1304;
+inline constexpr size_t kStatsReplyMax = 8192;
+inline constexpr size_t kContactsMax = 32;
+inline constexpr size_t kAoiEntriesMax = 64;
+inline constexpr size_t kPayloadSize = 32;
+
+enum class MsgType : uint8_t {
+  JoinRequest = 0x01,
+  JoinConfirm = 0x02,
+  Move = 0x03,
+  EconomyRequest = 0x04,
+  Leave = 0x05,
+  Ping = 0x06,
+  RaidTrigger = 0x07,
+  StatsRequest = 0x08,
+  JoinChallenge = 0x81,
+  JoinAccept = 0x82,
+  MoveAck = 0x83,
+  AoiSnapshot = 0x84,
+  EconomyResult = 0x85,
+  LeaveAck = 0x86,
+  Pong = 0x87,
+  RaidResult = 0x88,
+  StatsReply = 0x89,
+};
+
+// Fixed sizes (for MOVE_ACK, AOI_SNAPSHOT and STATS_REPLY: the part before the list).
+inline constexpr size_t kJoinRequestSize = 64;
+inline constexpr size_t kJoinConfirmSize = 64;
+inline constexpr size_t kMoveSize = 80;
+inline constexpr size_t kEconomyRequestSize = 56;
+inline constexpr size_t kLeaveSize = 32;
+inline constexpr size_t kPingSize = 24;
+inline constexpr size_t kRaidTriggerSize = 56;
+inline constexpr size_t kStatsRequestSize = 24;
+inline constexpr size_t kJoinChallengeSize = 32;
+inline constexpr size_t kJoinAcceptSize = 48;
+inline constexpr size_t kMoveAckFixedSize = 20;
+inline constexpr size_t kContactSize = 16;
+inline constexpr size_t kAoiFixedSize = 24;
+inline constexpr size_t kAoiEntrySize = 20;
+inline constexpr size_t kEconomyResultSize = 32;
+inline constexpr size_t kLeaveAckSize = 16;
+inline constexpr size_t kPongSize = 24;
+inline constexpr size_t kRaidResultSize = 40;
+inline constexpr size_t kStatsReplyFixedSize = 16;
+
+// No reply to an unauthenticated message is larger than the message (docs/protocol.md).
+static_assert(kJoinChallengeSize <= kJoinRequestSize && kJoinAcceptSize <= kJoinConfirmSize && kPongSize <= kPingSize);
+static_assert(kAoiFixedSize + kAoiEntriesMax * kAoiEntrySize <= kReplyDatagramMax);
+static_assert(kMoveAckFixedSize + kContactsMax * kContactSize <= kReplyDatagramMax);
+
+// Why a datagram failed to decode: steps 1-8 of the documented validation order.
+enum class DecodeError : uint8_t {
+  Ok = 0,
+  Truncated,    // shorter than a header, or than its type's size
+  Oversized,    // longer than kClientDatagramMax (client messages)
+  BadMagic,
+  BadVersion,
+  UnknownType,  // not a type of the expected direction
+  BadLength,    // `length` is not the datagram's size, or the size is not the type's
+  BadField,     // non-zero reserved bytes or flags, a non-finite float, an enum out of range
+};
+
+struct JoinRequest {
+  uint64_t nonce = 0;
+  bool operator==(const JoinRequest&) const = default;
+};
+struct JoinConfirm {
+  uint64_t nonce = 0;
+  uint32_t period = 0;
+  uint8_t faction = 0;
+  uint64_t cookie = 0;
+  float spawn_x_m = 0;
+  float spawn_y_m = 0;
+  bool operator==(const JoinConfirm&) const = default;
+};
+struct Move {
+  uint64_t player_id = 0;
+  uint64_t session_token = 0;
+  uint32_t sequence = 0;
+  uint32_t client_time_ms = 0;
+  float x_m = 0;
+  float y_m = 0;
+  float facing_rad = 0;
+  std::array<uint8_t, kPayloadSize> payload{};
+  bool operator==(const Move&) const = default;
+};
+struct EconomyRequest {
+  uint64_t player_id = 0;
+  uint64_t session_token = 0;
+  uint64_t transaction_id = 0;
+  uint64_t counterparty_id = 0;
+  int64_t gold = 0;
+  int32_t item_count = 0;
+  uint16_t item_kind = 0;
+  uint8_t kind = 0;  // 1 transfer, 2 trade, 3 loot pickup, 4 spend
+  bool operator==(const EconomyRequest&) const = default;
+};
+struct Leave {
+  uint64_t player_id = 0;
+  uint64_t session_token = 0;
+  uint32_t sequence = 0;
+  bool operator==(const Leave&) const = default;
+};
+struct Ping {
+  uint64_t client_time_us = 0;
+  bool operator==(const Ping&) const = default;
+};
+struct RaidTrigger {
+  uint64_t admin_key = 0;
+  uint32_t request_id = 0;
+  uint32_t count = 0;
+  float center_x_m = 0;
+  float center_y_m = 0;
+  float half_extent_m = 0;
+  uint32_t lifetime_ms = 0;
+  int32_t hp = 0;
+  uint32_t seed = 0;
+  uint8_t kind = 0;  // 2 add, 3 projectile, 4 loot
+  uint8_t faction = 0;
+  bool operator==(const RaidTrigger&) const = default;
+};
+struct StatsRequest {
+  uint64_t admin_key = 0;
+  uint32_t request_id = 0;
+  bool operator==(const StatsRequest&) const = default;
+};
+
+struct JoinChallenge {
+  uint64_t nonce = 0;
+  uint32_t period = 0;
+  uint64_t cookie = 0;
+  bool operator==(const JoinChallenge&) const = default;
+};
+enum class JoinStatus : uint8_t { Joined = 0, ServerFull = 1, BadSpawn = 2 };
+struct JoinAccept {
+  uint64_t nonce = 0;
+  uint64_t player_id = 0;
+  uint64_t session_token = 0;
+  JoinStatus status = JoinStatus::Joined;
+  uint32_t tick_ms = 0;
+  uint64_t server_time_ms = 0;
+  bool operator==(const JoinAccept&) const = default;
+};
+struct Contact {
+  uint64_t other_id = 0;
+  float distance_m = 0;
+  uint8_t kind = 0;
+  bool operator==(const Contact&) const = default;
+};
+struct MoveAck {
+  uint32_t sequence = 0;
+  uint32_t client_time_ms = 0;
+  uint8_t result = 0;  // 0 applied, else an MmoRejectReason
+  uint8_t contact_count = 0;
+  std::array<Contact, kContactsMax> contacts{};
+  bool operator==(const MoveAck&) const = default;
+};
+struct AoiEntry {
+  uint64_t entity_id = 0;
+  float x_m = 0;
+  float y_m = 0;
+  uint8_t kind = 0;
+  bool operator==(const AoiEntry&) const = default;
+};
+struct AoiSnapshot {
+  uint32_t tick = 0;
+  uint16_t count = 0;
+  uint64_t server_time_ms = 0;
+  std::array<AoiEntry, kAoiEntriesMax> entries{};
+  bool operator==(const AoiSnapshot&) const = default;
+};
+struct EconomyResult {
+  uint64_t transaction_id = 0;
+  uint64_t gold_balance = 0;
+  uint8_t status = 0;
+  uint8_t duplicate = 0;
+  bool operator==(const EconomyResult&) const = default;
+};
+struct LeaveAck {
+  uint64_t player_id = 0;
+  bool operator==(const LeaveAck&) const = default;
+};
+struct Pong {
+  uint64_t client_time_us = 0;
+  uint64_t server_time_ms = 0;
+  bool operator==(const Pong&) const = default;
+};
+struct RaidResult {
+  uint32_t request_id = 0;
+  uint32_t status = 0;
+  uint32_t spawned = 0;
+  uint32_t cells = 0;
+  uint32_t expires_tick = 0;
+  uint64_t spawn_ns = 0;
+  bool operator==(const RaidResult&) const = default;
+};
+// The text is borrowed from the decoded datagram (or, to encode, from the caller).
+struct StatsReply {
+  uint32_t request_id = 0;
+  std::string_view text;
+  bool operator==(const StatsReply&) const = default;
+};
+
+using ClientMessage = std::variant<JoinRequest, JoinConfirm, Move, EconomyRequest, Leave, Ping, RaidTrigger, StatsRequest>;
+using ServerMessage = std::variant<JoinChallenge, JoinAccept, MoveAck, AoiSnapshot, EconomyResult, LeaveAck, Pong, RaidResult,
+                                   StatsReply>;
+
+// A decoded message and the header flags it carried.
+template <typename Message>
+struct Decoded {
+  Message message;
+  uint16_t flags = 0;
+};
+
+// Decodes a datagram a client sent, checking steps 1-8 of the validation order in order.
+DecodeError decode_client(std::span<const uint8_t> datagram, Decoded<ClientMessage>& out);
+// Decodes a datagram the server sent (clients and tests). Server replies may be up to
+// kStatsReplyMax bytes.
+DecodeError decode_server(std::span<const uint8_t> datagram, Decoded<ServerMessage>& out);
+
+// Encoders: write the whole datagram (header included) into `out`; return its size, or 0
+// if `out` is too small or a count field is above its maximum.
+size_t encode(const JoinRequest& m, std::span<uint8_t> out, uint16_t flags = 0);
+size_t encode(const JoinConfirm& m, std::span<uint8_t> out, uint16_t flags = 0);
+size_t encode(const Move& m, std::span<uint8_t> out, uint16_t flags = 0);
+size_t encode(const EconomyRequest& m, std::span<uint8_t> out, uint16_t flags = 0);
+size_t encode(const Leave& m, std::span<uint8_t> out, uint16_t flags = 0);
+size_t encode(const Ping& m, std::span<uint8_t> out, uint16_t flags = 0);
+size_t encode(const RaidTrigger& m, std::span<uint8_t> out, uint16_t flags = 0);
+size_t encode(const StatsRequest& m, std::span<uint8_t> out, uint16_t flags = 0);
+size_t encode(const JoinChallenge& m, std::span<uint8_t> out, uint16_t flags = 0);
+size_t encode(const JoinAccept& m, std::span<uint8_t> out, uint16_t flags = 0);
+size_t encode(const MoveAck& m, std::span<uint8_t> out, uint16_t flags = 0);
+size_t encode(const AoiSnapshot& m, std::span<uint8_t> out, uint16_t flags = 0);
+size_t encode(const EconomyResult& m, std::span<uint8_t> out, uint16_t flags = 0);
+size_t encode(const LeaveAck& m, std::span<uint8_t> out, uint16_t flags = 0);
+size_t encode(const Pong& m, std::span<uint8_t> out, uint16_t flags = 0);
+size_t encode(const RaidResult& m, std::span<uint8_t> out, uint16_t flags = 0);
+size_t encode(const StatsReply& m, std::span<uint8_t> out, uint16_t flags = 0);
+
+const char* decode_error_name(DecodeError error);
+
+}  // namespace mmo::wire

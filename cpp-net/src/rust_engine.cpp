@@ -1,0 +1,55 @@
+// rust_engine.cpp: the Engine interface over the Rust core's C ABI. A thin shim: each method
+// is one call, its spans passed as (pointer, length) and borrowed for the call only.
+#include <stdexcept>
+#include <string>
+
+#include "engine.hpp"
+
+namespace mmo {
+namespace {
+
+class RustEngine final : public Engine {
+ public:
+  explicit RustEngine(const MmoConfig& config) {
+    if (mmo_abi_check(MMO_ABI_VERSION) != MMO_OK) {
+      throw std::runtime_error("mmo_core.h does not match the linked mmo-ffi library (ABI version " + std::to_string(mmo_abi_version()) +
+                               ")");
+    }
+    const MmoStatus status = mmo_engine_new(&config, &engine_);
+    if (status != MMO_OK) throw std::runtime_error(std::string("mmo_engine_new: ") + mmo_status_name(status));
+  }
+  ~RustEngine() override { mmo_engine_free(engine_); }
+  RustEngine(const RustEngine&) = delete;
+  RustEngine& operator=(const RustEngine&) = delete;
+
+  std::string_view name() const override { return "rust"; }
+  MmoStatus prewarm_thread() override { return mmo_engine_prewarm_thread(engine_); }
+  MmoStatus join(float x_m, float y_m, uint8_t faction, MmoJoinTicket& out) override { return mmo_join(engine_, x_m, y_m, faction, &out); }
+  MmoStatus leave(uint64_t player_id, uint64_t session_token) override { return mmo_leave(engine_, player_id, session_token); }
+  size_t move_events_required(size_t moves) const override {
+    size_t required = 0;
+    return mmo_move_events_required(engine_, moves, &required) == MMO_OK ? required : SIZE_MAX;
+  }
+  MmoStatus apply_moves(std::span<const MmoMoveRecord> moves, uint64_t now_ms, std::span<MmoMoveEvent> events, size_t& written) override {
+    return mmo_apply_moves(engine_, moves.data(), moves.size(), now_ms, events.data(), events.size(), &written);
+  }
+  MmoStatus raid_spawn(const MmoRaidSpawnRequest& request, MmoRaidReport& out) override { return mmo_raid_spawn(engine_, &request, &out); }
+  MmoStatus apply_economy(std::span<const MmoEconomyOp> ops, std::span<MmoEconomyResult> results, size_t& written) override {
+    return mmo_apply_economy(engine_, ops.data(), ops.size(), results.data(), results.size(), &written);
+  }
+  MmoStatus tick(uint64_t now_ms, MmoTickInfo& out) override { return mmo_tick(engine_, now_ms, &out); }
+  MmoStatus area_of_interest(uint64_t player_id, std::span<MmoAoiEntry> entries, size_t& written) override {
+    return mmo_area_of_interest(engine_, player_id, entries.data(), entries.size(), &written);
+  }
+  MmoStatus stats(MmoStats& out) const override { return mmo_stats(engine_, &out); }
+  MmoStatus economy_audit(MmoEconomyAudit& out) const override { return mmo_economy_audit(engine_, &out); }
+
+ private:
+  MmoEngine* engine_ = nullptr;
+};
+
+}  // namespace
+
+std::unique_ptr<Engine> make_rust_engine(const MmoConfig& config) { return std::make_unique<RustEngine>(config); }
+
+}  // namespace mmo

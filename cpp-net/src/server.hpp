@@ -1,0 +1,130 @@
+// server.hpp: mmo-server's running parts: the I/O workers, the tick thread, and the figures
+// they report.
+//
+// Threads and what they share:
+// - N workers, each with its own SO_REUSEPORT UDP socket and epoll loop. The kernel hashes
+//   each (source address, port) to one socket, so each client's session lives in exactly one
+//   worker's SessionTable. A worker drains up to 64 datagrams per recvmmsg, admits them
+//   (admission.hpp), hands the batch's moves to the engine in one call and its economy
+//   requests in another, and flushes every reply with one sendmmsg.
+// - One tick thread: runs the engine's tick at the tick rate, then sends each joined client
+//   its area-of-interest snapshot through the socket of the worker that owns the session.
+//   To know who is joined it copies each worker's roster under that worker's session mutex
+//   (the only lock the two share; a worker holds it while it handles one batch).
+// - The reporter (whoever calls format_stats/stats_line: the main thread, or a worker
+//   answering STATS_REQUEST) reads counters (relaxed atomics, one writer each) and merges the
+//   workers' latency histograms under each worker's latency mutex.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "admission.hpp"
+#include "engine.hpp"
+
+namespace mmo::net {
+
+struct ServerConfig {
+  std::string bind_address = "127.0.0.1";
+  uint16_t port = 7777;  // 0: any free port (read it back with Server::port())
+  unsigned threads = 0;  // 0: one per core
+  unsigned tick_hz = 10;
+  uint32_t max_players = 8192;
+  uint64_t admin_key = 0;
+  RateLimit per_address{400, 800};
+  RateLimit per_player{60, 120};
+  unsigned idle_timeout_s = 30;
+};
+
+// A counter with one writer thread: the writer adds without a read-modify-write bus lock;
+// readers see a value at most a few updates old.
+class Counter {
+ public:
+  void add(uint64_t n = 1) { value_.store(value_.load(std::memory_order_relaxed) + n, std::memory_order_relaxed); }
+  uint64_t get() const { return value_.load(std::memory_order_relaxed); }
+
+ private:
+  std::atomic<uint64_t> value_{0};
+};
+
+// One worker's counters. Written by that worker only; read by the reporter. Each worker's
+// block starts on its own 128-byte boundary (two 64-byte lines: Intel's adjacent-line
+// prefetcher pulls pairs), so workers never write a line another worker writes.
+struct alignas(128) WorkerCounters {
+  Counter datagrams_received;
+  Counter datagrams_sent;
+  Counter send_failures;
+  Counter challenges_sent;
+  Counter joins_accepted;
+  Counter join_retransmits;
+  Counter joins_refused;
+  Counter leaves;
+  Counter sessions_expired;
+  Counter moves_forwarded;
+  Counter economy_forwarded;
+  Counter raid_triggers;
+  Counter stats_requests;
+  Counter pongs_sent;
+  Counter drops[kDropReasonCount];
+};
+
+class Worker;
+
+class Server {
+ public:
+  // Binds every worker's socket (throws std::runtime_error on failure); starts nothing.
+  Server(const ServerConfig& config, std::unique_ptr<Engine> engine);
+  ~Server();
+  Server(const Server&) = delete;
+  Server& operator=(const Server&) = delete;
+
+  void start();
+  // Stops and joins every thread. Idempotent.
+  void stop();
+  uint16_t port() const { return port_; }
+  unsigned threads() const { return static_cast<unsigned>(workers_.size()); }
+  Engine& engine() { return *engine_; }
+  uint64_t now_us() const;
+
+  // Every figure as `name value` lines (the STATS_REPLY text); returns the bytes written
+  // (0 if `capacity` is too small). Thread-safe.
+  size_t format_stats(char* out, size_t capacity) const;
+  // A one-line summary for the periodic log.
+  std::string stats_line() const;
+
+ private:
+  friend class Worker;
+  void tick_loop();
+  struct LatencyFigures;
+  LatencyFigures merged_latency() const;
+
+  ServerConfig config_;
+  std::unique_ptr<Engine> engine_;
+  JoinCookies cookies_;
+  uint16_t port_ = 0;
+  std::vector<std::unique_ptr<Worker>> workers_;
+  std::vector<std::thread> threads_;
+  std::thread tick_thread_;
+  std::atomic<bool> stopping_{false};
+  bool started_ = false;
+  uint64_t start_ns_ = 0;
+  /// Written by the tick thread; read by the reporter.
+  Counter ticks_late_;
+  Counter aoi_snapshots_sent_;
+  Counter aoi_send_failures_;
+  /// Tick durations (µs). Written by the tick thread under tick_latency_mutex_.
+  mutable std::mutex tick_latency_mutex_;
+  MmoLatency* tick_latency_ = nullptr;
+  /// Scratch histograms the reporter merges into, under merge_mutex_.
+  mutable std::mutex merge_mutex_;
+  MmoLatency* merged_update_ = nullptr;
+  MmoLatency* merged_raid_ = nullptr;
+};
+
+}  // namespace mmo::net

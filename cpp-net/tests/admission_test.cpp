@@ -1,0 +1,293 @@
+// Admission: every drop reason in validation order, the replay window, both rate limiters,
+// join cookies (expiry, address binding) and the session table.
+#include <gtest/gtest.h>
+
+#include <random>
+#include <set>
+#include <vector>
+
+#include "admission.hpp"
+
+namespace {
+
+using namespace mmo::net;
+using namespace mmo::wire;
+using Bytes = std::vector<uint8_t>;
+
+template <typename M>
+Bytes encoded(const M& m, uint16_t flags = 0) {
+  Bytes out(kStatsReplyMax);
+  out.resize(encode(m, out, flags));
+  return out;
+}
+
+const SourceAddress kAlice{0x0100007f, 0x1234};
+const SourceAddress kMallory{0x0100007f, 0x9999};
+constexpr uint64_t kAdminKey = 0xa11ce;
+constexpr uint64_t kSecondUs = 1'000'000;
+
+struct Fixture : ::testing::Test {
+  JoinCookies cookies{{0x0706050403020100ULL, 0x0f0e0d0c0b0a0908ULL}};
+  AdmissionConfig config = [] {
+    AdmissionConfig c;
+    c.per_address = {1000, 1000};
+    c.per_player = {1000, 1000};
+    c.max_sessions = 64;
+    c.address_slots_pow2 = 64;
+    c.admin_key = kAdminKey;
+    return c;
+  }();
+  std::unique_ptr<Admission> admission = std::make_unique<Admission>(config, cookies);
+  Decoded<ClientMessage> out;
+
+  Admitted admit(const Bytes& b, SourceAddress from = kAlice, uint64_t now_us = 50 * kSecondUs) { return admission->admit(b, from, now_us, out); }
+
+  Session* join(uint64_t player_id, uint64_t token, SourceAddress from = kAlice) {
+    Session s;
+    s.player_id = player_id;
+    s.session_token = token;
+    s.source = from;
+    s.bucket = admission->player_bucket(0);
+    return admission->sessions().insert(s);
+  }
+
+  Move move(uint64_t player_id, uint64_t token, uint32_t sequence) { return Move{player_id, token, sequence, 0, 1, 1, 0, {}}; }
+};
+
+TEST_F(Fixture, EveryDropReasonInValidationOrder) {
+  join(7, 77);
+  const Bytes good = encoded(move(7, 77, 1));
+  std::map<DropReason, int> seen;
+  auto expect_drop = [&](const Bytes& b, DropReason reason, SourceAddress from = kAlice) {
+    const Admitted a = admit(b, from);
+    EXPECT_FALSE(a.ok) << drop_reason_name(reason);
+    EXPECT_EQ(a.reason, reason) << "expected " << drop_reason_name(reason) << ", got " << drop_reason_name(a.reason);
+    seen[reason]++;
+  };
+  expect_drop(Bytes(5, 0), DropReason::Truncated);
+  expect_drop(Bytes(kClientDatagramMax + 1, 0), DropReason::Oversized);
+  Bytes b = good;
+  b[0] = 0;
+  expect_drop(b, DropReason::BadMagic);
+  b = good;
+  b[2] = 9;
+  expect_drop(b, DropReason::BadVersion);
+  b = good;
+  b[3] = 0x55;
+  expect_drop(b, DropReason::UnknownType);
+  expect_drop(Bytes(good.begin(), good.begin() + 40), DropReason::Truncated);
+  b = good;
+  b[4] = 99;
+  expect_drop(b, DropReason::BadLength);
+  b = good;
+  b[45] = 1;
+  expect_drop(b, DropReason::BadField);
+  expect_drop(encoded(JoinConfirm{1, JoinCookies::period_at(50'000), 0, 12345, 0, 0}), DropReason::BadCookie);
+  const uint32_t old_period = JoinCookies::period_at(20'000);
+  expect_drop(encoded(JoinConfirm{1, old_period, 0, cookies.mac(kAlice, 1, old_period), 0, 0}), DropReason::CookieExpired);
+  expect_drop(encoded(RaidTrigger{kAdminKey + 1, 1, 10, 5, 5, 5, 100, 1, 1, 2, 0}), DropReason::BadAdminKey);
+  expect_drop(encoded(StatsRequest{0, 1}), DropReason::BadAdminKey);
+  expect_drop(encoded(move(8, 77, 1)), DropReason::UnknownPlayer);
+  expect_drop(encoded(move(7, 78, 1)), DropReason::BadSession);
+  expect_drop(encoded(move(7, 77, 1)), DropReason::AddressMismatch, kMallory);
+  ASSERT_TRUE(admit(good).ok);
+  expect_drop(good, DropReason::Replayed);
+  EXPECT_EQ(seen.size() + 2, kDropReasonCount) << "rate limits are covered by their own tests";
+}
+
+TEST_F(Fixture, AdmittedMessagesCarryTheirSession) {
+  Session* s = join(7, 77);
+  const Admitted a = admit(encoded(move(7, 77, 1)));
+  ASSERT_TRUE(a.ok);
+  EXPECT_EQ(a.session, s);
+  EXPECT_EQ(std::get<Move>(out.message).sequence, 1u);
+  const Admitted e = admit(encoded(EconomyRequest{7, 77, 1, 0, 10, 0, 0, 3}));
+  ASSERT_TRUE(e.ok);
+  EXPECT_EQ(e.session, s);
+  // Economy requests carry no sequence: a resend is the engine's to de-duplicate.
+  EXPECT_TRUE(admit(encoded(EconomyRequest{7, 77, 1, 0, 10, 0, 0, 3}, kFlagRetransmit)).ok);
+  EXPECT_TRUE(admit(encoded(JoinRequest{5}), kMallory).ok) << "no session needed to ask to join";
+  EXPECT_TRUE(admit(encoded(Ping{5}), kMallory).ok);
+  EXPECT_TRUE(admit(encoded(StatsRequest{kAdminKey, 1})).ok);
+}
+
+TEST_F(Fixture, CookiesBindAddressNonceAndTime) {
+  const uint64_t now_ms = 1'000'000;
+  const uint32_t period = JoinCookies::period_at(now_ms);
+  const uint64_t cookie = cookies.mac(kAlice, 42, period);
+  EXPECT_EQ(cookies.verify(kAlice, 42, period, cookie, now_ms), JoinCookies::Verdict::Valid);
+  EXPECT_EQ(cookies.verify(kMallory, 42, period, cookie, now_ms), JoinCookies::Verdict::Bad) << "another port";
+  SourceAddress other_ip = kAlice;
+  other_ip.ip_be ^= 0x01000000;
+  EXPECT_EQ(cookies.verify(other_ip, 42, period, cookie, now_ms), JoinCookies::Verdict::Bad) << "another address";
+  EXPECT_EQ(cookies.verify(kAlice, 43, period, cookie, now_ms), JoinCookies::Verdict::Bad) << "another nonce";
+  EXPECT_EQ(cookies.verify(kAlice, 42, period, cookie ^ 1, now_ms), JoinCookies::Verdict::Bad);
+  // Lifetime: valid through the next period, expired after.
+  EXPECT_EQ(cookies.verify(kAlice, 42, period, cookie, now_ms + JoinCookies::kPeriodMs), JoinCookies::Verdict::Valid);
+  EXPECT_EQ(cookies.verify(kAlice, 42, period, cookie, now_ms + 2 * JoinCookies::kPeriodMs), JoinCookies::Verdict::Expired);
+  // A period from the future, even with its own valid MAC, is refused.
+  EXPECT_EQ(cookies.verify(kAlice, 42, period + 1, cookies.mac(kAlice, 42, period + 1), now_ms), JoinCookies::Verdict::Bad);
+  // Another secret, another cookie.
+  JoinCookies other({1, 2});
+  EXPECT_NE(other.mac(kAlice, 42, period), cookie);
+}
+
+TEST(ReplayWindow, AcceptsNewAndReorderedOnceRefusesReplaysAndTheTooOld) {
+  ReplayWindow w;
+  EXPECT_TRUE(w.acceptable(100));
+  w.record(100);
+  EXPECT_FALSE(w.acceptable(100));
+  EXPECT_TRUE(w.acceptable(101));
+  EXPECT_TRUE(w.acceptable(99)) << "reordered within the window";
+  w.record(99);
+  EXPECT_FALSE(w.acceptable(99));
+  w.record(150);
+  EXPECT_TRUE(w.acceptable(120));
+  EXPECT_FALSE(w.acceptable(100)) << "seen before the slide";
+  EXPECT_TRUE(w.acceptable(87)) << "150 - 63 is the oldest the window holds";
+  EXPECT_FALSE(w.acceptable(86)) << "64 below the highest: too old";
+  w.record(150 + 1000);
+  EXPECT_FALSE(w.acceptable(150)) << "a jump forward clears the window";
+  EXPECT_TRUE(w.acceptable(1150 - 63));
+}
+
+TEST(ReplayWindow, WrapsAroundTheU32) {
+  ReplayWindow w;
+  w.record(0xFFFFFFF0u);
+  EXPECT_TRUE(w.acceptable(5)) << "5 is 21 ahead of 0xFFFFFFF0 in serial arithmetic";
+  w.record(5);
+  EXPECT_FALSE(w.acceptable(0xFFFFFFF0u));
+  EXPECT_TRUE(w.acceptable(0xFFFFFFF1u));
+  EXPECT_FALSE(w.acceptable(5));
+}
+
+TEST(ReplayWindow, MatchesAReferenceSetModel) {
+  std::mt19937 rng(9);
+  ReplayWindow w;
+  std::set<uint32_t> seen;
+  uint32_t highest = 0;
+  bool any = false;
+  for (int i = 0; i < 20000; ++i) {
+    const uint32_t seq = 1000 + static_cast<uint32_t>(rng() % 400);
+    const bool model = !any || seq > highest || (highest - seq < 64 && !seen.count(seq));
+    ASSERT_EQ(w.acceptable(seq), model) << "seq " << seq << " highest " << highest;
+    if (model) {
+      w.record(seq);
+      seen.insert(seq);
+      if (!any || seq > highest) highest = seq;
+      any = true;
+    }
+  }
+}
+
+TEST(TokenBucket, AllowsTheBurstThenTheRate) {
+  TokenBucket b(10, 5, 0);
+  int taken = 0;
+  for (int i = 0; i < 100; ++i) taken += b.take(0);
+  EXPECT_EQ(taken, 5) << "the burst, no more, at one instant";
+  EXPECT_FALSE(b.take(50'000)) << "half a token after 50 ms";
+  EXPECT_TRUE(b.take(100'000)) << "one token after 100 ms";
+  taken = 0;
+  for (uint64_t t = 100'000; t <= 10'100'000; t += 1'000) taken += b.take(t);
+  EXPECT_NEAR(taken, 100, 1) << "10 per second for 10 s";
+  EXPECT_FALSE(b.take(5)) << "time going backwards earns nothing";
+}
+
+TEST_F(Fixture, PerPlayerRateLimitDropsTheFlood) {
+  config.per_player = {10, 20};
+  admission = std::make_unique<Admission>(config, cookies);
+  join(7, 77);
+  int ok = 0;
+  int limited = 0;
+  for (uint32_t seq = 1; seq <= 100; ++seq) {
+    const Admitted a = admit(encoded(move(7, 77, seq)));
+    ok += a.ok;
+    limited += !a.ok && a.reason == DropReason::RateLimitedPlayer;
+  }
+  EXPECT_EQ(ok, 20);
+  EXPECT_EQ(limited, 80);
+  // A limited message's sequence is not recorded: it may come again once tokens return.
+  EXPECT_TRUE(admit(encoded(move(7, 77, 50)), kAlice, 50 * kSecondUs + kSecondUs).ok);
+}
+
+TEST_F(Fixture, PerAddressRateLimitComesBeforeSessionChecks) {
+  config.per_address = {1, 3};
+  admission = std::make_unique<Admission>(config, cookies);
+  int limited = 0;
+  for (int i = 0; i < 10; ++i) limited += admit(encoded(Ping{1}), kMallory).reason == DropReason::RateLimitedAddress;
+  EXPECT_EQ(limited, 7);
+  EXPECT_TRUE(admit(encoded(Ping{1}), kAlice).ok) << "another address has its own bucket";
+  // Bad packets are refused before they cost a token.
+  EXPECT_EQ(admit(Bytes(3, 0), kAlice).reason, DropReason::Truncated);
+}
+
+TEST(AddressRateLimiter, ATableFullOfSpoofedSourcesStaysBounded) {
+  AddressRateLimiter limiter({1, 1}, 64);
+  for (uint32_t ip = 1; ip <= 10000; ++ip) EXPECT_TRUE(limiter.take({ip, 1}, ip)) << "a new source starts with its burst";
+  EXPECT_TRUE(limiter.take({20000, 1}, 20000));
+  EXPECT_FALSE(limiter.take({20000, 1}, 20000)) << "a remembered source spends its bucket";
+}
+
+TEST(SessionTable, InsertFindRemoveAcrossManyChurns) {
+  SessionTable table(100);
+  std::mt19937_64 rng(3);
+  std::map<uint64_t, SourceAddress> model;
+  for (int i = 0; i < 20000; ++i) {
+    if (model.size() < 100 && (rng() % 2 == 0 || model.empty())) {
+      const uint64_t id = 1 + rng() % 5000;
+      const SourceAddress src{static_cast<uint32_t>(rng()) | 1, static_cast<uint16_t>(rng())};
+      Session s;
+      s.player_id = id;
+      s.source = src;
+      bool src_taken = false;
+      for (const auto& [pid, a] : model) src_taken |= a == src;
+      Session* got = table.insert(s);
+      if (model.count(id) || src_taken) {
+        EXPECT_EQ(got, nullptr);
+      } else {
+        ASSERT_NE(got, nullptr);
+        model[id] = src;
+      }
+    } else {
+      auto it = model.begin();
+      std::advance(it, static_cast<long>(rng() % model.size()));
+      Session* s = table.find_player(it->first);
+      ASSERT_NE(s, nullptr);
+      ASSERT_EQ(table.find_source(it->second), s);
+      table.remove(s);
+      EXPECT_EQ(table.find_player(it->first), nullptr);
+      EXPECT_EQ(table.find_source(it->second), nullptr);
+      model.erase(it);
+    }
+    ASSERT_EQ(table.size(), model.size());
+  }
+  for (const auto& [id, src] : model) {
+    ASSERT_NE(table.find_player(id), nullptr);
+    EXPECT_EQ(table.find_player(id)->source, src);
+  }
+  EXPECT_EQ(table.insert(Session{}), nullptr) << "player id 0 is never a session";
+}
+
+TEST(SessionTable, RefusesWhenFull) {
+  SessionTable table(2);
+  Session a;
+  a.player_id = 1;
+  a.source = {1, 1};
+  Session b = a;
+  b.player_id = 2;
+  b.source = {2, 2};
+  Session c = a;
+  c.player_id = 3;
+  c.source = {3, 3};
+  EXPECT_NE(table.insert(a), nullptr);
+  EXPECT_NE(table.insert(b), nullptr);
+  EXPECT_EQ(table.insert(c), nullptr);
+}
+
+TEST(AdminKey, DisabledKeyMatchesNothing) {
+  EXPECT_FALSE(admin_key_matches(0, 0));
+  EXPECT_TRUE(admin_key_matches(5, 5));
+  EXPECT_FALSE(admin_key_matches(5, 4));
+}
+
+}  // namespace

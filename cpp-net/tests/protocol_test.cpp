@@ -1,0 +1,239 @@
+// The C++ wire codec against docs/protocol-vectors-v1.txt (the bytes the Rust codec is held
+// to as well), round trips, and hostile input.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <functional>
+#include <map>
+#include <random>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "protocol.hpp"
+
+namespace {
+
+using namespace mmo::wire;
+using Bytes = std::vector<uint8_t>;
+
+std::map<std::string, Bytes> load_vectors() {
+  std::ifstream in(MMO_VECTORS_FILE);
+  EXPECT_TRUE(in.good()) << "cannot open " << MMO_VECTORS_FILE;
+  std::map<std::string, Bytes> vectors;
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.empty() || line[0] == '#') continue;
+    std::istringstream fields(line);
+    std::string name;
+    std::string hex;
+    fields >> name >> hex;
+    Bytes bytes;
+    for (size_t i = 0; i + 1 < hex.size(); i += 2) bytes.push_back(static_cast<uint8_t>(std::stoul(hex.substr(i, 2), nullptr, 16)));
+    vectors[name] = bytes;
+  }
+  return vectors;
+}
+
+template <typename M>
+Bytes encoded(const M& m, uint16_t flags = 0) {
+  Bytes out(kStatsReplyMax);
+  const size_t n = encode(m, out, flags);
+  out.resize(n);
+  return out;
+}
+
+Move vector_move() {
+  Move m{42, 0xfeedface01020304ULL, 7, 90210, 10.25f, 20.5f, 1.5f, {}};
+  for (size_t i = 0; i < kPayloadSize; ++i) m.payload[i] = static_cast<uint8_t>(i);
+  return m;
+}
+
+// Each vector's message, built from the values in its comment line. A vector in the file
+// with no entry here fails the test, so a new vector cannot be skipped silently.
+std::map<std::string, std::function<void(const Bytes&)>> vector_checks() {
+  std::map<std::string, std::function<void(const Bytes&)>> checks;
+  auto client = [&](const std::string& name, auto message, uint16_t flags = 0) {
+    checks[name] = [message, flags](const Bytes& bytes) {
+      EXPECT_EQ(encoded(message, flags), bytes);
+      Decoded<ClientMessage> d;
+      ASSERT_EQ(decode_client(bytes, d), DecodeError::Ok);
+      EXPECT_EQ(d.flags, flags);
+      using M = decltype(message);
+      ASSERT_TRUE(std::holds_alternative<M>(d.message));
+      EXPECT_EQ(std::get<M>(d.message), message);
+    };
+  };
+  auto server = [&](const std::string& name, auto message) {
+    checks[name] = [message](const Bytes& bytes) {
+      EXPECT_EQ(encoded(message), bytes);
+      Decoded<ServerMessage> d;
+      ASSERT_EQ(decode_server(bytes, d), DecodeError::Ok);
+      using M = decltype(message);
+      ASSERT_TRUE(std::holds_alternative<M>(d.message));
+      EXPECT_EQ(std::get<M>(d.message), message);
+    };
+  };
+  const uint64_t nonce = 0x1122334455667788ULL;
+  const uint64_t token = 0xfeedface01020304ULL;
+  const uint64_t object = (uint64_t{1} << 63) | 5;
+  client("join_request", JoinRequest{nonce});
+  server("join_challenge", JoinChallenge{nonce, 170000, 0x0123456789abcdefULL});
+  client("join_confirm", JoinConfirm{nonce, 170000, 2, 0x0123456789abcdefULL, 100.5f, 2048.25f});
+  server("join_accept", JoinAccept{nonce, 42, token, JoinStatus::Joined, 50, 123456789});
+  client("move", vector_move());
+  server("move_ack_rejected", MoveAck{7, 90210, 4, 0, {}});
+  MoveAck contacts{8, 90310, 0, 2, {}};
+  contacts.contacts[0] = {43, 3.5f, 1};
+  contacts.contacts[1] = {object, 7.75f, 2};
+  server("move_ack_contacts", contacts);
+  AoiSnapshot aoi{99, 2, 123456789, {}};
+  aoi.entries[0] = {43, 11.0f, 21.0f, 1};
+  aoi.entries[1] = {object, 12.5f, 22.5f, 2};
+  server("aoi_snapshot", aoi);
+  client("economy_request", EconomyRequest{42, token, 1001, 43, -5, 3, 7, 2}, kFlagRetransmit);
+  server("economy_result", EconomyResult{1001, 250, 5, 1});
+  client("leave", Leave{42, token, 9});
+  server("leave_ack", LeaveAck{42});
+  client("ping", Ping{555000111});
+  server("pong", Pong{555000111, 123456789});
+  client("raid_trigger", RaidTrigger{0xa11ce5ec2e7ULL, 3, 11000, 2048.0f, 1024.0f, 64.0f, 5000, 100, 77, 2, 9});
+  server("raid_result", RaidResult{3, 0, 11000, 16, 140, 450000});
+  client("stats_request", StatsRequest{0xa11ce5ec2e7ULL, 4});
+  server("stats_reply", StatsReply{4, "moves_applied 12\ndrop_replayed 3\n"});
+  return checks;
+}
+
+TEST(ProtocolVectors, EveryCommittedVectorEncodesAndDecodesExactly) {
+  const auto vectors = load_vectors();
+  auto checks = vector_checks();
+  ASSERT_GE(vectors.size(), 18u);
+  for (const auto& [name, bytes] : vectors) {
+    SCOPED_TRACE(name);
+    auto it = checks.find(name);
+    ASSERT_NE(it, checks.end()) << "vector '" << name << "' has no check in protocol_test.cpp";
+    it->second(bytes);
+  }
+  for (const auto& [name, check] : checks) EXPECT_TRUE(vectors.count(name)) << "check '" << name << "' has no vector in the file";
+}
+
+TEST(ProtocolVectors, EveryTruncationOfEveryVectorIsRefusedNotCrashed) {
+  for (const auto& [name, bytes] : load_vectors()) {
+    SCOPED_TRACE(name);
+    for (size_t len = 0; len < bytes.size(); ++len) {
+      const Bytes cut(bytes.begin(), bytes.begin() + static_cast<std::ptrdiff_t>(len));
+      Decoded<ClientMessage> c;
+      Decoded<ServerMessage> s;
+      const DecodeError ce = decode_client(cut, c);
+      const DecodeError se = decode_server(cut, s);
+      EXPECT_NE(ce, DecodeError::Ok);
+      EXPECT_NE(se, DecodeError::Ok);
+      if (len < kHeaderSize) {
+        EXPECT_EQ(ce, DecodeError::Truncated);
+        EXPECT_EQ(se, DecodeError::Truncated);
+      }
+    }
+  }
+}
+
+TEST(ProtocolDecode, EachHeaderFaultHasItsOwnError) {
+  const Bytes move = encoded(vector_move());
+  Decoded<ClientMessage> d;
+  auto with = [&](size_t offset, uint8_t value) {
+    Bytes b = move;
+    b[offset] = value;
+    return decode_client(b, d);
+  };
+  EXPECT_EQ(with(0, 0x00), DecodeError::BadMagic);
+  EXPECT_EQ(with(2, 2), DecodeError::BadVersion);
+  EXPECT_EQ(with(3, 0x83), DecodeError::UnknownType) << "a server type from a client";
+  EXPECT_EQ(with(3, 0x09), DecodeError::UnknownType);
+  EXPECT_EQ(with(4, 81), DecodeError::BadLength) << "length field disagrees with the datagram";
+  EXPECT_EQ(with(6, 2), DecodeError::BadField) << "unknown flag bit";
+  EXPECT_EQ(with(44, 1), DecodeError::BadField) << "reserved byte";
+  Bytes longer = move;
+  longer.push_back(0);
+  longer[4] = static_cast<uint8_t>(longer.size());
+  EXPECT_EQ(decode_client(longer, d), DecodeError::BadLength) << "more bytes than the type's size";
+  Bytes oversized(kClientDatagramMax + 1, 0);
+  std::copy(move.begin(), move.end(), oversized.begin());
+  EXPECT_EQ(decode_client(oversized, d), DecodeError::Oversized);
+  Move nan = vector_move();
+  nan.x_m = std::numeric_limits<float>::quiet_NaN();
+  EXPECT_EQ(decode_client(encoded(nan), d), DecodeError::BadField);
+  Move inf = vector_move();
+  inf.y_m = std::numeric_limits<float>::infinity();
+  EXPECT_EQ(decode_client(encoded(inf), d), DecodeError::BadField);
+  EconomyRequest bad_kind{1, 2, 3, 4, 5, 6, 7, 9};
+  EXPECT_EQ(decode_client(encoded(bad_kind), d), DecodeError::BadField);
+  RaidTrigger player_kind{1, 2, 3, 0, 0, 1, 1, 1, 1, 1, 1};
+  EXPECT_EQ(decode_client(encoded(player_kind), d), DecodeError::BadField) << "a raid may not spawn players";
+}
+
+TEST(ProtocolDecode, CountsAboveTheirMaximumAreRefused) {
+  MoveAck ack{1, 2, 0, 1, {}};
+  Bytes b = encoded(ack);
+  b[17] = static_cast<uint8_t>(kContactsMax + 1);
+  Decoded<ServerMessage> d;
+  EXPECT_EQ(decode_server(b, d), DecodeError::BadField);
+  b[17] = 2;  // claims more contacts than the datagram holds
+  EXPECT_EQ(decode_server(b, d), DecodeError::Truncated);
+  ack.contact_count = static_cast<uint8_t>(kContactsMax + 1);
+  EXPECT_EQ(encoded(ack).size(), 0u) << "the encoder refuses too";
+}
+
+TEST(ProtocolEncode, TooSmallABufferWritesNothingAndReturnsZero) {
+  std::array<uint8_t, kMoveSize - 1> small{};
+  EXPECT_EQ(encode(vector_move(), small), 0u);
+  EXPECT_TRUE(std::all_of(small.begin(), small.end(), [](uint8_t b) { return b == 0; }));
+}
+
+TEST(ProtocolRoundTrip, RandomMessagesSurviveEncodeDecode) {
+  std::mt19937_64 rng(12345);
+  auto f = [&] { return std::uniform_real_distribution<float>(-5000.0f, 5000.0f)(rng); };
+  for (int i = 0; i < 2000; ++i) {
+    Move m{rng(), rng(), static_cast<uint32_t>(rng()), static_cast<uint32_t>(rng()), f(), f(), f(), {}};
+    for (auto& b : m.payload) b = static_cast<uint8_t>(rng());
+    Decoded<ClientMessage> d;
+    ASSERT_EQ(decode_client(encoded(m), d), DecodeError::Ok);
+    ASSERT_EQ(std::get<Move>(d.message), m);
+
+    AoiSnapshot a{static_cast<uint32_t>(rng()), static_cast<uint16_t>(rng() % (kAoiEntriesMax + 1)), rng(), {}};
+    for (size_t k = 0; k < a.count; ++k) a.entries[k] = {rng(), f(), f(), static_cast<uint8_t>(rng())};
+    Decoded<ServerMessage> s;
+    ASSERT_EQ(decode_server(encoded(a), s), DecodeError::Ok);
+    ASSERT_EQ(std::get<AoiSnapshot>(s.message), a);
+
+    MoveAck ack{static_cast<uint32_t>(rng()), static_cast<uint32_t>(rng()), static_cast<uint8_t>(rng() % 6),
+                static_cast<uint8_t>(rng() % (kContactsMax + 1)), {}};
+    for (size_t k = 0; k < ack.contact_count; ++k) ack.contacts[k] = {rng(), f(), static_cast<uint8_t>(rng())};
+    ASSERT_EQ(decode_server(encoded(ack), s), DecodeError::Ok);
+    ASSERT_EQ(std::get<MoveAck>(s.message), ack);
+  }
+}
+
+TEST(ProtocolHostile, RandomBytesNeverCrashAndRarelyDecode) {
+  std::mt19937_64 rng(777);
+  size_t decoded_ok = 0;
+  for (int i = 0; i < 200000; ++i) {
+    Bytes b(rng() % 300);
+    for (auto& x : b) x = static_cast<uint8_t>(rng());
+    // Half the time give it a valid header, so the per-type decoders see garbage too.
+    if (b.size() >= kHeaderSize && (i & 1)) {
+      b[0] = 0x4d;
+      b[1] = 0x4f;
+      b[2] = 1;
+      b[4] = static_cast<uint8_t>(b.size() & 0xff);
+      b[5] = static_cast<uint8_t>(b.size() >> 8);
+    }
+    Decoded<ClientMessage> c;
+    Decoded<ServerMessage> s;
+    if (decode_client(b, c) == DecodeError::Ok) ++decoded_ok;
+    if (decode_server(b, s) == DecodeError::Ok) ++decoded_ok;
+  }
+  // Reserved bytes must be zero, so random bodies almost never pass.
+  EXPECT_LT(decoded_ok, 200u);
+}
+
+}  // namespace

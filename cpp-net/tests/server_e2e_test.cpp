@@ -1,0 +1,365 @@
+// mmo-server end to end over loopback: start the real binary on a free port, join clients
+// through the cookie handshake, move two into contact and check acks, contact events and AoI
+// snapshots; then send malformed, truncated, oversized, spoofed and replayed datagrams and
+// check each is counted under its reason and none reaches the engine; then SIGTERM and check
+// the exit status and the final stats line.
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <functional>
+#include <thread>
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "mmo_core.h"
+#include "protocol.hpp"
+
+namespace {
+
+using namespace mmo::wire;
+using Bytes = std::vector<uint8_t>;
+using Clock = std::chrono::steady_clock;
+
+constexpr uint64_t kAdminKey = 0xa11ce5ec2e7ULL;
+
+// The server process: started with --port 0; the port is read from its first stdout line.
+class ServerProcess {
+ public:
+  explicit ServerProcess(std::vector<std::string> extra_args) {
+    int out[2];
+    if (pipe(out) != 0) return;
+    pid_ = fork();
+    if (pid_ == 0) {
+      dup2(out[1], STDOUT_FILENO);
+      close(out[0]);
+      close(out[1]);
+      std::vector<std::string> args = {MMO_SERVER_BINARY, "--port", "0", "--threads", "2", "--admin-key", std::to_string(kAdminKey),
+                                       "--stats-interval-s", "0", "--tick-hz", "20"};
+      args.insert(args.end(), extra_args.begin(), extra_args.end());
+      std::vector<char*> argv;
+      for (auto& a : args) argv.push_back(a.data());
+      argv.push_back(nullptr);
+      execv(argv[0], argv.data());
+      _exit(127);
+    }
+    close(out[1]);
+    stdout_ = fdopen(out[0], "r");
+    char line[512];
+    if (stdout_ != nullptr && std::fgets(line, sizeof(line), stdout_) != nullptr) {
+      first_line_ = line;
+      const auto at = first_line_.find("127.0.0.1:");
+      if (at != std::string::npos) port_ = static_cast<uint16_t>(std::stoi(first_line_.substr(at + 10)));
+    }
+  }
+  ~ServerProcess() {
+    if (pid_ > 0 && !reaped_) {
+      kill(pid_, SIGKILL);
+      waitpid(pid_, nullptr, 0);
+    }
+    if (stdout_ != nullptr) fclose(stdout_);
+  }
+  uint16_t port() const { return port_; }
+  const std::string& first_line() const { return first_line_; }
+  // SIGTERM, wait (bounded), and return {exit status, the rest of stdout}.
+  std::pair<int, std::string> terminate() {
+    kill(pid_, SIGTERM);
+    std::string rest;
+    char buf[4096];
+    size_t n;
+    while ((n = std::fread(buf, 1, sizeof(buf), stdout_)) > 0) rest.append(buf, n);
+    int status = 0;
+    waitpid(pid_, &status, 0);
+    reaped_ = true;
+    return {status, rest};
+  }
+
+ private:
+  pid_t pid_ = -1;
+  FILE* stdout_ = nullptr;
+  std::string first_line_;
+  uint16_t port_ = 0;
+  bool reaped_ = false;
+};
+
+class Client {
+ public:
+  explicit Client(uint16_t server_port) {
+    fd_ = socket(AF_INET, SOCK_DGRAM, 0);
+    sockaddr_in local{};
+    local.sin_family = AF_INET;
+    local.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    bind(fd_, reinterpret_cast<sockaddr*>(&local), sizeof(local));
+    server_.sin_family = AF_INET;
+    server_.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    server_.sin_port = htons(server_port);
+  }
+  ~Client() { close(fd_); }
+  void send_raw(const Bytes& b) { sendto(fd_, b.data(), b.size(), 0, reinterpret_cast<sockaddr*>(&server_), sizeof(server_)); }
+  template <typename M>
+  Bytes send(const M& m) {
+    Bytes b(kStatsReplyMax);
+    b.resize(encode(m, b));
+    send_raw(b);
+    return b;
+  }
+  // Waits up to `timeout` for a server message of type M (skipping others, e.g. AoI).
+  template <typename M>
+  std::optional<M> wait_for(std::chrono::milliseconds timeout = std::chrono::milliseconds(2000), const std::function<bool(const M&)>& accept = nullptr) {
+    const auto deadline = Clock::now() + timeout;
+    Bytes buf(65536);
+    while (Clock::now() < deadline) {
+      pollfd p{fd_, POLLIN, 0};
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+      if (poll(&p, 1, static_cast<int>(std::max<long>(1, left))) <= 0) continue;
+      const ssize_t n = recv(fd_, buf.data(), buf.size(), 0);
+      if (n <= 0) continue;
+      Decoded<ServerMessage> d;
+      if (decode_server({buf.data(), static_cast<size_t>(n)}, d) != DecodeError::Ok) continue;
+      if (const M* m = std::get_if<M>(&d.message)) {
+        if (!accept || accept(*m)) return *m;
+      }
+    }
+    return std::nullopt;
+  }
+
+ private:
+  int fd_ = -1;
+  sockaddr_in server_{};
+};
+
+struct Joined {
+  uint64_t player_id = 0;
+  uint64_t token = 0;
+};
+
+Joined join(Client& c, uint64_t nonce, float x, float y, uint8_t faction = 1) {
+  c.send(JoinRequest{nonce});
+  const auto challenge = c.wait_for<JoinChallenge>();
+  EXPECT_TRUE(challenge.has_value());
+  if (!challenge) return {};
+  EXPECT_EQ(challenge->nonce, nonce);
+  c.send(JoinConfirm{nonce, challenge->period, faction, challenge->cookie, x, y});
+  const auto accept = c.wait_for<JoinAccept>();
+  EXPECT_TRUE(accept.has_value());
+  if (!accept) return {};
+  EXPECT_EQ(accept->status, JoinStatus::Joined);
+  EXPECT_NE(accept->player_id, 0u);
+  return {accept->player_id, accept->session_token};
+}
+
+std::map<std::string, uint64_t> server_stats(Client& admin, uint32_t request_id) {
+  admin.send(StatsRequest{kAdminKey, request_id});
+  Bytes keep;
+  std::map<std::string, uint64_t> stats;
+  // The reply's text is borrowed from the datagram: parse inside the accept callback.
+  admin.wait_for<StatsReply>(std::chrono::milliseconds(3000), [&](const StatsReply& r) {
+    if (r.request_id != request_id) return false;
+    std::istringstream in{std::string(r.text)};
+    std::string name;
+    uint64_t value = 0;
+    while (in >> name >> value) stats[name] = value;
+    return true;
+  });
+  return stats;
+}
+
+Move move(const Joined& j, uint32_t seq, uint32_t client_ms, float x, float y) { return Move{j.player_id, j.token, seq, client_ms, x, y, 0, {}}; }
+
+TEST(ServerEndToEnd, PlayContactsAoiHostileTrafficAndCleanShutdown) {
+  ServerProcess server({});
+  ASSERT_NE(server.port(), 0) << "no port in the first line: '" << server.first_line() << "'";
+  EXPECT_NE(server.first_line().find("engine=rust"), std::string::npos);
+
+  Client a(server.port()), b(server.port()), far(server.port()), mallory(server.port()), admin(server.port());
+  const Joined ja = join(a, 101, 1000, 1000);
+  const Joined jb = join(b, 202, 1010, 1000);
+  const Joined jf = join(far, 303, 3000, 3000);
+  ASSERT_NE(ja.player_id, 0u);
+  ASSERT_NE(jb.player_id, 0u);
+  ASSERT_NE(jf.player_id, 0u);
+
+  // A retransmitted confirm (same address, same nonce) gets the same player, not a new one.
+  {
+    Client again(server.port());
+    const Joined first = join(again, 404, 500, 500);
+    again.send(JoinRequest{404});
+    const auto ch = again.wait_for<JoinChallenge>();
+    ASSERT_TRUE(ch);
+    again.send(JoinConfirm{404, ch->period, 1, ch->cookie, 500, 500});
+    const auto acc = again.wait_for<JoinAccept>();
+    ASSERT_TRUE(acc);
+    EXPECT_EQ(acc->player_id, first.player_id);
+    EXPECT_EQ(acc->session_token, first.token);
+  }
+
+  // A moves 2 m away from B: applied, no contact (12 m apart).
+  a.send(move(ja, 1, 1000, 998, 1000));
+  const auto ack_a = a.wait_for<MoveAck>();
+  ASSERT_TRUE(ack_a);
+  EXPECT_EQ(ack_a->sequence, 1u);
+  EXPECT_EQ(ack_a->client_time_ms, 1000u);
+  EXPECT_EQ(ack_a->result, 0);
+  EXPECT_EQ(ack_a->contact_count, 0);
+
+  // B moves 3 m towards A: 9 m... then 3 m more: 6 m apart, inside the 8 m contact radius.
+  b.send(move(jb, 1, 5000, 1007, 1000));
+  const auto ack_b1 = b.wait_for<MoveAck>();
+  ASSERT_TRUE(ack_b1);
+  EXPECT_EQ(ack_b1->result, 0);
+  EXPECT_EQ(ack_b1->contact_count, 0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  b.send(move(jb, 2, 5300, 1004, 1000));
+  const auto ack_b2 = b.wait_for<MoveAck>();
+  ASSERT_TRUE(ack_b2);
+  EXPECT_EQ(ack_b2->sequence, 2u);
+  EXPECT_EQ(ack_b2->result, 0);
+  ASSERT_EQ(ack_b2->contact_count, 1);
+  EXPECT_EQ(ack_b2->contacts[0].other_id, ja.player_id);
+  EXPECT_EQ(ack_b2->contacts[0].kind, MMO_ENTITY_KIND_PLAYER);
+  EXPECT_NEAR(ack_b2->contacts[0].distance_m, 6.0f, 0.01f);
+
+  // A too-fast move is the engine's refusal: acked with its reason, not dropped.
+  a.send(move(ja, 2, 1010, 1500, 1000));
+  const auto ack_fast = a.wait_for<MoveAck>();
+  ASSERT_TRUE(ack_fast);
+  EXPECT_EQ(ack_fast->result, MMO_REJECT_REASON_TOO_FAST);
+
+  // AoI: A's snapshot lists B (nearest first), at the tick rate.
+  const auto snapshot = a.wait_for<AoiSnapshot>(std::chrono::milliseconds(2000), [&](const AoiSnapshot& s) {
+    for (size_t i = 0; i < s.count; ++i) {
+      if (s.entries[i].entity_id == jb.player_id) return std::abs(s.entries[i].x_m - 1004) < 0.01f;
+    }
+    return false;
+  });
+  ASSERT_TRUE(snapshot) << "no AoI snapshot with B's new position";
+  for (size_t i = 1; i < snapshot->count; ++i) {
+    const float d0 = std::hypot(snapshot->entries[i - 1].x_m - 998, snapshot->entries[i - 1].y_m - 1000);
+    const float d1 = std::hypot(snapshot->entries[i].x_m - 998, snapshot->entries[i].y_m - 1000);
+    EXPECT_LE(d0, d1 + 0.01f) << "nearest first";
+  }
+  const auto first_snap = a.wait_for<AoiSnapshot>();
+  const auto second_snap = a.wait_for<AoiSnapshot>();
+  ASSERT_TRUE(first_snap && second_snap);
+  EXPECT_GT(second_snap->tick, first_snap->tick);
+
+  // Hostile traffic. Every datagram below must be dropped under exactly its reason.
+  const auto before = server_stats(admin, 1);
+  ASSERT_FALSE(before.empty()) << "no STATS_REPLY";
+  const uint64_t applied_before = before.at("engine_moves_applied");
+  const Bytes good = [&] {
+    Bytes b(kMoveSize);
+    encode(move(ja, 3, 1020, 998.5f, 1000), b);
+    return b;
+  }();
+  std::map<std::string, int> sent;
+  auto hostile = [&](Client& from, const Bytes& bytes, const std::string& reason) {
+    from.send_raw(bytes);
+    sent[reason]++;
+  };
+  Bytes bad = good;
+  bad[0] ^= 0xff;
+  hostile(a, bad, "bad_magic");
+  bad = good;
+  bad[2] = 7;
+  hostile(a, bad, "bad_version");
+  bad = good;
+  bad[3] = 0x42;
+  hostile(a, bad, "unknown_type");
+  hostile(a, Bytes(good.begin(), good.begin() + 5), "truncated");
+  hostile(a, Bytes(good.begin(), good.begin() + 60), "truncated");
+  bad = good;
+  bad.resize(300);
+  hostile(a, bad, "oversized");
+  bad = good;
+  bad.resize(90);
+  bad[4] = 90;
+  hostile(a, bad, "bad_length");
+  bad = good;
+  bad[44] = 1;
+  hostile(a, bad, "bad_field");
+  Bytes wrong_token(kMoveSize);
+  encode(Move{ja.player_id, ja.token ^ 1, 10, 1030, 998, 1000, 0, {}}, wrong_token);
+  hostile(mallory, wrong_token, "bad_session");
+  Bytes spoofed(kMoveSize);
+  encode(Move{ja.player_id, ja.token, 11, 1030, 998, 1000, 0, {}}, spoofed);
+  hostile(mallory, spoofed, "address_mismatch");
+  Bytes nobody(kMoveSize);
+  encode(Move{ja.player_id + 1000, 5, 1, 1030, 998, 1000, 0, {}}, nobody);
+  hostile(mallory, nobody, "unknown_player");
+  Bytes forged_cookie(kJoinConfirmSize);
+  encode(JoinConfirm{9, 0, 1, 0xdeadbeef, 1, 1}, forged_cookie);
+  hostile(mallory, forged_cookie, "bad_cookie");
+  Bytes raid(kRaidTriggerSize);
+  encode(RaidTrigger{kAdminKey ^ 1, 1, 100, 1000, 1000, 10, 1000, 10, 1, 2, 9}, raid);
+  hostile(mallory, raid, "bad_admin_key");
+  // The replay: A's first move, byte for byte.
+  Bytes replay(kMoveSize);
+  encode(move(ja, 1, 1000, 998, 1000), replay);
+  hostile(a, replay, "replayed");
+
+  // A legitimate move after all that still works.
+  a.send(move(ja, 3, 1300, 999, 1000));
+  const auto ack_after = a.wait_for<MoveAck>(std::chrono::milliseconds(2000), [](const MoveAck& m) { return m.sequence == 3; });
+  ASSERT_TRUE(ack_after);
+  EXPECT_EQ(ack_after->result, 0);
+
+  const auto after = server_stats(admin, 2);
+  ASSERT_FALSE(after.empty());
+  for (const auto& [reason, count] : sent) {
+    const std::string key = "drop_" + reason;
+    ASSERT_TRUE(after.count(key)) << key;
+    EXPECT_EQ(after.at(key) - before.at(key), static_cast<uint64_t>(count)) << key;
+  }
+  EXPECT_EQ(after.at("drop_rate_limited_address") - before.at("drop_rate_limited_address"), 0u);
+  EXPECT_EQ(after.at("drop_rate_limited_player") - before.at("drop_rate_limited_player"), 0u);
+  EXPECT_EQ(after.at("engine_moves_applied") - applied_before, 1u) << "only the legitimate move reached the engine";
+  EXPECT_EQ(after.at("engine_move_rejected_wrong_session"), 0u) << "spoofs never reach the engine";
+  EXPECT_EQ(after.at("economy_conserved"), 1u);
+
+  // A raid through the admin key; the answer carries the engine's own spawn time.
+  admin.send(RaidTrigger{kAdminKey, 77, 500, 1000, 1000, 20, 2000, 10, 5, 2, 9});
+  const auto raid_result = admin.wait_for<RaidResult>();
+  ASSERT_TRUE(raid_result);
+  EXPECT_EQ(raid_result->request_id, 77u);
+  EXPECT_EQ(raid_result->status, MMO_OK);
+  EXPECT_EQ(raid_result->spawned, 500u);
+  EXPECT_GT(raid_result->spawn_ns, 0u);
+
+  // Leave: acked, then the session is gone.
+  a.send(Leave{ja.player_id, ja.token, 4});
+  const auto left = a.wait_for<LeaveAck>();
+  ASSERT_TRUE(left);
+  EXPECT_EQ(left->player_id, ja.player_id);
+
+  const auto [status, rest] = server.terminate();
+  ASSERT_TRUE(WIFEXITED(status)) << "killed by a signal";
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+  EXPECT_NE(rest.find("SIGTERM received"), std::string::npos) << rest;
+  EXPECT_NE(rest.find("mmo-server: final uptime_ms="), std::string::npos) << rest;
+  EXPECT_NE(rest.find("update_latency_us p50="), std::string::npos) << rest;
+  EXPECT_NE(rest.find("engine_moves_applied "), std::string::npos) << rest;
+}
+
+TEST(ServerEndToEnd, RefusesBadFlagsWithUsage) {
+  const int status = std::system((std::string(MMO_SERVER_BINARY) + " --tick-hz 0 >/dev/null 2>&1").c_str());
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_NE(WEXITSTATUS(status), 0);
+  const int help = std::system((std::string(MMO_SERVER_BINARY) + " --help >/dev/null 2>&1").c_str());
+  ASSERT_TRUE(WIFEXITED(help));
+  EXPECT_EQ(WEXITSTATUS(help), 0);
+}
+
+}  // namespace
