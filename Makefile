@@ -2,6 +2,7 @@
 # the whole test suite (what .ci/run runs). Later parts of the product (the UDP front and
 # mmo-server, the baseline engine, the load tester) add their steps to these same targets.
 
+SHELL      := bash
 CARGO      ?= cargo
 # C++ builds (CMake drives cargo for the mmo-ffi staticlib).
 CPP_BUILD   := build/cpp
@@ -10,11 +11,16 @@ CMAKE_FLAGS := -G Ninja
 
 # Loom models build with a cfg that swaps in loom's atomics; a separate target directory
 # keeps that build from invalidating the normal one.
+FUZZ_BUILD  := build/fuzz
+# libFuzzer executions in `make fuzz` (CI); run longer with e.g. `make fuzz FUZZ_RUNS=100000000`
+# or FUZZ_RUNS=-1 for no limit (stop with Ctrl-C).
+FUZZ_RUNS   ?= 2000000
+
 LOOM_TARGET := target/loom
 LOOM_TESTS  := --test loom_health --test loom_capacity --test loom_tick_board
 
 .PHONY: all build rust-build cpp-build run test deps check-format lint docs unit-tests loom bench bench-smoke \
-        header header-check cpp-test cpp-asan cpp-valgrind clean
+        header header-check cpp-test cpp-asan cpp-valgrind fuzz clean
 
 all: build
 
@@ -47,7 +53,7 @@ run: build
 
 ## The whole test suite. Installs what a fresh Debian 12 machine lacks first (cbindgen,
 ## valgrind, rustfmt/clippy, ...), so this one command works there.
-test: deps check-format header-check lint docs unit-tests cpp-test cpp-asan cpp-valgrind loom bench-smoke
+test: deps check-format header-check lint docs unit-tests cpp-test cpp-asan cpp-valgrind fuzz loom bench-smoke
 	@echo "make test: all suites passed"
 
 ## Tools beyond the preinstalled toolchains (idempotent; see .ci/install-deps).
@@ -81,6 +87,16 @@ cpp-asan:
 ## this build, so memcheck tracks the Rust side's heap accesses and leaks too.
 cpp-valgrind: cpp-build
 	valgrind --error-exitcode=9 --leak-check=full --errors-for-leak-kinds=definite -q $(CPP_BUILD)/ffi_engine_test
+
+## The libFuzzer target for the datagram decoder and admission path (clang, ASan+UBSan),
+## seeded with the committed protocol vectors; FUZZ_RUNS executions (2 million by default).
+fuzz:
+	mkdir -p $(FUZZ_BUILD)/corpus
+	clang++ -std=c++20 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -Icpp-net/src \
+	  cpp-net/fuzz/datagram_fuzz.cpp cpp-net/src/protocol.cpp cpp-net/src/admission.cpp -o $(FUZZ_BUILD)/datagram_fuzz
+	cp cpp-net/fuzz/corpus/* $(FUZZ_BUILD)/corpus/
+	$(FUZZ_BUILD)/datagram_fuzz -runs=$(FUZZ_RUNS) -max_len=512 -print_final_stats=1 $(FUZZ_BUILD)/corpus 2>&1 | \
+	  grep -E 'stat::number_of_executed_units|Done|ERROR|SUMMARY|crash'; test $${PIPESTATUS[0]} -eq 0
 
 ## Loom model checks of the hand-written atomic protocols.
 loom:

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cassert>
 #include <cstring>
+#include <mutex>
 #include <stdexcept>
 
 #include "highwayhash/sip_hash.h"
@@ -280,12 +281,39 @@ bool admin_key_matches(uint64_t expected, uint64_t presented) {
   return expected != 0 && diff == 0;
 }
 
-Admission::Admission(const AdmissionConfig& config, const JoinCookies& cookies)
-    : config_(config), cookies_(cookies), addresses_(config.per_address, config.address_slots_pow2), sessions_(config.max_sessions) {}
+bool SessionDirectory::add(uint64_t player_id, uint64_t session_token, SourceAddress source) {
+  Session s;
+  s.player_id = player_id;
+  s.session_token = session_token;
+  s.source = source;
+  std::unique_lock lock(mutex_);
+  return table_.insert(s) != nullptr;
+}
+
+void SessionDirectory::remove(uint64_t player_id) {
+  std::unique_lock lock(mutex_);
+  if (Session* s = table_.find_player(player_id)) table_.remove(s);
+}
+
+DropReason SessionDirectory::classify_foreign(uint64_t player_id, uint64_t session_token, SourceAddress source) const {
+  std::shared_lock lock(mutex_);
+  const Session* s = table_.find_player(player_id);
+  if (s == nullptr) return DropReason::UnknownPlayer;
+  if (s->session_token != session_token) return DropReason::BadSession;
+  // The right token from an address other than the session's (the session's own address
+  // always reaches the owning worker, so this is another source, or a stale entry).
+  return s->source == source ? DropReason::UnknownPlayer : DropReason::AddressMismatch;
+}
+
+Admission::Admission(const AdmissionConfig& config, const JoinCookies& cookies, const SessionDirectory* directory)
+    : config_(config), cookies_(cookies), directory_(directory), addresses_(config.per_address, config.address_slots_pow2), sessions_(config.max_sessions) {}
 
 Admitted Admission::session_check(uint64_t player_id, uint64_t token, SourceAddress source, const uint32_t* sequence, uint64_t now_us) {
   Session* s = sessions_.find_player(player_id);
-  if (s == nullptr) return {false, DropReason::UnknownPlayer, nullptr};
+  if (s == nullptr) {
+    const DropReason reason = directory_ != nullptr ? directory_->classify_foreign(player_id, token, source) : DropReason::UnknownPlayer;
+    return {false, reason, nullptr};
+  }
   if (s->session_token != token) return {false, DropReason::BadSession, nullptr};
   if (!(s->source == source)) return {false, DropReason::AddressMismatch, nullptr};
   if (sequence != nullptr && !s->replay.acceptable(*sequence)) return {false, DropReason::Replayed, nullptr};

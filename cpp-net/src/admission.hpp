@@ -11,6 +11,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <shared_mutex>
 #include <span>
 #include <vector>
 
@@ -176,6 +177,25 @@ class SessionTable {
   size_t live_ = 0;
 };
 
+// Every worker's sessions, as (player id, token, source) only, shared by the workers so a
+// datagram for a session another worker owns is classified correctly: a spoofer's packets
+// hash to another worker than the victim's, and must still count as `bad_session` or
+// `address_mismatch`, not `unknown_player`. Written on join and leave; read only when a
+// worker's own table misses. One reader-writer lock: it is never taken on the path of a
+// legitimate move (that one hits its worker's own table).
+class SessionDirectory {
+ public:
+  explicit SessionDirectory(size_t capacity) : table_(capacity) {}
+  bool add(uint64_t player_id, uint64_t session_token, SourceAddress source);
+  void remove(uint64_t player_id);
+  // The reason to drop a session message whose player this worker does not hold.
+  DropReason classify_foreign(uint64_t player_id, uint64_t session_token, SourceAddress source) const;
+
+ private:
+  mutable std::shared_mutex mutex_;
+  mutable SessionTable table_;
+};
+
 struct AdmissionConfig {
   RateLimit per_address{400, 800};
   RateLimit per_player{60, 120};
@@ -194,7 +214,8 @@ struct Admitted {
 
 class Admission {
  public:
-  Admission(const AdmissionConfig& config, const JoinCookies& cookies);
+  // `directory` may be null (one worker, or tests): then a miss is always `unknown_player`.
+  Admission(const AdmissionConfig& config, const JoinCookies& cookies, const SessionDirectory* directory = nullptr);
   // Checks one datagram from `source` at `now_us` (monotonic, microseconds since start).
   // Fills `out` when it returns ok.
   Admitted admit(std::span<const uint8_t> datagram, SourceAddress source, uint64_t now_us, wire::Decoded<wire::ClientMessage>& out);
@@ -207,6 +228,7 @@ class Admission {
   Admitted session_check(uint64_t player_id, uint64_t token, SourceAddress source, const uint32_t* sequence, uint64_t now_us);
   AdmissionConfig config_;
   const JoinCookies& cookies_;
+  const SessionDirectory* directory_;
   AddressRateLimiter addresses_;
   SessionTable sessions_;
 };

@@ -139,7 +139,7 @@ class SendBatch {
 class Worker {
  public:
   Worker(Server& server, int fd, const AdmissionConfig& admission_config)
-      : server_(server), fd_(fd), admission_(admission_config, server.cookies_) {
+      : server_(server), fd_(fd), admission_(admission_config, server.cookies_, &server.directory_) {
     epfd_ = epoll_create1(EPOLL_CLOEXEC);
     if (epfd_ < 0) throw std::runtime_error(std::string("epoll_create1: ") + std::strerror(errno));
     epoll_event ev{};
@@ -397,8 +397,10 @@ void Worker::on_join_confirm(const wire::JoinConfirm& m, SourceAddress source, u
     s.source = source;
     s.last_seen_ms = now_ms;
     s.bucket = admission_.player_bucket(now_us);
-    if (admission_.sessions().insert(s) == nullptr) {
-      // This worker's table is full (or the engine handed out an id it still holds): undo.
+    Session* inserted = admission_.sessions().insert(s);
+    if (inserted == nullptr || !server_.directory_.add(s.player_id, s.session_token, s.source)) {
+      // A table is full (or the engine handed out an id still held): undo.
+      if (inserted != nullptr) admission_.sessions().remove(inserted);
       server_.engine().leave(ticket.player_id, ticket.session_token);
       reply.status = wire::JoinStatus::ServerFull;
       counters.joins_refused.add();
@@ -416,6 +418,7 @@ void Worker::on_join_confirm(const wire::JoinConfirm& m, SourceAddress source, u
 
 void Worker::end_session(Session* session) {
   server_.engine().leave(session->player_id, session->session_token);
+  server_.directory_.remove(session->player_id);
   admission_.sessions().remove(session);
 }
 
@@ -490,7 +493,7 @@ void Worker::send_stats(SourceAddress to, uint32_t request_id) {
 // Server
 
 Server::Server(const ServerConfig& config, std::unique_ptr<Engine> engine)
-    : config_(config), engine_(std::move(engine)), cookies_(JoinCookies::with_random_secret()) {
+    : config_(config), engine_(std::move(engine)), cookies_(JoinCookies::with_random_secret()), directory_(config.max_players) {
   start_ns_ = monotonic_ns();
   unsigned threads = config_.threads != 0 ? config_.threads : std::max(1u, std::thread::hardware_concurrency());
   AdmissionConfig ac;

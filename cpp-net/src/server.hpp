@@ -107,6 +107,7 @@ class Server {
   ServerConfig config_;
   std::unique_ptr<Engine> engine_;
   JoinCookies cookies_;
+  SessionDirectory directory_;
   uint16_t port_ = 0;
   std::vector<std::unique_ptr<Worker>> workers_;
   std::vector<std::thread> threads_;

@@ -95,6 +95,28 @@ TEST_F(Fixture, EveryDropReasonInValidationOrder) {
   EXPECT_EQ(seen.size() + 2, kDropReasonCount) << "rate limits are covered by their own tests";
 }
 
+TEST_F(Fixture, ASpoofHashedToAnotherWorkerIsStillNamedBySessionDirectory) {
+  // Two workers: the victim's session lives on the first; the spoofer's datagrams arrive at
+  // the second (SO_REUSEPORT hashes by source), which asks the shared directory.
+  SessionDirectory directory(64);
+  Admission owner(config, cookies, &directory);
+  Admission other(config, cookies, &directory);
+  Session s;
+  s.player_id = 7;
+  s.session_token = 77;
+  s.source = kAlice;
+  s.bucket = owner.player_bucket(0);
+  ASSERT_NE(owner.sessions().insert(s), nullptr);
+  ASSERT_TRUE(directory.add(7, 77, kAlice));
+  Decoded<ClientMessage> d;
+  EXPECT_EQ(other.admit(encoded(move(7, 78, 1)), kMallory, 1000, d).reason, DropReason::BadSession);
+  EXPECT_EQ(other.admit(encoded(move(7, 77, 1)), kMallory, 1000, d).reason, DropReason::AddressMismatch);
+  EXPECT_EQ(other.admit(encoded(move(8, 77, 1)), kMallory, 1000, d).reason, DropReason::UnknownPlayer);
+  EXPECT_TRUE(owner.admit(encoded(move(7, 77, 1)), kAlice, 1000, d).ok);
+  directory.remove(7);
+  EXPECT_EQ(other.admit(encoded(move(7, 77, 2)), kMallory, 1000, d).reason, DropReason::UnknownPlayer) << "gone after leave";
+}
+
 TEST_F(Fixture, AdmittedMessagesCarryTheirSession) {
   Session* s = join(7, 77);
   const Admitted a = admit(encoded(move(7, 77, 1)));
