@@ -31,11 +31,13 @@ class Engine {
   virtual MmoStatus apply_moves(std::span<const MmoMoveRecord> moves, uint64_t now_ms, std::span<MmoMoveEvent> events,
                                 size_t& events_written) = 0;
   virtual MmoStatus raid_spawn(const MmoRaidSpawnRequest& request, MmoRaidReport& out) = 0;
+  virtual MmoStatus damage(uint64_t attacker_id, uint64_t session_token, uint64_t target_id, int32_t amount, MmoDamageResult& out) = 0;
   virtual MmoStatus apply_economy(std::span<const MmoEconomyOp> ops, std::span<MmoEconomyResult> results, size_t& results_written) = 0;
   virtual MmoStatus tick(uint64_t now_ms, MmoTickInfo& out) = 0;
   virtual MmoStatus area_of_interest(uint64_t player_id, std::span<MmoAoiEntry> entries, size_t& written) = 0;
   virtual MmoStatus stats(MmoStats& out) const = 0;
   virtual MmoStatus economy_audit(MmoEconomyAudit& out) const = 0;
+  virtual MmoStatus player_view(uint64_t player_id, MmoPlayerView& out) const = 0;
 };
 
 // The Rust core through mmo_core.h. Throws std::runtime_error if the ABI does not match or

@@ -34,6 +34,9 @@ class RustEngine final : public Engine {
     return mmo_apply_moves(engine_, moves.data(), moves.size(), now_ms, events.data(), events.size(), &written);
   }
   MmoStatus raid_spawn(const MmoRaidSpawnRequest& request, MmoRaidReport& out) override { return mmo_raid_spawn(engine_, &request, &out); }
+  MmoStatus damage(uint64_t attacker_id, uint64_t session_token, uint64_t target_id, int32_t amount, MmoDamageResult& out) override {
+    return mmo_damage(engine_, attacker_id, session_token, target_id, amount, &out);
+  }
   MmoStatus apply_economy(std::span<const MmoEconomyOp> ops, std::span<MmoEconomyResult> results, size_t& written) override {
     return mmo_apply_economy(engine_, ops.data(), ops.size(), results.data(), results.size(), &written);
   }
@@ -43,6 +46,7 @@ class RustEngine final : public Engine {
   }
   MmoStatus stats(MmoStats& out) const override { return mmo_stats(engine_, &out); }
   MmoStatus economy_audit(MmoEconomyAudit& out) const override { return mmo_economy_audit(engine_, &out); }
+  MmoStatus player_view(uint64_t player_id, MmoPlayerView& out) const override { return mmo_player_view(engine_, player_id, &out); }
 
  private:
   MmoEngine* engine_ = nullptr;
