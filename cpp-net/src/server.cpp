@@ -1,6 +1,8 @@
 // server.cpp: see server.hpp for the threads and what they share.
 #include "server.hpp"
 
+#include "stats_fields.hpp"
+
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/epoll.h>
@@ -616,20 +618,6 @@ Server::LatencyFigures Server::merged_latency() const {
   return f;
 }
 
-// Every MmoStats field, so the stats text names them all. A field missing here is caught by
-// the size check below; a renamed one fails to compile.
-#define MMO_STATS_FIELDS(X)                                                                                                        \
-  X(moves_applied) X(move_rejected_unknown_player) X(move_rejected_wrong_session) X(move_rejected_stale_sequence)                  \
-  X(move_rejected_too_fast) X(move_rejected_out_of_bounds) X(cell_crossings) X(contacts_reported) X(contacts_truncated)             \
-  X(move_batches) X(move_batches_refused) X(economy_batches_refused) X(joins) X(joins_refused_full) X(joins_refused_bounds)         \
-  X(leaves) X(leaves_refused) X(raid_bursts) X(raid_objects_spawned) X(raid_objects_despawned) X(raid_refused_capacity)            \
-  X(raid_refused_invalid) X(damage_applied) X(kills) X(damage_rejected) X(economy_applied) X(economy_duplicates)                   \
-  X(economy_invalid_amount) X(economy_overflow) X(economy_self_trade) X(economy_unknown_item) X(economy_insufficient_funds)        \
-  X(economy_insufficient_items) X(economy_unknown_player) X(economy_player_departed) X(economy_wrong_session) X(economy_too_old)   \
-  X(economy_bad_kind) X(economy_invalid_transaction) X(ticks) X(aoi_queries)
-#define MMO_COUNT_FIELD(f) +1
-static_assert(sizeof(MmoStats) == 8 * (0 MMO_STATS_FIELDS(MMO_COUNT_FIELD)), "MMO_STATS_FIELDS must list every MmoStats field");
-#undef MMO_COUNT_FIELD
 
 size_t Server::format_stats(char* out, size_t capacity) const {
   size_t pos = 0;

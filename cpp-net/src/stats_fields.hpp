@@ -1,0 +1,20 @@
+// stats_fields.hpp: every MmoStats field by name, for code that prints or looks up counters
+// by name (the server's stats text, the conformance runner). A field missing from the list is
+// caught by the size check; a renamed one fails to compile.
+#pragma once
+
+#include "mmo_core.h"
+
+#define MMO_STATS_FIELDS(X)                                                                                                        \
+  X(moves_applied) X(move_rejected_unknown_player) X(move_rejected_wrong_session) X(move_rejected_stale_sequence)                  \
+  X(move_rejected_too_fast) X(move_rejected_out_of_bounds) X(cell_crossings) X(contacts_reported) X(contacts_truncated)             \
+  X(move_batches) X(move_batches_refused) X(economy_batches_refused) X(joins) X(joins_refused_full) X(joins_refused_bounds)         \
+  X(leaves) X(leaves_refused) X(raid_bursts) X(raid_objects_spawned) X(raid_objects_despawned) X(raid_refused_capacity)            \
+  X(raid_refused_invalid) X(damage_applied) X(kills) X(damage_rejected) X(economy_applied) X(economy_duplicates)                   \
+  X(economy_invalid_amount) X(economy_overflow) X(economy_self_trade) X(economy_unknown_item) X(economy_insufficient_funds)        \
+  X(economy_insufficient_items) X(economy_unknown_player) X(economy_player_departed) X(economy_wrong_session) X(economy_too_old)   \
+  X(economy_bad_kind) X(economy_invalid_transaction) X(ticks) X(aoi_queries)
+
+#define MMO_STATS_COUNT_FIELD(f) +1
+static_assert(sizeof(MmoStats) == 8 * (0 MMO_STATS_FIELDS(MMO_STATS_COUNT_FIELD)), "MMO_STATS_FIELDS must list every MmoStats field");
+#undef MMO_STATS_COUNT_FIELD
