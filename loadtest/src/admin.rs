@@ -1,0 +1,136 @@
+//! The admin side of the protocol: `STATS_REQUEST` / `STATS_REPLY` (the server's figures) and
+//! `RAID_TRIGGER` / `RAID_RESULT`, over one socket of their own.
+//!
+//! A stats request is idempotent, so it is resent on timeout until a reply with its
+//! `request_id` arrives. A raid trigger is not (a resend would spawn a second burst), so it
+//! is sent once and a missing result is reported as lost. The server drops admin messages
+//! with a wrong key without a reply, so "no reply" names that as the likely cause.
+
+use crate::net::{connected_socket, is_transient};
+use crate::protocol::{self, Flags, Message, RaidResult, RaidTrigger, STATS_REPLY_MAX, StatsRequest};
+use crate::server_stats::ServerStats;
+use std::net::SocketAddrV4;
+use std::time::{Duration, Instant};
+use tokio::net::UdpSocket;
+
+/// Why the server's figures or a raid result could not be had.
+#[derive(Debug, thiserror::Error)]
+pub enum AdminError {
+    /// No reply after every attempt.
+    #[error(
+        "no STATS_REPLY from the server after {0} attempts (is it running, and is --admin-key the server's key? it drops admin messages with a wrong key without a reply)"
+    )]
+    NoReply(u32),
+    /// A socket error.
+    #[error("admin socket: {0}")]
+    Io(#[from] std::io::Error),
+    /// A message could not be encoded (a bug).
+    #[error("encoding an admin message: {0}")]
+    Encode(#[from] protocol::EncodeError),
+}
+
+/// The admin socket and key.
+pub struct AdminClient {
+    socket: UdpSocket,
+    key: u64,
+    next_request: u32,
+    buf: Vec<u8>,
+    timeout: Duration,
+    attempts: u32,
+    /// Replies that did not decode.
+    pub decode_errors: u64,
+}
+
+impl AdminClient {
+    /// An admin client for `server` using `key`. Must be called inside the tokio runtime.
+    pub fn connect(server: SocketAddrV4, key: u64) -> std::io::Result<AdminClient> {
+        Ok(AdminClient {
+            socket: connected_socket(server)?,
+            key,
+            next_request: 1,
+            buf: vec![0u8; STATS_REPLY_MAX + 1],
+            timeout: Duration::from_millis(500),
+            attempts: 6,
+            decode_errors: 0,
+        })
+    }
+
+    fn request_id(&mut self) -> u32 {
+        let id = self.next_request;
+        self.next_request = self.next_request.wrapping_add(1).max(1);
+        id
+    }
+
+    async fn send(&self, message: Message<'_>) -> Result<(), AdminError> {
+        let mut out = [0u8; 64];
+        let len = protocol::encode(&message, Flags::NONE, &mut out)?;
+        match self.socket.send(&out[..len]).await {
+            Ok(_) => Ok(()),
+            Err(e) if is_transient(&e) => Ok(()),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Fetches the server's figures, resending the request on timeout.
+    pub async fn stats(&mut self) -> Result<ServerStats, AdminError> {
+        for _ in 0..self.attempts {
+            let request_id = self.request_id();
+            self.send(StatsRequest { admin_key: self.key, request_id }.into()).await?;
+            let deadline = Instant::now() + self.timeout;
+            while let Some(len) = self.recv_until(deadline).await? {
+                match protocol::decode(&self.buf[..len]) {
+                    Ok(d) => {
+                        if let Message::StatsReply(reply) = d.message
+                            && reply.request_id == request_id
+                        {
+                            return Ok(ServerStats::parse(reply.text));
+                        }
+                    }
+                    Err(_) => self.decode_errors += 1,
+                }
+            }
+        }
+        Err(AdminError::NoReply(self.attempts))
+    }
+
+    /// Sends one raid trigger (its `admin_key` and `request_id` are filled in here) and
+    /// returns its request id. Never resent: see the module docs.
+    pub async fn send_raid(&mut self, trigger: RaidTrigger) -> Result<u32, AdminError> {
+        let request_id = self.request_id();
+        self.send(RaidTrigger { admin_key: self.key, request_id, ..trigger }.into()).await?;
+        Ok(request_id)
+    }
+
+    /// Waits until `deadline` for the result of raid `request_id`.
+    pub async fn raid_result(&mut self, request_id: u32, deadline: Instant) -> Result<Option<RaidResult>, AdminError> {
+        while let Some(len) = self.recv_until(deadline).await? {
+            match protocol::decode(&self.buf[..len]) {
+                Ok(d) => {
+                    if let Message::RaidResult(r) = d.message
+                        && r.request_id == request_id
+                    {
+                        return Ok(Some(r));
+                    }
+                }
+                Err(_) => self.decode_errors += 1,
+            }
+        }
+        Ok(None)
+    }
+
+    /// Receives one datagram into `self.buf`, or `None` at `deadline`.
+    async fn recv_until(&mut self, deadline: Instant) -> Result<Option<usize>, AdminError> {
+        loop {
+            let now = Instant::now();
+            if now >= deadline {
+                return Ok(None);
+            }
+            match tokio::time::timeout(deadline - now, self.socket.recv(&mut self.buf)).await {
+                Err(_) => return Ok(None),
+                Ok(Ok(len)) => return Ok(Some(len)),
+                Ok(Err(e)) if is_transient(&e) => tokio::time::sleep(Duration::from_millis(5)).await,
+                Ok(Err(e)) => return Err(e.into()),
+            }
+        }
+    }
+}

@@ -1,0 +1,765 @@
+//! One bot: a UDP socket of its own, the join handshake, then play (moves on a fixed
+//! schedule, acks matched by sequence, area-of-interest snapshots, and, per scenario,
+//! economy transactions and hostile duties), then `LEAVE`.
+//!
+//! Why it is built this way:
+//! - **One task and one socket per bot.** The server binds a session to one (address, port),
+//!   and its kernel hash sends each address to one worker, so real clients look like this.
+//!   The task owns all of its state: no lock and no shared counter per packet.
+//! - **Measured from intended send times.** Move `k` is intended for
+//!   `move_start + stagger + k * interval` ([`crate::schedule`]); its round trip is measured
+//!   from that time to its ack, matched by sequence (`sequence = k + 1`; the ack echoes it).
+//!   A task that falls behind sends the overdue moves at once, each still measured from its
+//!   own intended time, and each still carrying `client_time_ms` = its intended time, so the
+//!   server's speed rule sees a steady walk.
+//! - **No allocation per packet.** Send and receive buffers live in the task; decoding
+//!   borrows; histograms grow only when a new largest value arrives.
+//! - **Warm-up excluded by intended time.** Only moves intended in
+//!   `[measure_start, end)` count as sent, acked or lost, and only their round trips are
+//!   recorded.
+
+use crate::economy::{EconomyAgent, EconomyPlan, EconomyTally};
+use crate::hostile::{CraftContext, HostileKind, SentCounts, Victim, craft};
+use crate::metrics::Hist;
+use crate::net::{connected_socket, is_transient};
+use crate::protocol::{self, Flags, JoinConfirm, JoinRequest, JoinStatus, Leave, Message, Move, MoveAck, MoveResult, PAYLOAD_LEN};
+use crate::raid::RaidWindows;
+use crate::rng::Rng;
+use crate::schedule::{Epoch, Pacer, Schedule, elapsed_us, stagger};
+use crate::walk::Walk;
+use std::net::SocketAddrV4;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+use tokio::net::UdpSocket;
+
+/// Receive buffer size: the largest reply a bot gets is an `AOI_SNAPSHOT` of 64 entries
+/// (1,304 bytes); anything larger arrives truncated and fails to decode.
+const RECV_BUF: usize = 2048;
+
+/// How to join.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct JoinPlan {
+    /// The server.
+    pub server: SocketAddrV4,
+    /// Wait this long for each reply before resending.
+    pub attempt_timeout: Duration,
+    /// Sends of each of `JOIN_REQUEST` and `JOIN_CONFIRM` before giving up.
+    pub attempts: u32,
+}
+
+/// A joined bot.
+pub struct Session {
+    /// The bot's index in the run.
+    pub index: usize,
+    /// Its socket (connected to the server).
+    pub socket: UdpSocket,
+    /// Its player id.
+    pub player_id: u64,
+    /// Its session token.
+    pub session_token: u64,
+    /// Where it entered the world.
+    pub spawn: (f32, f32),
+    /// The server's clock at the accept: (when the accept arrived, `server_time_ms`).
+    pub server_clock: (Instant, u64),
+    /// The bot's own clock zero (its `client_time_ms` counts from here).
+    pub clock: Instant,
+    /// The next sequence the session may use (moves and leave share it).
+    pub next_sequence: u32,
+}
+
+impl Session {
+    /// The server's cookie period (`server_time_ms / 10_000`) at `now`, estimated from the
+    /// accept.
+    pub fn server_period(&self, now: Instant) -> u32 {
+        let ms = self.server_clock.1 + now.saturating_duration_since(self.server_clock.0).as_millis() as u64;
+        (ms / 10_000) as u32
+    }
+
+    /// The session as a victim for spoofing.
+    pub fn victim(&self) -> Victim {
+        Victim { player_id: self.player_id, session_token: self.session_token }
+    }
+}
+
+/// Why a bot could not join.
+#[derive(Debug, thiserror::Error)]
+pub enum JoinError {
+    /// No `JOIN_CHALLENGE` arrived.
+    #[error("no JOIN_CHALLENGE after {0} requests")]
+    NoChallenge(u32),
+    /// No `JOIN_ACCEPT` arrived.
+    #[error("no JOIN_ACCEPT after {0} confirms")]
+    NoAccept(u32),
+    /// The server refused.
+    #[error("join refused: {0:?}")]
+    Refused(JoinStatus),
+    /// A socket error.
+    #[error("socket: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// What a join cost.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct JoinStats {
+    /// From the first `JOIN_REQUEST` to the `JOIN_ACCEPT`, microseconds.
+    pub handshake_us: u64,
+    /// `JOIN_REQUEST`s sent.
+    pub requests: u32,
+    /// `JOIN_CONFIRM`s sent.
+    pub confirms: u32,
+}
+
+async fn send(socket: &UdpSocket, bytes: &[u8]) -> bool {
+    socket.send(bytes).await.is_ok()
+}
+
+/// Receives one datagram into `buf` before `deadline`; `None` at the deadline.
+async fn recv_until(socket: &UdpSocket, buf: &mut [u8], deadline: Instant) -> std::io::Result<Option<usize>> {
+    loop {
+        let now = Instant::now();
+        if now >= deadline {
+            return Ok(None);
+        }
+        match tokio::time::timeout(deadline - now, socket.recv(buf)).await {
+            Err(_) => return Ok(None),
+            Ok(Ok(n)) => return Ok(Some(n)),
+            // Port unreachable (server not up yet) or nothing there: wait out this attempt.
+            Ok(Err(e)) if is_transient(&e) => tokio::time::sleep_until(deadline.into()).await,
+            Ok(Err(e)) => return Err(e),
+        }
+    }
+}
+
+/// Joins through the handshake: `JOIN_REQUEST` until a `JOIN_CHALLENGE` for our nonce, then
+/// `JOIN_CONFIRM` until a `JOIN_ACCEPT` for it. A resent confirm (same nonce, same address)
+/// gets the same session back, so a lost accept never makes a second player.
+pub async fn join(index: usize, plan: &JoinPlan, spawn: (f32, f32), faction: u8, rng: &mut Rng) -> (Result<Session, JoinError>, JoinStats) {
+    let mut stats = JoinStats::default();
+    let result = join_inner(index, plan, spawn, faction, rng, &mut stats).await;
+    (result, stats)
+}
+
+async fn join_inner(
+    index: usize,
+    plan: &JoinPlan,
+    spawn: (f32, f32),
+    faction: u8,
+    rng: &mut Rng,
+    stats: &mut JoinStats,
+) -> Result<Session, JoinError> {
+    let socket = connected_socket(plan.server)?;
+    let nonce = rng.next_u64() | 1;
+    let clock = Instant::now();
+    let mut out = [0u8; 64];
+    let mut buf = [0u8; RECV_BUF];
+    let request = protocol::encode(&JoinRequest { nonce }.into(), Flags::NONE, &mut out).expect("a join request always encodes");
+    let request = out[..request].to_vec();
+    let mut challenge = None;
+    'requests: for attempt in 0..plan.attempts {
+        let flags = if attempt == 0 { Flags::NONE } else { Flags::RETRANSMIT };
+        let mut bytes = request.clone();
+        bytes[6..8].copy_from_slice(&flags.bits().to_le_bytes());
+        send(&socket, &bytes).await;
+        stats.requests += 1;
+        let deadline = Instant::now() + plan.attempt_timeout;
+        while let Some(n) = recv_until(&socket, &mut buf, deadline).await? {
+            if let Ok(d) = protocol::decode(&buf[..n])
+                && let Message::JoinChallenge(c) = d.message
+                && c.nonce == nonce
+            {
+                challenge = Some(c);
+                break 'requests;
+            }
+        }
+    }
+    let challenge = challenge.ok_or(JoinError::NoChallenge(plan.attempts))?;
+    let confirm =
+        JoinConfirm { nonce, period: challenge.period, faction, cookie: challenge.cookie, spawn_x_m: spawn.0, spawn_y_m: spawn.1 };
+    for attempt in 0..plan.attempts {
+        let flags = if attempt == 0 { Flags::NONE } else { Flags::RETRANSMIT };
+        let n = protocol::encode(&confirm.into(), flags, &mut out).expect("a join confirm with finite spawn encodes");
+        send(&socket, &out[..n]).await;
+        stats.confirms += 1;
+        let deadline = Instant::now() + plan.attempt_timeout;
+        while let Some(n) = recv_until(&socket, &mut buf, deadline).await? {
+            if let Ok(d) = protocol::decode(&buf[..n])
+                && let Message::JoinAccept(a) = d.message
+                && a.nonce == nonce
+            {
+                if a.status != JoinStatus::Joined {
+                    return Err(JoinError::Refused(a.status));
+                }
+                let now = Instant::now();
+                stats.handshake_us = elapsed_us(clock, now);
+                return Ok(Session {
+                    index,
+                    socket,
+                    player_id: a.player_id,
+                    session_token: a.session_token,
+                    spawn,
+                    server_clock: (now, a.server_time_ms),
+                    clock,
+                    next_sequence: 1,
+                });
+            }
+        }
+    }
+    Err(JoinError::NoAccept(plan.attempts))
+}
+
+/// Counters every bot adds to now and then (about once a second), for the progress bar.
+#[derive(Debug, Default)]
+pub struct LiveCounters {
+    /// Moves sent (measured window).
+    pub moves_sent: AtomicU64,
+    /// Acks received (measured window).
+    pub acks: AtomicU64,
+}
+
+/// Hostile duties of the bots: a `bad_session` or `replayed` datagram from their own socket.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct DutyPlan {
+    /// Time between one bot's duties.
+    pub interval: Duration,
+}
+
+/// What every bot of a run shares.
+pub struct PlayPlan {
+    /// The run's time zero.
+    pub epoch: Epoch,
+    /// Moves start (before the stagger) at this time.
+    pub move_start: Instant,
+    /// Time between one bot's moves.
+    pub move_interval: Duration,
+    /// Moves intended from here on are measured.
+    pub measure_start: Instant,
+    /// No move is intended at or after this.
+    pub end: Instant,
+    /// Keep receiving this long after `end` for late acks.
+    pub drain: Duration,
+    /// Keep resending unanswered economy requests this long after `end + drain`.
+    pub economy_settle: Duration,
+    /// Bots in the run (for staggering).
+    pub bots: usize,
+    /// Economy traffic, if any.
+    pub economy: Option<EconomyPlan>,
+    /// Hostile duties, if any.
+    pub duties: Option<DutyPlan>,
+    /// Raid windows to classify round trips by, if any.
+    pub raid_windows: Option<Arc<RaidWindows>>,
+    /// Every joined bot's player id (trade partners).
+    pub peers: Arc<[u64]>,
+    /// Progress counters.
+    pub live: Arc<LiveCounters>,
+    /// Set to stop early (Ctrl-C).
+    pub stop: Arc<AtomicBool>,
+}
+
+/// What one bot saw while playing.
+#[derive(Clone, Debug, Default)]
+pub struct BotReport {
+    /// Moves intended in the measured window (sent, or attempted).
+    pub moves_sent: u64,
+    /// Of those, moves acknowledged (any result).
+    pub acks: u64,
+    /// Of those, acks with a non-zero result, by result byte.
+    pub rejected: [u64; 6],
+    /// Acks for a sequence already acknowledged.
+    pub duplicate_acks: u64,
+    /// Acks too old to match (more than the ack window behind).
+    pub late_acks: u64,
+    /// Acks for a sequence never sent.
+    pub unexpected_acks: u64,
+    /// Contacts reported in acks.
+    pub contacts: u64,
+    /// Snapshots received in the measured window.
+    pub aoi_snapshots: u64,
+    /// Datagrams that did not decode.
+    pub decode_errors: u64,
+    /// Decoded datagrams of a type a playing bot does not expect.
+    pub unexpected_messages: u64,
+    /// Receive errors (e.g. port unreachable).
+    pub recv_errors: u64,
+    /// Send errors.
+    pub send_errors: u64,
+    /// The most overdue moves sent at once (how far the task fell behind).
+    pub max_behind: u64,
+    /// Move round trips, microseconds, from intended send time.
+    pub move_rtt: Hist,
+    /// Move round trips from the actual send (diagnostic: leaves out the tester's own
+    /// lateness, so it is *not* free of coordinated omission).
+    pub move_rtt_from_send: Hist,
+    /// How late each measured move went out after its intended time, microseconds (the
+    /// tester's timer granularity and scheduling delay).
+    pub send_lag: Hist,
+    /// Move round trips overlapping a raid window.
+    pub move_rtt_raid: Hist,
+    /// Move round trips not overlapping any raid window.
+    pub move_rtt_calm: Hist,
+    /// Time between consecutive snapshots, microseconds.
+    pub aoi_gap: Hist,
+    /// Economy round trips (first send's intended time to result), microseconds.
+    pub economy_rtt: Hist,
+    /// The economy ledger.
+    pub economy: EconomyTally,
+    /// Hostile duties sent.
+    pub hostile: SentCounts,
+}
+
+/// Acks seen, by sequence, over the last [`ACK_WINDOW`] sequences.
+struct AckWindow {
+    bits: [u64; ACK_WINDOW / 64],
+}
+
+const ACK_WINDOW: usize = 4096;
+
+enum AckState {
+    New,
+    Duplicate,
+    TooOld,
+}
+
+impl AckWindow {
+    fn sent(&mut self, seq: u32) {
+        let i = seq as usize % ACK_WINDOW;
+        self.bits[i / 64] &= !(1 << (i % 64));
+    }
+
+    fn acked(&mut self, seq: u32, highest_sent: u32) -> AckState {
+        if highest_sent.wrapping_sub(seq) as usize >= ACK_WINDOW {
+            return AckState::TooOld;
+        }
+        let i = seq as usize % ACK_WINDOW;
+        let bit = 1u64 << (i % 64);
+        if self.bits[i / 64] & bit != 0 {
+            return AckState::Duplicate;
+        }
+        self.bits[i / 64] |= bit;
+        AckState::New
+    }
+}
+
+/// A sent move, kept to replay it byte for byte.
+#[derive(Clone, Copy, Default)]
+struct SentMove {
+    sequence: u32,
+    /// When it actually went out, µs since the run's epoch.
+    sent_us: u64,
+    client_time_ms: u32,
+    x: f32,
+    y: f32,
+    facing: f32,
+}
+
+const RECENT_MOVES: usize = 64;
+
+fn payload(player_id: u64, sequence: u32) -> [u8; PAYLOAD_LEN] {
+    let mut p = [0u8; PAYLOAD_LEN];
+    p[..8].copy_from_slice(&player_id.to_le_bytes());
+    p[8..12].copy_from_slice(&sequence.to_le_bytes());
+    for (i, b) in p[12..].iter_mut().enumerate() {
+        *b = (sequence as u8).wrapping_add(i as u8);
+    }
+    p
+}
+
+struct Player {
+    session: Session,
+    plan: Arc<PlayPlan>,
+    rng: Rng,
+    walk: Walk,
+    moves: Pacer,
+    acks: AckWindow,
+    recent: [SentMove; RECENT_MOVES],
+    last_applied: Option<u32>,
+    last_aoi: Option<Instant>,
+    economy: Option<EconomyAgent>,
+    duties: Option<Pacer>,
+    report: BotReport,
+    flushed: (u64, u64),
+    out: [u8; protocol::CLIENT_DATAGRAM_MAX + 64],
+}
+
+impl Player {
+    fn client_ms(&self, t: Instant) -> u32 {
+        t.saturating_duration_since(self.session.clock).as_millis() as u32
+    }
+
+    fn in_measured_window(&self, intended: Instant) -> bool {
+        intended >= self.plan.measure_start && intended < self.plan.end
+    }
+
+    async fn send_out(&mut self, len: usize) {
+        if self.session.socket.send(&self.out[..len]).await.is_err() {
+            self.report.send_errors += 1;
+        }
+    }
+
+    async fn send_move(&mut self, k: u64, intended: Instant) {
+        let sequence = (k + 1) as u32;
+        let (x, y, facing) = self.walk.step(&mut self.rng);
+        let now = Instant::now();
+        let sent = SentMove { sequence, sent_us: self.plan.epoch.micros(now), client_time_ms: self.client_ms(intended), x, y, facing };
+        self.recent[sequence as usize % RECENT_MOVES] = sent;
+        self.acks.sent(sequence);
+        self.session.next_sequence = sequence.wrapping_add(1);
+        if self.in_measured_window(intended) {
+            self.report.moves_sent += 1;
+            self.report.send_lag.record(elapsed_us(intended, now));
+        }
+        let len = self.encode_move(&sent, self.session.session_token);
+        self.send_out(len).await;
+    }
+
+    fn encode_move(&mut self, m: &SentMove, token: u64) -> usize {
+        let message = Move {
+            player_id: self.session.player_id,
+            session_token: token,
+            sequence: m.sequence,
+            client_time_ms: m.client_time_ms,
+            x_m: m.x,
+            y_m: m.y,
+            facing_rad: m.facing,
+            payload: payload(self.session.player_id, m.sequence),
+        };
+        protocol::encode(&message.into(), Flags::NONE, &mut self.out).expect("walk positions are finite")
+    }
+
+    async fn duty(&mut self, j: u64) {
+        let kind = HostileKind::BOT_DUTIES[((self.session.index as u64 + j) % 2) as usize];
+        let len = match kind {
+            HostileKind::Replayed => {
+                // Only a move the server recorded (acked) is a sure `replayed`.
+                let Some(seq) = self.last_applied else { return };
+                let m = self.recent[seq as usize % RECENT_MOVES];
+                if m.sequence != seq {
+                    return;
+                }
+                self.encode_move(&m, self.session.session_token)
+            }
+            _ => {
+                let ctx = CraftContext { victim: self.session.victim(), admin_key: 0, period: 0 };
+                let mut buf = [0u8; crate::hostile::CRAFT_MAX];
+                let n = craft(kind, j, &ctx, &mut buf);
+                self.out[..n].copy_from_slice(&buf[..n]);
+                n
+            }
+        };
+        if self.session.socket.send(&self.out[..len]).await.is_ok() {
+            self.report.hostile.bump(kind);
+        } else {
+            self.report.send_errors += 1;
+        }
+    }
+
+    fn on_ack(&mut self, ack: &MoveAck<'_>, now: Instant) {
+        let highest = self.moves.taken() as u32;
+        if ack.sequence == 0 || ack.sequence > highest {
+            self.report.unexpected_acks += 1;
+            return;
+        }
+        match self.acks.acked(ack.sequence, highest) {
+            AckState::Duplicate => {
+                self.report.duplicate_acks += 1;
+                return;
+            }
+            AckState::TooOld => {
+                self.report.late_acks += 1;
+                return;
+            }
+            AckState::New => {}
+        }
+        if ack.result == MoveResult::Applied {
+            self.last_applied = Some(self.last_applied.map_or(ack.sequence, |s| s.max(ack.sequence)));
+            self.report.contacts += ack.contacts.len() as u64;
+        }
+        let intended = self.moves.schedule().intended(u64::from(ack.sequence - 1));
+        if !self.in_measured_window(intended) {
+            return;
+        }
+        self.report.acks += 1;
+        if ack.result != MoveResult::Applied {
+            self.report.rejected[usize::from(ack.result.as_u8()).min(5)] += 1;
+        }
+        let rtt = elapsed_us(intended, now);
+        self.report.move_rtt.record(rtt);
+        let sent = self.recent[ack.sequence as usize % RECENT_MOVES];
+        if sent.sequence == ack.sequence {
+            let now_us = self.plan.epoch.micros(now);
+            self.report.move_rtt_from_send.record(now_us.saturating_sub(sent.sent_us));
+        }
+        if let Some(windows) = &self.plan.raid_windows {
+            let epoch = self.plan.epoch;
+            if windows.overlaps(epoch.micros(intended), epoch.micros(now)) {
+                self.report.move_rtt_raid.record(rtt);
+            } else {
+                self.report.move_rtt_calm.record(rtt);
+            }
+        }
+    }
+
+    fn on_datagram(&mut self, len: usize, buf: &[u8], now: Instant) {
+        // A datagram larger than the buffer arrives cut and fails to decode too.
+        let message = match protocol::decode(&buf[..len]) {
+            Ok(d) => d.message,
+            Err(_) => {
+                self.report.decode_errors += 1;
+                return;
+            }
+        };
+        match message {
+            Message::MoveAck(ack) => self.on_ack(&ack, now),
+            Message::AoiSnapshot(_) => {
+                let measuring = now >= self.plan.measure_start && now < self.plan.end;
+                if let Some(prev) = self.last_aoi
+                    && measuring
+                {
+                    self.report.aoi_gap.record(elapsed_us(prev, now));
+                }
+                if measuring {
+                    self.report.aoi_snapshots += 1;
+                }
+                self.last_aoi = Some(now);
+            }
+            Message::EconomyResult(r) => match &mut self.economy {
+                Some(agent) => {
+                    if let Some(us) = agent.on_result(now, &r) {
+                        self.report.economy_rtt.record(us);
+                    }
+                }
+                None => self.report.unexpected_messages += 1,
+            },
+            // A late duplicate of the handshake's replies is harmless.
+            Message::JoinChallenge(_) | Message::JoinAccept(_) => {}
+            _ => self.report.unexpected_messages += 1,
+        }
+    }
+
+    fn flush_live(&mut self) {
+        let (m, a) = self.flushed;
+        self.plan.live.moves_sent.fetch_add(self.report.moves_sent - m, Ordering::Relaxed);
+        self.plan.live.acks.fetch_add(self.report.acks - a, Ordering::Relaxed);
+        self.flushed = (self.report.moves_sent, self.report.acks);
+    }
+
+    fn stop_early(&mut self) {
+        self.moves.stop();
+        if let Some(agent) = &mut self.economy {
+            agent.stop_starting();
+        }
+        if let Some(d) = &mut self.duties {
+            d.stop();
+        }
+    }
+}
+
+/// Plays one joined bot until the plan's end (plus drain, plus economy settling) and returns
+/// the session (for `LEAVE`) and what it saw. `walk` must start at the session's spawn point.
+pub async fn play(session: Session, plan: Arc<PlayPlan>, walk: Walk, rng: Rng) -> (Session, BotReport) {
+    let offset = stagger(session.index, plan.bots, plan.move_interval);
+    let moves = Pacer::until(Schedule::new(plan.move_start + offset, plan.move_interval), plan.end);
+    let economy = plan.economy.map(|p| {
+        let start = plan.move_start + stagger(session.index, plan.bots, p.interval);
+        EconomyAgent::new(p, session.player_id, session.session_token, Schedule::new(start, p.interval), plan.end, plan.measure_start)
+    });
+    let duties = plan
+        .duties
+        .map(|d| Pacer::until(Schedule::new(plan.move_start + stagger(session.index, plan.bots, d.interval), d.interval), plan.end));
+    let mut p = Player {
+        session,
+        plan: Arc::clone(&plan),
+        rng,
+        walk,
+        moves,
+        acks: AckWindow { bits: [0; ACK_WINDOW / 64] },
+        recent: [SentMove::default(); RECENT_MOVES],
+        last_applied: None,
+        last_aoi: None,
+        economy,
+        duties,
+        report: BotReport::default(),
+        flushed: (0, 0),
+        out: [0u8; protocol::CLIENT_DATAGRAM_MAX + 64],
+    };
+    let mut buf = [0u8; RECV_BUF];
+    let mut finish = plan.end + plan.drain;
+    let mut hard_stop = finish + plan.economy_settle;
+    let mut stopped = false;
+    let mut next_flush = Instant::now() + Duration::from_secs(1);
+    let sleep = tokio::time::sleep_until(plan.move_start.into());
+    tokio::pin!(sleep);
+    loop {
+        let now = Instant::now();
+        if !stopped && plan.stop.load(Ordering::Relaxed) {
+            stopped = true;
+            p.stop_early();
+            finish = finish.min(now + plan.drain);
+            hard_stop = hard_stop.min(finish + plan.economy_settle);
+        }
+        let behind = p.moves.behind(now);
+        p.report.max_behind = p.report.max_behind.max(behind);
+        while let Some((k, intended)) = p.moves.take_due(now) {
+            p.send_move(k, intended).await;
+        }
+        if let Some(agent) = &mut p.economy {
+            let sends = agent.poll(now, &mut p.rng, &plan.peers);
+            for o in sends.into_iter().flatten() {
+                let n = protocol::encode(&o.request.into(), o.flags, &mut p.out).expect("economy requests always encode");
+                p.send_out(n).await;
+            }
+        }
+        while let Some((j, _)) = p.duties.as_mut().and_then(|d| d.take_due(now)) {
+            p.duty(j).await;
+        }
+        if now >= next_flush {
+            p.flush_live();
+            next_flush = now + Duration::from_secs(1);
+        }
+        let economy_settled = p.economy.as_ref().is_none_or(|a| a.settled());
+        if (now >= finish && economy_settled) || now >= hard_stop {
+            break;
+        }
+        let mut wake = if economy_settled { finish } else { hard_stop };
+        for d in
+            [p.moves.next_deadline(), p.economy.as_ref().and_then(|a| a.next_deadline()), p.duties.as_ref().and_then(|d| d.next_deadline())]
+                .into_iter()
+                .flatten()
+        {
+            wake = wake.min(d);
+        }
+        wake = wake.min(next_flush);
+        sleep.as_mut().reset(wake.into());
+        let got = tokio::select! {
+            biased;
+            r = p.session.socket.recv(&mut buf) => Some(r),
+            () = &mut sleep => None,
+        };
+        if let Some(r) = got {
+            let now = Instant::now();
+            match r {
+                Ok(n) => p.on_datagram(n, &buf, now),
+                Err(e) if is_transient(&e) => p.report.recv_errors += 1,
+                Err(_) => p.report.recv_errors += 1,
+            }
+            // Drain what else is queued before going back to the timers.
+            for _ in 0..64 {
+                match p.session.socket.try_recv(&mut buf) {
+                    Ok(n) => p.on_datagram(n, &buf, now),
+                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
+                    Err(_) => {
+                        p.report.recv_errors += 1;
+                        break;
+                    }
+                }
+            }
+        }
+    }
+    if let Some(agent) = &mut p.economy {
+        agent.abandon_in_flight();
+        p.report.economy = agent.tally;
+    }
+    p.flush_live();
+    (p.session, p.report)
+}
+
+/// What a `LEAVE` got.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LeaveOutcome {
+    /// `LEAVE_ACK` received.
+    Acked,
+    /// No ack after every attempt (the server may still have ended the session).
+    NoAck,
+}
+
+/// Sends `LEAVE` with the session's next sequence until `LEAVE_ACK` (at most `attempts`).
+pub async fn leave(session: &Session, attempts: u32, timeout: Duration) -> LeaveOutcome {
+    let mut out = [0u8; 64];
+    let mut buf = [0u8; RECV_BUF];
+    let leave = Leave { player_id: session.player_id, session_token: session.session_token, sequence: session.next_sequence };
+    for attempt in 0..attempts {
+        let flags = if attempt == 0 { Flags::NONE } else { Flags::RETRANSMIT };
+        let n = protocol::encode(&leave.into(), flags, &mut out).expect("a leave always encodes");
+        let _ = session.socket.send(&out[..n]).await;
+        let deadline = Instant::now() + timeout;
+        while let Ok(Some(n)) = recv_until(&session.socket, &mut buf, deadline).await {
+            if let Ok(d) = protocol::decode(&buf[..n])
+                && let Message::LeaveAck(a) = d.message
+                && a.player_id == session.player_id
+            {
+                return LeaveOutcome::Acked;
+            }
+        }
+    }
+    LeaveOutcome::NoAck
+}
+
+/// What the flood bot sent and got back.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct FloodTally {
+    /// Moves sent.
+    pub sent: u64,
+    /// Acks received (each for a move the server let through).
+    pub acked: u64,
+    /// Send errors.
+    pub send_errors: u64,
+}
+
+/// Sends `MOVE`s far above the per-player rate from one joined session, standing still (so
+/// every move the server lets through passes the speed rule), from `start` until `end` (or
+/// `stop`), then drains acks for `drain`.
+pub async fn flood(session: Session, rate: f64, start: Instant, end: Instant, drain: Duration, stop: &AtomicBool) -> (Session, FloodTally) {
+    let mut tally = FloodTally::default();
+    if rate <= 0.0 {
+        return (session, tally);
+    }
+    let mut pacer = Pacer::until(Schedule::new(start, Duration::from_secs_f64(1.0 / rate)), end);
+    let mut out = [0u8; 128];
+    let mut buf = [0u8; RECV_BUF];
+    let mut sequence = session.next_sequence;
+    let sleep = tokio::time::sleep_until(start.into());
+    tokio::pin!(sleep);
+    let finish = end + drain;
+    loop {
+        let now = Instant::now();
+        if stop.load(Ordering::Relaxed) {
+            pacer.stop();
+        }
+        while pacer.take_due(now).is_some() {
+            let m = Move {
+                player_id: session.player_id,
+                session_token: session.session_token,
+                sequence,
+                client_time_ms: now.saturating_duration_since(session.clock).as_millis() as u32,
+                x_m: session.spawn.0,
+                y_m: session.spawn.1,
+                facing_rad: 0.0,
+                payload: payload(session.player_id, sequence),
+            };
+            sequence = sequence.wrapping_add(1);
+            let n = protocol::encode(&m.into(), Flags::NONE, &mut out).expect("a spawn point is finite");
+            tally.sent += 1;
+            if session.socket.send(&out[..n]).await.is_err() {
+                tally.send_errors += 1;
+            }
+        }
+        if now >= finish {
+            break;
+        }
+        sleep.as_mut().reset(pacer.next_deadline().unwrap_or(finish).min(finish).into());
+        let got = tokio::select! {
+            biased;
+            r = session.socket.recv(&mut buf) => Some(r),
+            () = &mut sleep => None,
+        };
+        if let Some(Ok(n)) = got
+            && let Ok(d) = protocol::decode(&buf[..n])
+            && let Message::MoveAck(_) = d.message
+        {
+            tally.acked += 1;
+        }
+    }
+    let mut session = session;
+    session.next_sequence = sequence;
+    (session, tally)
+}

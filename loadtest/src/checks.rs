@@ -1,0 +1,211 @@
+//! Pass/fail checks of a run: what the bots saw against bounds, and against the server's own
+//! figures (deltas between a `STATS_REPLY` before and one after). Pure functions of their
+//! inputs, so they are tested against fake server figures.
+//!
+//! A check the server's figures cannot decide (a name it did not report) fails and says so:
+//! the load tester never passes what it could not verify.
+
+use crate::bot::FloodTally;
+use crate::economy::EconomyTally;
+use crate::protocol::DropReason;
+use crate::raid::RaidSummary;
+use crate::server_stats::{ECONOMY_CONSERVED, ServerStats, drop_counter};
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+/// One named check and its outcome.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Check {
+    /// What was checked.
+    pub name: String,
+    /// Whether it held.
+    pub passed: bool,
+    /// The figures behind the verdict.
+    pub detail: String,
+}
+
+impl Check {
+    /// A check named `name` that `passed`, with `detail`.
+    pub fn new(name: impl Into<String>, passed: bool, detail: impl Into<String>) -> Check {
+        Check { name: name.into(), passed, detail: detail.into() }
+    }
+}
+
+/// Whether every check passed.
+pub fn all_passed(checks: &[Check]) -> bool {
+    checks.iter().all(|c| c.passed)
+}
+
+/// Share of measured moves without an ack (0 when nothing was sent).
+pub fn loss_ratio(sent: u64, acked: u64) -> f64 {
+    if sent == 0 { 0.0 } else { sent.saturating_sub(acked) as f64 / sent as f64 }
+}
+
+/// Every bot joined.
+pub fn joins(wanted: usize, joined: usize) -> Check {
+    Check::new("joins", joined == wanted, format!("{joined} of {wanted} bots joined"))
+}
+
+/// Moves without an ack are at most `max_loss` of those sent (and some were sent).
+pub fn loss(sent: u64, acked: u64, max_loss: f64) -> Check {
+    let ratio = loss_ratio(sent, acked);
+    Check::new(
+        "move_loss",
+        sent > 0 && ratio <= max_loss,
+        format!(
+            "{} of {sent} measured moves unacknowledged (loss {:.4}%, bound {:.4}%)",
+            sent.saturating_sub(acked),
+            ratio * 100.0,
+            max_loss * 100.0
+        ),
+    )
+}
+
+/// Moves the engine refused (the walk never breaks the rules, so any refusal means the server
+/// and the tester disagree on them) are at most `max_loss` of those sent.
+pub fn rejects(sent: u64, rejected: u64, max_loss: f64) -> Check {
+    let ratio = if sent == 0 { 0.0 } else { rejected as f64 / sent as f64 };
+    Check::new(
+        "move_rejects",
+        ratio <= max_loss,
+        format!("{rejected} of {sent} measured moves refused by the engine (bound {:.4}%)", max_loss * 100.0),
+    )
+}
+
+fn figure(after: &ServerStats, name: &str) -> Result<u64, Check> {
+    after.get(name).ok_or_else(|| Check::new(name, false, format!("the server did not report `{name}`")))
+}
+
+fn delta(before: &ServerStats, after: &ServerStats, name: &str) -> Result<i128, Check> {
+    after.delta(before, name).ok_or_else(|| Check::new(name, false, format!("the server did not report `{name}` before and after the run")))
+}
+
+/// The economy's books, from the server's figures and the bots' ledger:
+/// - `economy_conserved` is 1, and `live + departed == minted - sunk` holds in the reported
+///   gold totals;
+/// - `engine_economy_applied` grew by exactly the number of distinct transactions the bots saw
+///   applied (each transaction id once, whichever answer told them);
+/// - every transaction has a known outcome, and the server never answered one transaction as
+///   new twice, nor contradicted a recorded outcome;
+/// - minted gold grew by exactly the loot the bots saw applied, and nothing was sunk;
+/// - `engine_economy_duplicates` grew by at least the duplicate answers the bots received.
+pub fn economy(before: &ServerStats, after: &ServerStats, tally: &EconomyTally) -> Vec<Check> {
+    let mut checks = Vec::new();
+    checks.push(match figure(after, ECONOMY_CONSERVED) {
+        Ok(v) => Check::new("economy_conserved", v == 1, format!("the server's audit reports economy_conserved {v}")),
+        Err(c) => c,
+    });
+    let books = ["economy_live_gold", "economy_departed_gold", "economy_minted_gold", "economy_sunk_gold"].map(|n| figure(after, n));
+    checks.push(match books {
+        [Ok(live), Ok(departed), Ok(minted), Ok(sunk)] => {
+            let lhs = u128::from(live) + u128::from(departed);
+            let rhs = i128::from(minted) - i128::from(sunk);
+            Check::new(
+                "economy_books",
+                rhs >= 0 && lhs == rhs as u128,
+                format!("live {live} + departed {departed} = {lhs}; minted {minted} - sunk {sunk} = {rhs}"),
+            )
+        }
+        [a, b, c, d] => [a, b, c, d].into_iter().find_map(Result::err).unwrap_or_else(|| Check::new("economy_books", false, "?")),
+    });
+    checks.push(match delta(before, after, "engine_economy_applied") {
+        Ok(d) => Check::new(
+            "economy_applied_matches",
+            d == i128::from(tally.applied),
+            format!("server applied {d} economy operations during the run; bots saw {} distinct transactions applied", tally.applied),
+        ),
+        Err(c) => c,
+    });
+    checks.push(Check::new(
+        "economy_outcomes_known",
+        tally.unknown == 0,
+        format!("{} of {} transactions never got an answer despite resends", tally.unknown, tally.started),
+    ));
+    checks.push(Check::new(
+        "economy_at_most_once",
+        tally.repeated_first_answers == 0 && tally.inconsistent_answers == 0,
+        format!(
+            "{} transactions answered as new twice, {} answers contradicting a recorded outcome ({} results, {} of them duplicates)",
+            tally.repeated_first_answers, tally.inconsistent_answers, tally.results_received, tally.duplicate_results
+        ),
+    ));
+    checks.push(match (delta(before, after, "economy_minted_gold"), delta(before, after, "economy_sunk_gold")) {
+        (Ok(minted), Ok(sunk)) => Check::new(
+            "economy_minted_matches",
+            minted == i128::from(tally.loot_gold_applied) && sunk == 0,
+            format!("minted gold grew by {minted} (bots' applied loot: {}), sunk by {sunk} (bots spent nothing)", tally.loot_gold_applied),
+        ),
+        (Err(c), _) | (_, Err(c)) => c,
+    });
+    checks.push(match delta(before, after, "engine_economy_duplicates") {
+        Ok(d) => Check::new(
+            "economy_duplicates_counted",
+            d >= i128::from(tally.duplicate_results),
+            format!("server answered {d} resends from its record; bots received {} such answers", tally.duplicate_results),
+        ),
+        Err(c) => c,
+    });
+    checks
+}
+
+/// Drop reasons whose count the hostile scenario predicts exactly (every other reason but
+/// `rate_limited_player` must not move at all).
+pub const EXACT_DROPS: [DropReason; 15] = [
+    DropReason::Truncated,
+    DropReason::Oversized,
+    DropReason::BadMagic,
+    DropReason::BadVersion,
+    DropReason::UnknownType,
+    DropReason::BadLength,
+    DropReason::BadField,
+    DropReason::RateLimitedAddress,
+    DropReason::BadCookie,
+    DropReason::CookieExpired,
+    DropReason::BadAdminKey,
+    DropReason::UnknownPlayer,
+    DropReason::BadSession,
+    DropReason::AddressMismatch,
+    DropReason::Replayed,
+];
+
+/// The server's drop counters against what the hostile scenario sent (`sent`, per expected
+/// reason): every reason but `rate_limited_player` must have grown by exactly what was sent
+/// for it (0 for reasons nothing was sent for). Flooding is checked with a bound: every flood
+/// move without an ack was dropped, so `rate_limited_player` grew by at least
+/// `sent - acked - max_loss * sent` (and at least 1 if anything was sent), and by at most the
+/// moves the flood bot sent.
+pub fn drops(before: &ServerStats, after: &ServerStats, sent: &BTreeMap<DropReason, u64>, flood: &FloodTally, max_loss: f64) -> Vec<Check> {
+    let mut checks = Vec::new();
+    for reason in EXACT_DROPS {
+        let name = drop_counter(reason);
+        let expected = sent.get(&reason).copied().unwrap_or(0);
+        checks.push(match delta(before, after, &name) {
+            Ok(d) => Check::new(name, d == i128::from(expected), format!("sent {expected}, server counted {d}")),
+            Err(c) => c,
+        });
+    }
+    let name = drop_counter(DropReason::RateLimitedPlayer);
+    let tolerance = (max_loss * flood.sent as f64).ceil() as u64;
+    let lower = flood.sent.saturating_sub(flood.acked).saturating_sub(tolerance).max(u64::from(flood.sent > 0));
+    checks.push(match delta(before, after, &name) {
+        Ok(d) => Check::new(
+            name,
+            d >= i128::from(lower) && d <= i128::from(flood.sent),
+            format!("flood sent {}, {} acked; server counted {d} (expected {lower}..={})", flood.sent, flood.acked, flood.sent),
+        ),
+        Err(c) => c,
+    });
+    checks
+}
+
+/// Every raid trigger got a result, and every result spawned the whole burst.
+pub fn raid(summary: &RaidSummary) -> Vec<Check> {
+    vec![
+        Check::new(
+            "raid_results",
+            summary.triggers > 0 && summary.results == summary.triggers,
+            format!("{} of {} triggers answered", summary.results, summary.triggers),
+        ),
+        Check::new("raid_spawns_complete", summary.failed == 0, format!("{} bursts failed or spawned short", summary.failed)),
+    ]
+}

@@ -1,0 +1,362 @@
+//! What a run reports: a JSON document (`--json`) for scripts and the compare harness, and a
+//! summary table on stdout for people.
+//!
+//! JSON keys (stable; scripts read them): `players`, `duration_s`, `moves_sent`,
+//! `acks_received`, `loss_ratio`, `rtt_us` {`count`, `min`, `mean`, `p50`, `p90`, `p99`,
+//! `p999`, `max`}, `server` (every figure of the final `STATS_REPLY`), `server_delta` (after
+//! minus before), `server_missing` (expected names the server did not report), `checks` and
+//! `passed`; raid runs add `raid_spawn_ms` {`median`, `max`}, `rtt_us_during_raid` and
+//! `rtt_us_between_raids`; economy and hostile runs add an `economy` or `hostile` object with
+//! their ledger and their checks.
+
+use crate::bot::FloodTally;
+use crate::checks::{Check, all_passed};
+use crate::economy::EconomyTally;
+use crate::hostile::ProbeReport;
+use crate::metrics::Summary;
+use crate::protocol::MoveResult;
+use crate::raid::{RaidSummary, SpawnMs};
+use crate::run::RunResult;
+use crate::system::{ProcessUsage, UdpCounters};
+use comfy_table::{Table, presets::UTF8_FULL_CONDENSED};
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+/// Snapshot figures.
+#[derive(Clone, Debug, Serialize)]
+pub struct AoiReport {
+    /// Snapshots received in the measured window.
+    pub snapshots: u64,
+    /// Time between a bot's consecutive snapshots, µs.
+    pub interarrival_us: Summary,
+}
+
+/// Things that should not happen, counted.
+#[derive(Clone, Debug, Serialize)]
+pub struct Anomalies {
+    /// Acks for an already acknowledged move.
+    pub duplicate_acks: u64,
+    /// Acks too old to match.
+    pub late_acks: u64,
+    /// Acks for a sequence never sent.
+    pub unexpected_acks: u64,
+    /// Datagrams that did not decode.
+    pub decode_errors: u64,
+    /// Unexpected message types.
+    pub unexpected_messages: u64,
+    /// Receive errors (e.g. ICMP port unreachable).
+    pub recv_errors: u64,
+    /// Send errors.
+    pub send_errors: u64,
+    /// The most overdue moves one bot sent at once (the tester fell behind by this many
+    /// intervals; their latency counts from their intended times).
+    pub max_behind: u64,
+}
+
+/// The economy scenario's own results.
+#[derive(Clone, Debug, Serialize)]
+pub struct EconomyReport {
+    /// The bots' ledger.
+    pub ledger: EconomyTally,
+    /// Transaction round trips from the first send's intended time, µs.
+    pub rtt_us: Summary,
+    /// The economy checks.
+    pub checks: Vec<Check>,
+}
+
+/// The hostile scenario's own results.
+#[derive(Clone, Debug, Serialize)]
+pub struct HostileReport {
+    /// Datagrams sent per expected drop reason.
+    pub sent: BTreeMap<String, u64>,
+    /// The flood bot.
+    pub flood: FloodTally,
+    /// Probing for address-mismatch sockets.
+    pub probe: ProbeReport,
+    /// The drop checks.
+    pub checks: Vec<Check>,
+}
+
+/// The whole report.
+#[derive(Clone, Debug, Serialize)]
+pub struct Report {
+    /// Scenario name.
+    pub scenario: &'static str,
+    /// Server address.
+    pub server_address: String,
+    /// Bots asked for.
+    pub players: u32,
+    /// Bots that joined.
+    pub players_joined: usize,
+    /// Join failures by reason.
+    pub join_failures: BTreeMap<String, u64>,
+    /// Tokio worker threads.
+    pub threads: u32,
+    /// Measured time, seconds.
+    pub duration_s: f64,
+    /// Warm-up, seconds.
+    pub warmup_s: f64,
+    /// Time between one bot's moves, ms.
+    pub move_interval_ms: u64,
+    /// Measured moves sent.
+    pub moves_sent: u64,
+    /// Of those, acknowledged.
+    pub acks_received: u64,
+    /// Of those, refused by the engine.
+    pub moves_rejected: u64,
+    /// Refusals by result name.
+    pub rejected_by_result: BTreeMap<String, u64>,
+    /// Unacknowledged share of measured moves.
+    pub loss_ratio: f64,
+    /// The loss bound.
+    pub max_loss: f64,
+    /// Move round trips from intended send time, µs.
+    pub rtt_us: Summary,
+    /// Move round trips from the actual send, µs: a diagnostic that leaves out how late the
+    /// tester sent (see `send_lag_us`), so it is not free of coordinated omission.
+    pub rtt_us_from_actual_send: Summary,
+    /// How late moves went out after their intended time, µs (tokio's 1 ms timer granularity
+    /// and the tester's scheduling; included in `rtt_us` by design).
+    pub send_lag_us: Summary,
+    /// Join handshake times, µs.
+    pub join_us: Summary,
+    /// Area-of-interest snapshots.
+    pub aoi: AoiReport,
+    /// Anomalies.
+    pub anomalies: Anomalies,
+    /// `LEAVE`s acknowledged / not.
+    pub leaves: BTreeMap<&'static str, u64>,
+    /// The load tester's own CPU and peak RSS over the run.
+    pub client: ProcessUsage,
+    /// The kernel's UDP counters over the run (machine-wide; `rcvbuf_errors` are datagrams
+    /// loopback lost to a full socket buffer).
+    pub kernel_udp: Option<UdpCounters>,
+    /// Raid bursts.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub raid: Option<RaidSummary>,
+    /// Server-measured spawn time per burst, ms.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub raid_spawn_ms: Option<SpawnMs>,
+    /// Move round trips overlapping a raid window, µs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rtt_us_during_raid: Option<Summary>,
+    /// Move round trips between raid windows, µs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rtt_us_between_raids: Option<Summary>,
+    /// Economy results.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub economy: Option<EconomyReport>,
+    /// Hostile results.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hostile: Option<HostileReport>,
+    /// The server's figures after the run.
+    pub server: BTreeMap<String, u64>,
+    /// After minus before.
+    pub server_delta: BTreeMap<String, i64>,
+    /// Expected figures the server did not report.
+    pub server_missing: Vec<String>,
+    /// Why the server's figures are missing, if they are.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub server_error: Option<String>,
+    /// Every check.
+    pub checks: Vec<Check>,
+    /// Whether every check passed.
+    pub passed: bool,
+}
+
+fn result_name(byte: usize) -> String {
+    MoveResult::ALL.get(byte).map(|r| format!("{r:?}")).unwrap_or_else(|| format!("result_{byte}"))
+}
+
+impl Report {
+    /// Builds the report of a run.
+    pub fn new(r: &RunResult) -> Report {
+        let t = &r.totals;
+        let cli = &r.cli;
+        let (server, server_delta, server_missing) = match (&r.server_before, &r.server_after) {
+            (Some(before), Some(after)) => (
+                after.values().clone(),
+                after.deltas(before).into_iter().map(|(k, v)| (k, v.clamp(i128::from(i64::MIN), i128::from(i64::MAX)) as i64)).collect(),
+                after.missing(),
+            ),
+            (Some(before), None) => (before.values().clone(), BTreeMap::new(), before.missing()),
+            _ => (BTreeMap::new(), BTreeMap::new(), Vec::new()),
+        };
+        let raid = r.raid.is_some();
+        let pick = |pred: &dyn Fn(&str) -> bool| r.checks.iter().filter(|c| pred(&c.name)).cloned().collect::<Vec<_>>();
+        Report {
+            scenario: cli.scenario.name(),
+            server_address: cli.server.to_string(),
+            players: cli.players,
+            players_joined: r.joined,
+            join_failures: r.join_failures.clone(),
+            threads: cli.threads,
+            duration_s: cli.duration.as_secs_f64(),
+            warmup_s: cli.warmup.as_secs_f64(),
+            move_interval_ms: cli.move_interval_ms,
+            moves_sent: t.moves_sent,
+            acks_received: t.acks,
+            moves_rejected: t.rejected_total(),
+            rejected_by_result: t.rejected.iter().enumerate().filter(|(_, n)| **n > 0).map(|(i, n)| (result_name(i), *n)).collect(),
+            loss_ratio: crate::checks::loss_ratio(t.moves_sent, t.acks),
+            max_loss: cli.max_loss,
+            rtt_us: t.move_rtt.summary(),
+            rtt_us_from_actual_send: t.move_rtt_from_send.summary(),
+            send_lag_us: t.send_lag.summary(),
+            join_us: r.join_us.summary(),
+            aoi: AoiReport { snapshots: t.aoi_snapshots, interarrival_us: t.aoi_gap.summary() },
+            anomalies: Anomalies {
+                duplicate_acks: t.duplicate_acks,
+                late_acks: t.late_acks,
+                unexpected_acks: t.unexpected_acks,
+                decode_errors: t.decode_errors,
+                unexpected_messages: t.unexpected_messages,
+                recv_errors: t.recv_errors,
+                send_errors: t.send_errors,
+                max_behind: t.max_behind,
+            },
+            leaves: BTreeMap::from([("acked", r.leaves_acked), ("unacked", r.leaves_unacked)]),
+            client: r.usage,
+            kernel_udp: r.udp,
+            raid_spawn_ms: r.raid.as_ref().map(|s| s.spawn_ms),
+            raid: r.raid.clone(),
+            rtt_us_during_raid: raid.then(|| t.move_rtt_raid.summary()),
+            rtt_us_between_raids: raid.then(|| t.move_rtt_calm.summary()),
+            economy: (cli.scenario == crate::cli::Scenario::Economy).then(|| EconomyReport {
+                ledger: t.economy,
+                rtt_us: t.economy_rtt.summary(),
+                checks: pick(&|n| n.starts_with("economy_") || n == "server_figures"),
+            }),
+            hostile: r.hostile.as_ref().map(|h| HostileReport {
+                sent: h.sent.by_reason().into_iter().map(|(k, v)| (k.name().to_string(), v)).collect(),
+                flood: h.flood,
+                probe: h.probe,
+                checks: pick(&|n| n.starts_with("drop_") || n == "address_mismatch_tested" || n == "server_figures"),
+            }),
+            server,
+            server_delta,
+            server_missing,
+            server_error: r.server_error.clone(),
+            passed: all_passed(&r.checks),
+            checks: r.checks.clone(),
+        }
+    }
+
+    /// The report as pretty JSON.
+    pub fn to_json(&self) -> String {
+        serde_json::to_string_pretty(self).unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"))
+    }
+
+    /// The summary tables for people.
+    pub fn summary(&self) -> String {
+        let mut out = String::new();
+        out.push_str(&format!(
+            "mmo-loadtest: scenario {}, {} of {} bots joined, {:.1} s measured after {:.1} s warm-up, server {}\n",
+            self.scenario, self.players_joined, self.players, self.duration_s, self.warmup_s, self.server_address
+        ));
+
+        let mut lat = Table::new();
+        lat.load_style(UTF8_FULL_CONDENSED).set_header(vec!["latency (µs)", "count", "p50", "p90", "p99", "p99.9", "max"]);
+        let mut row = |name: &str, s: &Summary| {
+            if s.count > 0 {
+                lat.add_row(vec![
+                    name.to_string(),
+                    s.count.to_string(),
+                    s.p50.to_string(),
+                    s.p90.to_string(),
+                    s.p99.to_string(),
+                    s.p999.to_string(),
+                    s.max.to_string(),
+                ]);
+            }
+        };
+        row("move round trip", &self.rtt_us);
+        row("  from actual send", &self.rtt_us_from_actual_send);
+        row("move send lag", &self.send_lag_us);
+        if let Some(s) = &self.rtt_us_during_raid {
+            row("  during raids", s);
+        }
+        if let Some(s) = &self.rtt_us_between_raids {
+            row("  between raids", s);
+        }
+        if let Some(e) = &self.economy {
+            row("economy round trip", &e.rtt_us);
+        }
+        row("AoI inter-arrival", &self.aoi.interarrival_us);
+        row("join handshake", &self.join_us);
+        out.push_str(&format!("{lat}\n"));
+
+        let mut figures = Table::new();
+        figures.load_style(UTF8_FULL_CONDENSED).set_header(vec!["figure", "value"]);
+        let mut fig = |k: &str, v: String| {
+            figures.add_row(vec![k.to_string(), v]);
+        };
+        fig("moves sent / acked", format!("{} / {}", self.moves_sent, self.acks_received));
+        fig("loss", format!("{:.4}% (bound {:.4}%)", self.loss_ratio * 100.0, self.max_loss * 100.0));
+        if self.moves_rejected > 0 {
+            fig("moves refused", format!("{} {:?}", self.moves_rejected, self.rejected_by_result));
+        }
+        fig("AoI snapshots", self.aoi.snapshots.to_string());
+        if !self.join_failures.is_empty() {
+            fig("join failures", format!("{:?}", self.join_failures));
+        }
+        fig(
+            "tester CPU user / system",
+            format!(
+                "{:.2} s / {:.2} s, peak RSS {} MiB",
+                self.client.cpu_user_us as f64 / 1e6,
+                self.client.cpu_system_us as f64 / 1e6,
+                self.client.peak_rss_kb / 1024
+            ),
+        );
+        if let Some(u) = &self.kernel_udp {
+            fig("kernel UDP buffer drops (machine)", format!("receive {}, send {}", u.rcvbuf_errors, u.sndbuf_errors));
+        }
+        if let (Some(m), Some(x)) = (&self.raid_spawn_ms, &self.raid) {
+            fig("raid bursts (results / triggers)", format!("{} / {}", x.results, x.triggers));
+            fig("raid spawn (server) median / max", format!("{:.3} ms / {:.3} ms", m.median, m.max));
+        }
+        if let Some(e) = &self.economy {
+            let l = &e.ledger;
+            fig(
+                "economy transactions",
+                format!(
+                    "{} started, {} applied, {} refused, {} unknown; {} resends, {} duplicates",
+                    l.started, l.applied, l.refused, l.unknown, l.retransmits, l.deliberate_duplicates
+                ),
+            );
+        }
+        if let Some(h) = &self.hostile {
+            fig("hostile datagrams sent", format!("{:?}", h.sent));
+        }
+        for name in ["engine_moves_applied", "drop_rate_limited_player", "datagrams_received", "datagrams_sent"] {
+            if let Some(d) = self.server_delta.get(name) {
+                fig(&format!("server Δ {name}"), d.to_string());
+            }
+        }
+        for name in ["update_latency_us_p50", "update_latency_us_p99", "update_latency_us_p999", "peak_rss_kb"] {
+            if let Some(v) = self.server.get(name) {
+                fig(&format!("server {name}"), v.to_string());
+            }
+        }
+        if let (Some(u), Some(s)) = (self.server_delta.get("cpu_user_us"), self.server_delta.get("cpu_system_us")) {
+            fig("server CPU user / system (run)", format!("{:.2} s / {:.2} s", *u as f64 / 1e6, *s as f64 / 1e6));
+        }
+        if !self.server_missing.is_empty() {
+            fig("server figures missing", self.server_missing.join(" "));
+        }
+        if let Some(e) = &self.server_error {
+            fig("server figures", e.clone());
+        }
+        out.push_str(&format!("{figures}\n"));
+
+        let mut checks = Table::new();
+        checks.load_style(UTF8_FULL_CONDENSED).set_header(vec!["check", "result", "detail"]);
+        for c in &self.checks {
+            checks.add_row(vec![c.name.clone(), if c.passed { "pass".into() } else { "FAIL".into() }, c.detail.clone()]);
+        }
+        out.push_str(&format!("{checks}\n"));
+        out.push_str(if self.passed { "result: PASS\n" } else { "result: FAIL\n" });
+        out
+    }
+}

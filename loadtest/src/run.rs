@@ -1,0 +1,510 @@
+//! One run, start to finish: join every bot, read the server's figures, play the scenario,
+//! read the figures again, leave, and judge.
+//!
+//! Timeline (every phase is driven by absolute instants, so a slow phase never shifts the
+//! measured window's meaning):
+//!
+//! ```text
+//! joins, staggered at --join-rate ─┐ (hostile: probe spoofers) ─ stats "before" ─┐
+//!   move_start ── warm-up ── measure_start ───── --duration ───── end ── drain ──┴─ stats "after" ── LEAVE
+//! ```
+//!
+//! Bots join before the "before" snapshot and leave after the "after" one, so the deltas
+//! between the two hold only the scenario's own traffic: joins do not mint into the economy
+//! deltas, and a resent `LEAVE` after its ack (dropped `unknown_player`) does not land in the
+//! drop deltas.
+
+use crate::admin::AdminClient;
+use crate::bot::{self, BotReport, DutyPlan, FloodTally, JoinPlan, LeaveOutcome, LiveCounters, PlayPlan, Session};
+use crate::checks::{self, Check};
+use crate::cli::{Cli, Scenario};
+use crate::economy::{EconomyPlan, EconomyTally};
+use crate::hostile::{self, HostileKind, HostilePlan, ProbeReport, SentCounts, Victim};
+use crate::metrics::Merged;
+use crate::net::connected_socket;
+use crate::progress::Progress;
+use crate::protocol::DropReason;
+use crate::raid::{self, RaidPlan, RaidSummary, RaidWindows};
+use crate::rng::Rng;
+use crate::schedule::Epoch;
+use crate::server_stats::ServerStats;
+use crate::system::{ProcessUsage, UdpCounters, raise_nofile};
+use crate::walk::{Area, Walk};
+use anyhow::{Context, bail};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+/// The faction every bot joins with.
+pub const PLAYER_FACTION: u8 = 1;
+
+/// Every bot's report, merged.
+#[derive(Clone, Debug, Default)]
+pub struct Totals {
+    /// Measured moves sent.
+    pub moves_sent: u64,
+    /// Of those, acknowledged.
+    pub acks: u64,
+    /// Acks with a non-zero result, by result.
+    pub rejected: [u64; 6],
+    /// Acks for an already acknowledged sequence.
+    pub duplicate_acks: u64,
+    /// Acks too old to match.
+    pub late_acks: u64,
+    /// Acks for a sequence never sent.
+    pub unexpected_acks: u64,
+    /// Contacts reported.
+    pub contacts: u64,
+    /// Snapshots received in the measured window.
+    pub aoi_snapshots: u64,
+    /// Undecodable datagrams.
+    pub decode_errors: u64,
+    /// Unexpected message types.
+    pub unexpected_messages: u64,
+    /// Receive errors.
+    pub recv_errors: u64,
+    /// Send errors.
+    pub send_errors: u64,
+    /// Most overdue moves any bot sent at once.
+    pub max_behind: u64,
+    /// Move round trips, µs.
+    pub move_rtt: Merged,
+    /// Move round trips from the actual send, µs (diagnostic).
+    pub move_rtt_from_send: Merged,
+    /// Send lateness after the intended time, µs.
+    pub send_lag: Merged,
+    /// Move round trips overlapping a raid window, µs.
+    pub move_rtt_raid: Merged,
+    /// Move round trips outside raid windows, µs.
+    pub move_rtt_calm: Merged,
+    /// Snapshot inter-arrival, µs.
+    pub aoi_gap: Merged,
+    /// Economy round trips, µs.
+    pub economy_rtt: Merged,
+    /// The economy ledger.
+    pub economy: EconomyTally,
+    /// Hostile duties sent by bots.
+    pub hostile: SentCounts,
+}
+
+impl Totals {
+    fn add(&mut self, r: &BotReport) {
+        self.moves_sent += r.moves_sent;
+        self.acks += r.acks;
+        for (a, b) in self.rejected.iter_mut().zip(r.rejected) {
+            *a += b;
+        }
+        self.duplicate_acks += r.duplicate_acks;
+        self.late_acks += r.late_acks;
+        self.unexpected_acks += r.unexpected_acks;
+        self.contacts += r.contacts;
+        self.aoi_snapshots += r.aoi_snapshots;
+        self.decode_errors += r.decode_errors;
+        self.unexpected_messages += r.unexpected_messages;
+        self.recv_errors += r.recv_errors;
+        self.send_errors += r.send_errors;
+        self.max_behind = self.max_behind.max(r.max_behind);
+        r.move_rtt.merge_into(&mut self.move_rtt);
+        r.move_rtt_from_send.merge_into(&mut self.move_rtt_from_send);
+        r.send_lag.merge_into(&mut self.send_lag);
+        r.move_rtt_raid.merge_into(&mut self.move_rtt_raid);
+        r.move_rtt_calm.merge_into(&mut self.move_rtt_calm);
+        r.aoi_gap.merge_into(&mut self.aoi_gap);
+        r.economy_rtt.merge_into(&mut self.economy_rtt);
+        self.economy.add(&r.economy);
+        self.hostile.add(&r.hostile);
+    }
+
+    /// Acks with a non-zero result.
+    pub fn rejected_total(&self) -> u64 {
+        self.rejected.iter().sum()
+    }
+}
+
+/// The hostile scenario's own results.
+#[derive(Clone, Debug, Default)]
+pub struct HostileOutcome {
+    /// Everything sent, per kind (bots' duties, the controller, the flood).
+    pub sent: SentCounts,
+    /// The flood bot's tally.
+    pub flood: FloodTally,
+    /// What probing for spoofing sockets found.
+    pub probe: ProbeReport,
+}
+
+/// Everything a run produced.
+#[derive(Debug)]
+pub struct RunResult {
+    /// The options it ran with.
+    pub cli: Cli,
+    /// Bots that joined (the flood bot not counted).
+    pub joined: usize,
+    /// Join failures by reason.
+    pub join_failures: BTreeMap<String, u64>,
+    /// Handshake times, µs.
+    pub join_us: Merged,
+    /// Every bot's report, merged.
+    pub totals: Totals,
+    /// The raid scenario's bursts.
+    pub raid: Option<RaidSummary>,
+    /// The hostile scenario's traffic.
+    pub hostile: Option<HostileOutcome>,
+    /// The server's figures before play.
+    pub server_before: Option<ServerStats>,
+    /// The server's figures after play.
+    pub server_after: Option<ServerStats>,
+    /// Why the server's figures are missing, if they are.
+    pub server_error: Option<String>,
+    /// `LEAVE`s acknowledged.
+    pub leaves_acked: u64,
+    /// `LEAVE`s never acknowledged.
+    pub leaves_unacked: u64,
+    /// The load tester's own CPU and memory over the run.
+    pub usage: ProcessUsage,
+    /// The kernel's UDP counters over the run (machine-wide).
+    pub udp: Option<UdpCounters>,
+    /// Whether Ctrl-C stopped the run early.
+    pub interrupted: bool,
+    /// The checks and their verdicts.
+    pub checks: Vec<Check>,
+}
+
+fn join_failure_kind(e: &bot::JoinError) -> String {
+    match e {
+        bot::JoinError::NoChallenge(_) => "no JOIN_CHALLENGE".into(),
+        bot::JoinError::NoAccept(_) => "no JOIN_ACCEPT".into(),
+        bot::JoinError::Refused(s) => format!("refused: {s:?}"),
+        bot::JoinError::Io(e) => format!("socket: {e}"),
+    }
+}
+
+/// Runs the scenario `cli` describes. `Err` is a setup failure (no server, a bad option, no
+/// admin reply where the scenario needs one); a run that completes returns its checks, passed
+/// or not.
+pub async fn run(cli: Cli, progress: &Progress) -> anyhow::Result<RunResult> {
+    let scenario = cli.scenario;
+    let admin_key = match (cli.admin_key, scenario.needs_admin()) {
+        (None, true) => bail!("--scenario {} checks the server's own figures and needs --admin-key", scenario.name()),
+        (key, _) => key,
+    };
+    let players = cli.players as usize;
+    let hostile = scenario == Scenario::Hostile;
+    let total_bots = players + usize::from(hostile);
+    let hostile_plan = HostilePlan {
+        rate: cli.hostile_rate,
+        flood_rate: cli.flood_rate,
+        pool_sockets: cli.hostile_sockets as usize,
+        max_probes: 32,
+        want_spoofers: 4,
+    };
+    let fds = total_bots as u64 + hostile_plan.pool_sockets as u64 + hostile_plan.max_probes as u64 + 64;
+    raise_nofile(fds)?;
+    let usage0 = ProcessUsage::now();
+    let udp0 = UdpCounters::read();
+    let epoch = Epoch::at(Instant::now());
+    let stop = Arc::new(AtomicBool::new(false));
+    {
+        let stop = Arc::clone(&stop);
+        tokio::spawn(async move {
+            if tokio::signal::ctrl_c().await.is_ok() {
+                stop.store(true, Ordering::Relaxed);
+            }
+        });
+    }
+
+    let mut admin = match admin_key {
+        Some(key) => Some(AdminClient::connect(cli.server, key).context("admin socket")?),
+        None => None,
+    };
+    let raid_plan = RaidPlan {
+        every: cli.raid_every,
+        objects: cli.raid_objects,
+        lifetime_ms: cli.raid_lifetime_ms,
+        center_x_m: cli.raid_x,
+        center_y_m: cli.raid_y,
+        half_extent_m: cli.raid_half_extent,
+        player_radius_m: cli.raid_radius,
+        window_after: cli.raid_window_after,
+        result_timeout: Duration::from_secs(2),
+    };
+    let area = match scenario {
+        Scenario::Raid => Area::Circle { cx: raid_plan.center_x_m, cy: raid_plan.center_y_m, r: raid_plan.player_radius_m },
+        _ => Area::world(cli.world_size, 1.0),
+    };
+    let step_m = cli.speed * cli.move_interval().as_secs_f32();
+
+    // Joins, staggered.
+    progress.phase(&format!("joining {total_bots} bots"));
+    let join_plan = JoinPlan { server: cli.server, attempt_timeout: cli.join_timeout, attempts: cli.join_attempts };
+    let join_start = Instant::now();
+    let mut handles = Vec::with_capacity(total_bots);
+    for i in 0..total_bots {
+        let mut rng = Rng::for_index(cli.seed, i as u64);
+        let walk = Walk::new(area, step_m, &mut rng);
+        let delay = Duration::from_secs_f64(i as f64 / cli.join_rate.max(1.0));
+        handles.push(tokio::spawn(async move {
+            tokio::time::sleep_until((join_start + delay).into()).await;
+            let (result, stats) = bot::join(i, &join_plan, walk.position(), PLAYER_FACTION, &mut rng).await;
+            (result, stats, walk, rng)
+        }));
+    }
+    let mut sessions: Vec<(Session, Walk, Rng)> = Vec::with_capacity(total_bots);
+    let mut flood_session = None;
+    let mut join_failures: BTreeMap<String, u64> = BTreeMap::new();
+    let mut join_us = Merged::new();
+    for h in handles {
+        let (result, stats, walk, rng) = h.await.context("a join task panicked")?;
+        match result {
+            Ok(s) => {
+                join_us.record(stats.handshake_us);
+                if hostile && s.index == players {
+                    flood_session = Some(s);
+                } else {
+                    sessions.push((s, walk, rng));
+                }
+            }
+            Err(e) => *join_failures.entry(join_failure_kind(&e)).or_default() += 1,
+        }
+    }
+    let joined = sessions.len();
+    progress.note(&format!("joined {joined} of {players} bots in {:.1} s", join_start.elapsed().as_secs_f64()));
+    if joined == 0 {
+        let why = join_failures.keys().next().cloned().unwrap_or_default();
+        bail!("no bot could join {} ({why}); is mmo-server running there?", cli.server);
+    }
+    let peers: Arc<[u64]> = sessions.iter().map(|(s, _, _)| s.player_id).collect();
+
+    // Hostile set-up: find spoofing sockets while nothing else is being dropped.
+    let mut probe = ProbeReport::default();
+    let mut spoofers = Vec::new();
+    let mut pool = Vec::new();
+    if hostile && let Some(admin) = admin.as_mut() {
+        progress.phase("probing for address-mismatch sockets");
+        let victims: Vec<Victim> = sessions.iter().take(64).map(|(s, _, _)| s.victim()).collect();
+        let (found, report) = hostile::probe_spoofers(admin, cli.server, &victims, &hostile_plan).await?;
+        spoofers = found;
+        probe = report;
+        for _ in 0..hostile_plan.pool_sockets {
+            pool.push(connected_socket(cli.server)?);
+        }
+    }
+
+    let mut server_error = None;
+    let server_before = match admin.as_mut() {
+        Some(admin) => match admin.stats().await {
+            Ok(s) => Some(s),
+            Err(e) if scenario.needs_admin() => return Err(e).context("the server's figures before the run"),
+            Err(e) => {
+                server_error = Some(e.to_string());
+                None
+            }
+        },
+        None => {
+            server_error = Some("not fetched (no --admin-key)".into());
+            None
+        }
+    };
+
+    // Play.
+    let move_start = Instant::now() + Duration::from_millis(200);
+    let measure_start = move_start + cli.warmup;
+    let end = measure_start + cli.duration;
+    let live = Arc::new(LiveCounters::default());
+    let raid_windows = (scenario == Scenario::Raid).then(|| Arc::new(RaidWindows::default()));
+    let economy = (scenario == Scenario::Economy).then(|| EconomyPlan {
+        interval: Duration::from_millis(cli.economy_interval_ms),
+        timeout: Duration::from_millis(cli.economy_timeout_ms),
+        duplicate_ratio: cli.economy_duplicates,
+        ..EconomyPlan::default()
+    });
+    let plan = Arc::new(PlayPlan {
+        epoch,
+        move_start,
+        move_interval: cli.move_interval(),
+        measure_start,
+        end,
+        drain: cli.drain,
+        economy_settle: cli.economy_settle,
+        bots: joined,
+        economy,
+        duties: hostile.then(|| DutyPlan { interval: hostile_plan.duty_interval(joined) }),
+        raid_windows: raid_windows.clone(),
+        peers,
+        live: Arc::clone(&live),
+        stop: Arc::clone(&stop),
+    });
+    // The server's clock, for the cookie period a bad-cookie datagram claims.
+    let clock = sessions.first().map(|(s, _, _)| s.server_clock);
+    progress.start_play(move_start, measure_start, end, cli.drain, Arc::clone(&live), Arc::clone(&stop));
+    let play_handles: Vec<_> =
+        sessions.into_iter().map(|(s, walk, rng)| tokio::spawn(bot::play(s, Arc::clone(&plan), walk, rng))).collect();
+
+    let raid_handle = match (&raid_windows, scenario == Scenario::Raid, admin.take()) {
+        (Some(windows), true, Some(mut admin)) => {
+            let windows = Arc::clone(windows);
+            let stop = Arc::clone(&stop);
+            // First burst half an interval into the measured window, so both sides of it are measured.
+            let first = measure_start + raid_plan.every / 2;
+            Some(tokio::spawn(async move {
+                let bursts = raid::drive(&mut admin, &raid_plan, &windows, epoch, first, end, &stop).await;
+                (admin, bursts)
+            }))
+        }
+        (_, _, a) => {
+            admin = a;
+            None
+        }
+    };
+    let controller = hostile.then(|| {
+        let stop = Arc::clone(&stop);
+        let key = admin_key.unwrap_or(0);
+        let period = move |now: Instant| match clock {
+            Some((at, ms)) => ((ms + now.saturating_duration_since(at).as_millis() as u64) / 10_000) as u32,
+            None => 0,
+        };
+        let pool = std::mem::take(&mut pool);
+        let spoofers = std::mem::take(&mut spoofers);
+        tokio::spawn(async move { hostile::run_controller(hostile_plan, pool, spoofers, key, period, move_start, end, &stop).await })
+    });
+    let flood_handle = match flood_session.take() {
+        Some(s) if hostile => {
+            let stop = Arc::clone(&stop);
+            let (rate, drain) = (hostile_plan.flood_rate, cli.drain);
+            Some(tokio::spawn(async move { bot::flood(s, rate, move_start, end, drain, &stop).await }))
+        }
+        _ => None,
+    };
+
+    let mut totals = Totals::default();
+    let mut sessions = Vec::with_capacity(joined + 1);
+    for h in play_handles {
+        let (session, report) = h.await.context("a bot task panicked")?;
+        totals.add(&report);
+        sessions.push(session);
+    }
+    let raid = match raid_handle {
+        Some(h) => {
+            let (a, bursts) = h.await.context("the raid task panicked")?;
+            admin = Some(a);
+            Some(RaidSummary::new(bursts.context("raid triggers")?, raid_plan.objects))
+        }
+        None => None,
+    };
+    let hostile_outcome = match controller {
+        Some(h) => {
+            let mut sent = h.await.context("the hostile task panicked")?;
+            sent.add(&totals.hostile);
+            let flood = match flood_handle {
+                Some(h) => {
+                    let (s, tally) = h.await.context("the flood task panicked")?;
+                    sessions.push(s);
+                    tally
+                }
+                None => FloodTally::default(),
+            };
+            sent.add_n(HostileKind::Flooding, flood.sent);
+            Some(HostileOutcome { sent, flood, probe })
+        }
+        None => None,
+    };
+    let interrupted = stop.load(Ordering::Relaxed);
+    progress.phase("reading the server's figures");
+
+    let server_after = match admin.as_mut() {
+        Some(admin) if server_before.is_some() => match admin.stats().await {
+            Ok(s) => Some(s),
+            Err(e) => {
+                server_error = Some(format!("after the run: {e}"));
+                None
+            }
+        },
+        _ => None,
+    };
+
+    let (mut leaves_acked, mut leaves_unacked) = (0, 0);
+    if cli.leave_at_end {
+        progress.phase("leaving");
+        let handles: Vec<_> =
+            sessions.into_iter().map(|s| tokio::spawn(async move { bot::leave(&s, 3, Duration::from_millis(300)).await })).collect();
+        for h in handles {
+            match h.await.context("a leave task panicked")? {
+                LeaveOutcome::Acked => leaves_acked += 1,
+                LeaveOutcome::NoAck => leaves_unacked += 1,
+            }
+        }
+    }
+
+    let usage = ProcessUsage::now().since(&usage0);
+    let udp = match (udp0, UdpCounters::read()) {
+        (Some(a), Some(b)) => Some(b.since(&a)),
+        _ => None,
+    };
+
+    let mut result = RunResult {
+        cli,
+        joined,
+        join_failures,
+        join_us,
+        totals,
+        raid,
+        hostile: hostile_outcome,
+        server_before,
+        server_after,
+        server_error,
+        leaves_acked,
+        leaves_unacked,
+        usage,
+        udp,
+        interrupted,
+        checks: Vec::new(),
+    };
+    result.checks = judge(&result);
+    Ok(result)
+}
+
+/// The run's checks: joins, loss and refusals always; each scenario's own checks; and, when
+/// the server's figures are missing for a scenario that needs them, a failing check saying so.
+pub fn judge(r: &RunResult) -> Vec<Check> {
+    let cli = &r.cli;
+    let t = &r.totals;
+    let mut checks = vec![
+        checks::joins(cli.players as usize, r.joined),
+        checks::loss(t.moves_sent, t.acks, cli.max_loss),
+        checks::rejects(t.moves_sent, t.rejected_total(), cli.max_loss),
+    ];
+    if r.interrupted {
+        checks.push(Check::new("completed", false, "interrupted (Ctrl-C) before the planned end"));
+    }
+    if let Some(raid) = &r.raid {
+        checks.extend(checks::raid(raid));
+    }
+    let figures = r.server_before.as_ref().zip(r.server_after.as_ref());
+    match (cli.scenario, figures) {
+        (Scenario::Economy, Some((before, after))) => checks.extend(checks::economy(before, after, &t.economy)),
+        (Scenario::Hostile, Some((before, after))) => {
+            let h = r.hostile.clone().unwrap_or_default();
+            let mut by_reason = h.sent.by_reason();
+            by_reason.remove(&DropReason::RateLimitedPlayer);
+            checks.extend(checks::drops(before, after, &by_reason, &h.flood, cli.max_loss));
+            checks.push(Check::new(
+                "address_mismatch_tested",
+                h.probe.found > 0,
+                format!(
+                    "{} of {} probe sockets shared a victim's server worker ({} ambiguous); address_mismatch datagrams sent: {}",
+                    h.probe.found,
+                    h.probe.probes,
+                    h.probe.ambiguous,
+                    h.sent.get(HostileKind::AddressMismatch)
+                ),
+            ));
+        }
+        (Scenario::Economy | Scenario::Hostile, None) => checks.push(Check::new(
+            "server_figures",
+            false,
+            format!("the server's figures are needed and missing: {}", r.server_error.clone().unwrap_or_default()),
+        )),
+        _ => {}
+    }
+    checks
+}

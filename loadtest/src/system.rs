@@ -1,0 +1,135 @@
+//! What the load tester needs from the operating system: enough file descriptors for one
+//! socket per bot (`RLIMIT_NOFILE`), its own CPU time and peak RSS (so a report shows what
+//! the load generator itself cost on the shared machine), and the kernel's UDP counters
+//! (`/proc/net/snmp`), whose receive-buffer errors are the one place loopback UDP loses
+//! datagrams.
+
+use anyhow::{Context, bail};
+use serde::Serialize;
+
+/// Raises the soft `RLIMIT_NOFILE` to the hard limit if it is below `needed`, and returns the
+/// soft limit now in force. Fails if even the hard limit is below `needed`.
+pub fn raise_nofile(needed: u64) -> anyhow::Result<u64> {
+    let mut lim = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    // SAFETY: `lim` is a valid, writable rlimit for the duration of the call.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } != 0 {
+        return Err(std::io::Error::last_os_error()).context("getrlimit(RLIMIT_NOFILE)");
+    }
+    if lim.rlim_cur >= needed {
+        return Ok(lim.rlim_cur);
+    }
+    if lim.rlim_max < needed {
+        bail!(
+            "{needed} file descriptors needed (one socket per bot) but the hard RLIMIT_NOFILE is {}; lower --players or raise the limit (ulimit -Hn)",
+            lim.rlim_max
+        );
+    }
+    let raised = libc::rlimit { rlim_cur: lim.rlim_max, rlim_max: lim.rlim_max };
+    // SAFETY: `raised` is a valid rlimit; raising the soft limit up to the hard one needs no privilege.
+    if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &raised) } != 0 {
+        return Err(std::io::Error::last_os_error()).context("setrlimit(RLIMIT_NOFILE)");
+    }
+    Ok(raised.rlim_cur)
+}
+
+/// This process's resource use so far.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct ProcessUsage {
+    /// User CPU, microseconds.
+    pub cpu_user_us: u64,
+    /// System CPU, microseconds.
+    pub cpu_system_us: u64,
+    /// Peak resident set, KiB.
+    pub peak_rss_kb: u64,
+}
+
+impl ProcessUsage {
+    /// Reads `getrusage(RUSAGE_SELF)` (all zero if it fails).
+    pub fn now() -> ProcessUsage {
+        // SAFETY: an all-zero rusage is a valid value of the plain C struct.
+        let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+        // SAFETY: `ru` is valid and writable for the duration of the call.
+        if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) } != 0 {
+            return ProcessUsage::default();
+        }
+        let us = |t: libc::timeval| (t.tv_sec.max(0) as u64) * 1_000_000 + t.tv_usec.max(0) as u64;
+        ProcessUsage { cpu_user_us: us(ru.ru_utime), cpu_system_us: us(ru.ru_stime), peak_rss_kb: ru.ru_maxrss.max(0) as u64 }
+    }
+
+    /// CPU used between `earlier` and `self`, and the peak RSS of `self`.
+    pub fn since(&self, earlier: &ProcessUsage) -> ProcessUsage {
+        ProcessUsage {
+            cpu_user_us: self.cpu_user_us.saturating_sub(earlier.cpu_user_us),
+            cpu_system_us: self.cpu_system_us.saturating_sub(earlier.cpu_system_us),
+            peak_rss_kb: self.peak_rss_kb,
+        }
+    }
+}
+
+/// The kernel's UDP counters (machine-wide: they include the server's sockets).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct UdpCounters {
+    /// Datagrams delivered to sockets.
+    pub in_datagrams: u64,
+    /// Datagrams dropped because a socket's receive buffer was full.
+    pub rcvbuf_errors: u64,
+    /// Datagrams dropped because a socket's send buffer was full.
+    pub sndbuf_errors: u64,
+    /// Datagrams to a port nobody listens on.
+    pub no_ports: u64,
+    /// Receive errors of any kind.
+    pub in_errors: u64,
+}
+
+impl UdpCounters {
+    /// Reads `/proc/net/snmp`; `None` if it is unreadable or lacks the `Udp:` lines.
+    pub fn read() -> Option<UdpCounters> {
+        UdpCounters::parse(&std::fs::read_to_string("/proc/net/snmp").ok()?)
+    }
+
+    /// Parses the two `Udp:` lines (a header of names, then values) of `/proc/net/snmp`.
+    pub fn parse(snmp: &str) -> Option<UdpCounters> {
+        let mut lines = snmp.lines().filter(|l| l.starts_with("Udp:"));
+        let names: Vec<&str> = lines.next()?.split_whitespace().skip(1).collect();
+        let values: Vec<u64> = lines.next()?.split_whitespace().skip(1).map(|v| v.parse().unwrap_or(0)).collect();
+        let get = |name: &str| names.iter().position(|n| *n == name).and_then(|i| values.get(i).copied()).unwrap_or(0);
+        Some(UdpCounters {
+            in_datagrams: get("InDatagrams"),
+            rcvbuf_errors: get("RcvbufErrors"),
+            sndbuf_errors: get("SndbufErrors"),
+            no_ports: get("NoPorts"),
+            in_errors: get("InErrors"),
+        })
+    }
+
+    /// `self - earlier`, counter by counter.
+    pub fn since(&self, earlier: &UdpCounters) -> UdpCounters {
+        UdpCounters {
+            in_datagrams: self.in_datagrams.saturating_sub(earlier.in_datagrams),
+            rcvbuf_errors: self.rcvbuf_errors.saturating_sub(earlier.rcvbuf_errors),
+            sndbuf_errors: self.sndbuf_errors.saturating_sub(earlier.sndbuf_errors),
+            no_ports: self.no_ports.saturating_sub(earlier.no_ports),
+            in_errors: self.in_errors.saturating_sub(earlier.in_errors),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_proc_net_snmp_udp_lines() {
+        let snmp = "Ip: Forwarding DefaultTTL\nIp: 1 64\nUdp: InDatagrams NoPorts InErrors OutDatagrams RcvbufErrors SndbufErrors InCsumErrors IgnoredMulti MemErrors\nUdp: 1000 3 7 900 5 2 0 0 0\nUdpLite: InDatagrams\nUdpLite: 0\n";
+        let c = UdpCounters::parse(snmp).unwrap();
+        assert_eq!(c, UdpCounters { in_datagrams: 1000, rcvbuf_errors: 5, sndbuf_errors: 2, no_ports: 3, in_errors: 7 });
+        assert!(UdpCounters::parse("Ip: 1\n").is_none());
+    }
+
+    #[test]
+    fn nofile_is_at_least_what_we_had() {
+        let now = raise_nofile(16).unwrap();
+        assert!(now >= 16);
+        assert!(ProcessUsage::now().peak_rss_kb > 0);
+    }
+}
