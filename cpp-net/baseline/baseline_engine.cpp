@@ -1,0 +1,464 @@
+// baseline_engine.cpp: BaselineEngine's players, movement, combat, economy front door, AoI and
+// readers. Raid spawn and the tick are in baseline_raid.cpp. Each method follows the matching
+// one in rust-core/src/engine.rs; comments name the Rust rule a check mirrors.
+#include "baseline_engine.hpp"
+
+#include <sys/random.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <stdexcept>
+#include <string>
+
+namespace mmo {
+
+std::unique_ptr<Engine> make_baseline_engine(const MmoConfig& config) { return std::make_unique<baseline::BaselineEngine>(config); }
+
+namespace baseline {
+namespace {
+
+static_assert(sizeof(MmoMoveRecord) == 72 && sizeof(MmoMoveEvent) == 32 && sizeof(MmoEconomyOp) == 48, "records as mmo_core.h");
+static_assert(sizeof(MmoEconomyResult) == 32 && sizeof(MmoAoiEntry) == 24 && sizeof(MmoConfig) == 80, "records as mmo_core.h");
+static_assert(sizeof(BodyState::payload) == sizeof(MmoMoveRecord::payload));
+
+[[noreturn]] void refuse(const char* why) { throw std::runtime_error(std::string("invalid baseline engine config: ") + why); }
+
+// A random, non-zero session token from the OS random source (as players.rs does).
+uint64_t new_session_token() {
+  for (;;) {
+    uint64_t token = 0;
+    if (getrandom(&token, sizeof token, 0) != static_cast<ssize_t>(sizeof token)) {
+      token = (uint64_t{std::random_device{}()} << 32) ^ std::random_device{}();
+    }
+    if (token != 0) return token;
+  }
+}
+
+// combat.rs Health::damage: a CAS loop saturating at 0; exactly one caller sees the kill.
+MmoDamageResult hit(std::atomic<int32_t>& hp, int32_t amount) {
+  MmoDamageResult r{};
+  int32_t current = hp.load(std::memory_order_acquire);
+  for (;;) {
+    if (current <= 0) {
+      r.outcome = 3;  // already dead
+      return r;
+    }
+    const int32_t next = std::max(current - amount, 0);  // current > 0 and amount > 0: no overflow
+    if (hp.compare_exchange_weak(current, next, std::memory_order_acq_rel, std::memory_order_acquire)) {
+      r.outcome = next == 0 ? 2 : 1;
+      r.hp_left = next;
+      return r;
+    }
+  }
+}
+
+// The FFI's batch rule: an input and an output that share bytes are refused.
+template <class In, class Out>
+bool overlap(std::span<In> in, std::span<Out> out) {
+  if (in.empty() || out.empty()) return false;
+  const auto in0 = reinterpret_cast<uintptr_t>(in.data()), in1 = in0 + in.size_bytes();
+  const auto out0 = reinterpret_cast<uintptr_t>(out.data()), out1 = out0 + out.size_bytes();
+  return in0 < out1 && out0 < in1;
+}
+
+}  // namespace
+
+// config.rs CoreConfig::validate, check for check and in the same f32 arithmetic, plus
+// mmo_engine_new's own refusals of fault_injection > 1 and non-zero reserved bytes.
+void validate_config(const MmoConfig& c) {
+  if (c.fault_injection > 1) refuse("fault_injection must be 0 or 1");
+  for (const uint8_t b : c._reserved) {
+    if (b != 0) refuse("_reserved bytes must be zero");
+  }
+  const auto finite_positive = [](float v) { return std::isfinite(v) && v > 0.0f; };
+  if (!finite_positive(c.world_size_m) || c.world_size_m > 1'000'000.0f) refuse("world_size_m must be in (0, 1e6]");
+  if (!finite_positive(c.cell_size_m) || c.cell_size_m > c.world_size_m) refuse("cell_size_m must be positive and at most world_size_m");
+  const float cells_per_side = std::ceil(c.world_size_m / c.cell_size_m);
+  if (cells_per_side > 2048.0f) refuse("world_size_m / cell_size_m must be at most MAX_CELLS_PER_SIDE (2048)");
+  if (!(std::isfinite(c.cell_hysteresis_m) && c.cell_hysteresis_m >= 0.0f)) refuse("cell_hysteresis_m must be finite and non-negative");
+  if (!finite_positive(c.contact_radius_m)) refuse("contact_radius_m must be positive");
+  if (c.contact_radius_m + c.cell_hysteresis_m > c.cell_size_m) refuse("contact_radius_m + cell_hysteresis_m must not exceed cell_size_m");
+  if (!finite_positive(c.max_speed_m_per_s)) refuse("max_speed_m_per_s must be positive");
+  if (!(std::isfinite(c.speed_slack_m) && c.speed_slack_m >= 0.0f)) refuse("speed_slack_m must be finite and non-negative");
+  if (c.contacts_per_move_max > 32) refuse("contacts_per_move_max above CONTACTS_PER_MOVE_MAX");
+  if (c.aoi_k == 0 || c.aoi_k > 64) refuse("aoi_k must be in 1..=AOI_K_MAX");
+  if (c.player_capacity == 0 || c.player_capacity > (1u << 24)) refuse("player_capacity must be in 1..=16M");
+  if (c.raid_object_capacity > (1u << 24)) refuse("raid_object_capacity must be at most 16M");
+  if (c.raid_burst_capacity == 0 || c.raid_burst_capacity > 65'536) refuse("raid_burst_capacity must be in 1..=65536");
+  if (c.cell_member_capacity > 65'536) refuse("cell_member_capacity must be at most 65536");
+  if (c.grid_shards < 2 || c.grid_shards > 4096 || (c.grid_shards & (c.grid_shards - 1)) != 0) {
+    refuse("grid_shards must be a power of two in 2..=4096");
+  }
+  if (c.tick_ms == 0 || c.tick_ms > 10'000) refuse("tick_ms must be in 1..=10000");
+  if (c.player_hp <= 0) refuse("player_hp must be positive");
+  if (c.starting_gold > static_cast<uint64_t>(kAmountMax)) refuse("starting_gold above economy::AMOUNT_MAX");
+}
+
+// Validates before any member is built (the grid sizes itself from the config).
+static const MmoConfig& validated(const MmoConfig& config) {
+  validate_config(config);
+  return config;
+}
+
+BaselineEngine::BaselineEngine(const MmoConfig& config)
+    : config_(validated(config)), max_speed_m_per_ms_(config.max_speed_m_per_s / 1000.0f), grid_(config) {
+  // Sized up front, as a reviewed server would: no rehash under load.
+  players_.reserve(config.player_capacity);
+  objects_.reserve(config.raid_object_capacity);
+}
+
+std::shared_ptr<Player> BaselineEngine::find_player(uint64_t player_id) const {
+  std::shared_lock lock(players_mutex_);
+  const auto it = players_.find(player_id);
+  return it == players_.end() ? nullptr : it->second;
+}
+
+std::shared_ptr<RaidObject> BaselineEngine::find_object(uint64_t object_id) const {
+  std::shared_lock lock(objects_mutex_);
+  const auto it = objects_.find(object_id);
+  return it == objects_.end() ? nullptr : it->second;
+}
+
+MmoStatus BaselineEngine::join(float x_m, float y_m, uint8_t faction, MmoJoinTicket& out) {
+  if (!grid_.in_world(x_m, y_m)) {
+    stats_.bump(Counter::joins_refused_bounds);
+    return MMO_ERR_OUT_OF_BOUNDS;
+  }
+  if (!try_acquire(players_live_, 1, config_.player_capacity)) {
+    stats_.bump(Counter::joins_refused_full);
+    return MMO_ERR_SERVER_FULL;
+  }
+  const uint64_t id = next_player_id_.fetch_add(1, std::memory_order_relaxed);
+  const uint64_t token = new_session_token();
+  const CellKey cell = grid_.cell_of(x_m, y_m);
+  BodyState body;
+  body.x_m = x_m;
+  body.y_m = y_m;
+  body.cell = cell;
+  auto entity = std::make_shared<GridEntity>(id, MMO_ENTITY_KIND_PLAYER, Vec2{x_m, y_m}, kNeverExpires);
+  auto wallet = economy_.open_wallet(id, config_.starting_gold);
+  auto player = std::make_shared<Player>(id, token, faction, config_.player_hp, entity, std::move(wallet), body);
+  // In the grid before the player can be found, so the first move finds its registration.
+  grid_.insert(cell, entity);
+  {
+    std::unique_lock lock(players_mutex_);
+    players_.emplace(id, std::move(player));
+  }
+  stats_.bump(Counter::joins);
+  out = MmoJoinTicket{id, token};
+  return MMO_OK;
+}
+
+MmoStatus BaselineEngine::leave(uint64_t player_id, uint64_t session_token) {
+  const auto player = find_player(player_id);
+  MmoStatus refused = MMO_OK;
+  if (!player) {
+    refused = MMO_ERR_UNKNOWN_PLAYER;
+  } else if (player->session_token != session_token) {
+    refused = MMO_ERR_WRONG_SESSION;
+  } else if (player->leaving.exchange(true, std::memory_order_acq_rel)) {
+    refused = MMO_ERR_UNKNOWN_PLAYER;  // another leave for this player is under way
+  }
+  if (refused != MMO_OK) {
+    stats_.bump(Counter::leaves_refused);
+    return refused;
+  }
+  {
+    std::lock_guard body_lock(player->body_mutex);
+    player->body.alive = false;
+    grid_.remove(player->body.cell, player->entity);
+  }
+  economy_.close_wallet(player->wallet);  // holdings go to the departed totals
+  {
+    std::unique_lock lock(players_mutex_);
+    players_.erase(player_id);
+  }
+  players_live_.fetch_sub(1, std::memory_order_acq_rel);
+  stats_.bump(Counter::leaves);
+  return MMO_OK;
+}
+
+size_t BaselineEngine::move_events_required(size_t moves) const {
+  size_t required = 0;
+  const size_t per_move = 1 + size_t{config_.contacts_per_move_max};
+  return __builtin_mul_overflow(moves, per_move, &required) ? SIZE_MAX : required;
+}
+
+// Per-batch counts, added to the shared counters once per batch.
+struct BaselineEngine::MoveTally {
+  uint64_t applied = 0;
+  std::array<uint64_t, 6> rejected{};  // by MmoRejectReason
+  uint64_t crossings = 0;
+  uint64_t contacts = 0;
+  uint64_t truncated = 0;
+};
+
+MmoStatus BaselineEngine::apply_moves(std::span<const MmoMoveRecord> moves, uint64_t now_ms, std::span<MmoMoveEvent> events,
+                                      size_t& events_written) {
+  if (overlap(moves, events)) return MMO_ERR_INVALID_ARGUMENT;
+  const size_t per_move = 1 + size_t{config_.contacts_per_move_max};
+  size_t required = 0;
+  if (__builtin_mul_overflow(moves.size(), per_move, &required)) required = SIZE_MAX;
+  if (events.size() < required) {
+    stats_.bump(Counter::move_batches_refused);
+    return MMO_ERR_BUFFER_TOO_SMALL;  // nothing applied
+  }
+  MoveTally tally;
+  size_t total = 0;
+  for (const MmoMoveRecord& rec : moves) {
+    // Each record owns the next 1 + contacts_per_move_max slots; it writes from the first.
+    const std::span<MmoMoveEvent> slots = events.subspan(total, per_move);
+    size_t written = 0;
+    const uint8_t reason = apply_move(rec, now_ms, slots, tally, written);
+    if (reason == 0) {
+      total += written;
+      continue;
+    }
+    MmoMoveEvent reject{};
+    reject.player_id = rec.player_id;
+    reject.sequence = rec.sequence;
+    reject.kind = MMO_EVENT_KIND_REJECT;
+    reject.detail = reason;
+    slots[0] = reject;
+    tally.rejected[reason] += 1;
+    total += 1;
+  }
+  stats_.bump(Counter::move_batches);
+  stats_.add(Counter::moves_applied, tally.applied);
+  for (uint8_t reason = MMO_REJECT_REASON_UNKNOWN_PLAYER; reason <= MMO_REJECT_REASON_OUT_OF_BOUNDS; ++reason) {
+    stats_.add(counter_for_reject(reason), tally.rejected[reason]);
+  }
+  stats_.add(Counter::cell_crossings, tally.crossings);
+  stats_.add(Counter::contacts_reported, tally.contacts);
+  stats_.add(Counter::contacts_truncated, tally.truncated);
+  events_written = total;
+  return MMO_OK;
+}
+
+// movement.rs MoveRules::check: sequence, then bounds, then speed.
+uint8_t BaselineEngine::check_move(const BodyState& prev, const MmoMoveRecord& rec, uint64_t now_ms) const {
+  // Newer in serial arithmetic (RFC 1982): the wrapped difference as i32 is positive.
+  if (static_cast<int32_t>(rec.sequence - prev.last_sequence) <= 0) return MMO_REJECT_REASON_STALE_SEQUENCE;
+  if (!grid_.in_world(rec.x_m, rec.y_m) || !finite(rec.facing_rad)) return MMO_REJECT_REASON_OUT_OF_BOUNDS;
+  uint32_t dt_ms = config_.clock_slack_ms;  // the first move: one clock slack's worth from the spawn point
+  if (prev.has_moved) {
+    // The client's clock delta (negative counts as 0), capped by the server's + clock slack.
+    const uint64_t server_elapsed_ms = now_ms > prev.last_server_ms ? now_ms - prev.last_server_ms : 0;
+    const auto server_dt_ms = static_cast<uint32_t>(std::min<uint64_t>(server_elapsed_ms, UINT32_MAX));
+    const auto client_dt_ms = static_cast<int32_t>(rec.client_time_ms - prev.last_client_ms);
+    uint32_t credit_ms = 0;
+    if (__builtin_add_overflow(server_dt_ms, config_.clock_slack_ms, &credit_ms)) credit_ms = UINT32_MAX;
+    dt_ms = std::min(static_cast<uint32_t>(std::max(client_dt_ms, 0)), credit_ms);
+  }
+  const float dx = rec.x_m - prev.x_m, dy = rec.y_m - prev.y_m;
+  const float allowed_m = max_speed_m_per_ms_ * static_cast<float>(dt_ms) + config_.speed_slack_m;
+  if (dx * dx + dy * dy > allowed_m * allowed_m) return MMO_REJECT_REASON_TOO_FAST;
+  return 0;
+}
+
+uint8_t BaselineEngine::apply_move(const MmoMoveRecord& rec, uint64_t now_ms, std::span<MmoMoveEvent> slots, MoveTally& tally,
+                                   size_t& written) {
+  const auto player = find_player(rec.player_id);
+  if (!player) return MMO_REJECT_REASON_UNKNOWN_PLAYER;
+  if (player->session_token != rec.session_token) return MMO_REJECT_REASON_WRONG_SESSION;
+  const float x = rec.x_m, y = rec.y_m;
+  {
+    std::lock_guard body_lock(player->body_mutex);
+    BodyState& body = player->body;
+    if (!body.alive) return MMO_REJECT_REASON_UNKNOWN_PLAYER;  // left while we looked it up
+    if (const uint8_t reason = check_move(body, rec, now_ms); reason != 0) return reason;
+    body.x_m = x;
+    body.y_m = y;
+    body.facing_rad = rec.facing_rad;
+    body.last_sequence = rec.sequence;
+    body.last_client_ms = rec.client_time_ms;
+    body.last_server_ms = now_ms;
+    body.has_moved = true;
+    std::memcpy(body.payload.data(), rec.payload, body.payload.size());
+    player->entity->position.store(Vec2{x, y}, std::memory_order_relaxed);
+    const CellKey cell = grid_.cell_with_hysteresis(body.cell, x, y);
+    if (cell != body.cell) {
+      // Remove, release, insert: never in two cells, briefly in none.
+      grid_.remove(body.cell, player->entity);
+      grid_.insert(cell, player->entity);
+      body.cell = cell;
+      tally.crossings += 1;
+    }
+  }
+  tally.applied += 1;
+  MmoMoveEvent ack{};
+  ack.player_id = rec.player_id;
+  ack.sequence = rec.sequence;
+  ack.kind = MMO_EVENT_KIND_ACK;
+  slots[0] = ack;
+  written = 1;
+  const size_t cap = slots.size();
+  grid_.for_each_near(x, y, config_.contact_radius_m, rec.player_id, [&](const GridEntity& other, Vec2, float distance_m) {
+    if (written < cap) {
+      MmoMoveEvent contact{};
+      contact.player_id = rec.player_id;
+      contact.other_id = other.id;
+      contact.sequence = rec.sequence;
+      contact.distance_m = distance_m;
+      contact.kind = MMO_EVENT_KIND_CONTACT;
+      contact.detail = other.kind;
+      slots[written++] = contact;
+    } else {
+      tally.truncated += 1;
+    }
+  });
+  tally.contacts += written - 1;
+  return 0;
+}
+
+MmoStatus BaselineEngine::damage(uint64_t attacker_id, uint64_t session_token, uint64_t target_id, int32_t amount, MmoDamageResult& out) {
+  MmoDamageResult result{};
+  const MmoStatus status = damage_inner(attacker_id, session_token, target_id, amount, result);
+  if (status == MMO_OK && result.outcome != 3) {
+    stats_.bump(Counter::damage_applied);
+    if (result.outcome == 2) stats_.bump(Counter::kills);
+  } else {
+    stats_.bump(Counter::damage_rejected);  // refused, or already dead
+  }
+  if (status == MMO_OK) out = result;
+  return status;
+}
+
+// engine.rs damage_inner: attacker, session, amount, then a raid object or a player target.
+MmoStatus BaselineEngine::damage_inner(uint64_t attacker_id, uint64_t session_token, uint64_t target_id, int32_t amount,
+                                       MmoDamageResult& out) {
+  const auto attacker = find_player(attacker_id);
+  if (!attacker) return MMO_ERR_UNKNOWN_PLAYER;
+  if (attacker->session_token != session_token) return MMO_ERR_WRONG_SESSION;
+  const uint8_t faction = attacker->faction;
+  if (amount <= 0) return MMO_ERR_INVALID_ARGUMENT;
+  if ((target_id & kObjectIdTag) != 0) {
+    if (const auto object = find_object(target_id)) {
+      if (object->faction == faction) return MMO_ERR_FRIENDLY_FIRE;
+      out = hit(object->hp, amount);
+      return MMO_OK;
+    }
+  }
+  const auto target = find_player(target_id);
+  if (!target) return MMO_ERR_UNKNOWN_TARGET;
+  if (target->faction == faction) return MMO_ERR_FRIENDLY_FIRE;
+  out = hit(target->hp, amount);
+  return MMO_OK;
+}
+
+MmoStatus BaselineEngine::apply_economy(std::span<const MmoEconomyOp> ops, std::span<MmoEconomyResult> results, size_t& results_written) {
+  if (overlap(ops, results)) return MMO_ERR_INVALID_ARGUMENT;
+  if (results.size() < ops.size()) {
+    stats_.bump(Counter::economy_batches_refused);
+    return MMO_ERR_BUFFER_TOO_SMALL;  // nothing applied
+  }
+  for (size_t i = 0; i < ops.size(); ++i) results[i] = economy_one(ops[i]);
+  results_written = ops.size();
+  return MMO_OK;
+}
+
+// engine.rs economy_one: player and session here, counterparty resolved to a wallet, then
+// the economy decides (and records) the rest.
+MmoEconomyResult BaselineEngine::economy_one(const MmoEconomyOp& op) {
+  MmoEconomyResult result{};
+  result.transaction_id = op.transaction_id;
+  result.player_id = op.player_id;
+  const auto player = find_player(op.player_id);
+  if (!player) {
+    stats_.bump(Counter::economy_unknown_player);
+    result.status = MMO_ECONOMY_STATUS_UNKNOWN_PLAYER;
+    return result;
+  }
+  if (player->session_token != op.session_token) {
+    stats_.bump(Counter::economy_wrong_session);
+    result.status = MMO_ECONOMY_STATUS_WRONG_SESSION;
+    return result;
+  }
+  Counterparty counterparty;
+  if (op.counterparty_id == 0) {
+    counterparty.kind = Counterparty::Kind::kAbsent;
+  } else if (op.counterparty_id == op.player_id) {
+    counterparty.kind = Counterparty::Kind::kInitiator;
+  } else if (const auto other = find_player(op.counterparty_id)) {
+    counterparty.kind = Counterparty::Kind::kWallet;
+    counterparty.wallet = other->wallet;
+  } else {
+    counterparty.kind = Counterparty::Kind::kUnknown;
+  }
+  const Outcome outcome = economy_.execute(op, player->wallet, counterparty);
+  stats_.bump(outcome.duplicate ? Counter::economy_duplicates : counter_for_economy(outcome.status));
+  result.status = outcome.status;
+  result.duplicate = outcome.duplicate ? 1 : 0;
+  result.gold_balance = outcome.gold_after;
+  return result;
+}
+
+MmoStatus BaselineEngine::area_of_interest(uint64_t player_id, std::span<MmoAoiEntry> entries, size_t& written) {
+  const auto player = find_player(player_id);
+  if (!player) return MMO_ERR_UNKNOWN_PLAYER;
+  float x = 0.0f, y = 0.0f;
+  {
+    std::lock_guard body_lock(player->body_mutex);
+    if (!player->body.alive) return MMO_ERR_UNKNOWN_PLAYER;
+    x = player->body.x_m;
+    y = player->body.y_m;
+  }
+  const size_t k = std::min(entries.size(), size_t{config_.aoi_k});
+  stats_.bump(Counter::aoi_queries);
+  written = grid_.nearest_k(x, y, player_id, entries.first(k));
+  return MMO_OK;
+}
+
+MmoStatus BaselineEngine::stats(MmoStats& out) const {
+  out = stats_.snapshot();
+  return MMO_OK;
+}
+
+MmoStatus BaselineEngine::economy_audit(MmoEconomyAudit& out) const {
+  const Audit a = economy_.audit();
+  const auto saturate = [](Total v) { return v > UINT64_MAX ? UINT64_MAX : static_cast<uint64_t>(v); };
+  MmoEconomyAudit audit{};
+  audit.live_gold = saturate(a.live.gold);
+  audit.departed_gold = saturate(a.departed.gold);
+  audit.minted_gold = saturate(a.minted.gold);
+  audit.sunk_gold = saturate(a.sunk.gold);
+  audit.open_wallets = a.open_wallets;
+  audit.conserved = a.conserved() ? 1 : 0;
+  out = audit;
+  return MMO_OK;
+}
+
+MmoStatus BaselineEngine::player_view(uint64_t player_id, MmoPlayerView& out) const {
+  const auto player = find_player(player_id);
+  if (!player) return MMO_ERR_UNKNOWN_PLAYER;
+  BodyState body;
+  {
+    std::lock_guard body_lock(player->body_mutex);
+    body = player->body;
+  }
+  if (!body.alive) return MMO_ERR_UNKNOWN_PLAYER;
+  const auto balance = economy_.balance(*player->wallet);
+  if (!balance) return MMO_ERR_UNKNOWN_PLAYER;
+  MmoPlayerView view{};
+  view.x_m = body.x_m;
+  view.y_m = body.y_m;
+  view.last_sequence = body.last_sequence;
+  view.cell = body.cell;
+  view.hp = player->hp.load(std::memory_order_acquire);
+  view.faction = player->faction;
+  view.gold = balance->gold;
+  std::copy(balance->items.begin(), balance->items.end(), std::begin(view.items));
+  out = view;
+  return MMO_OK;
+}
+
+std::optional<int32_t> BaselineEngine::raid_object_hp(uint64_t object_id) const {
+  const auto object = find_object(object_id);
+  if (!object) return std::nullopt;
+  return object->hp.load(std::memory_order_acquire);
+}
+
+}  // namespace baseline
+}  // namespace mmo

@@ -1,0 +1,181 @@
+// baseline_engine.hpp: the C++ "before" engine, BaselineEngine: the same game-state semantics
+// as the Rust core (crate mmo-core), written the way a C++ team conventionally writes it:
+//
+// - entities are std::shared_ptr objects on the default heap (plain std::make_shared): players
+//   in one std::unordered_map behind a std::shared_mutex, raid objects in another;
+// - the collision grid is cell -> std::unordered_set<std::shared_ptr<GridEntity>>, the cells
+//   spread over striped std::shared_mutex maps (baseline_grid.hpp);
+// - each player's movement state sits behind its own std::mutex;
+// - wallets are std::shared_ptr<Wallet> in 64 mutex-guarded stripes (baseline_economy.hpp);
+// - raid bursts are kept until they expire as std::vectors of their objects, in a
+//   std::multimap keyed by expiry tick;
+// - counters are one block of std::atomic<uint64_t> (baseline_stats.hpp).
+//
+// Observable behaviour matches the Rust core call for call: every status, every event and its
+// order (Ack then its Contacts, or one Reject), every rejection reason and its precedence, the
+// speed, clock and bounds rules, grid cells with hysteresis, contacts, AoI, raid spawn
+// positions for a seed (the same SplitMix64 and the same f32 arithmetic), burst expiry ticks,
+// damage, the economy, and every MmoStats counter. What is not specified, and may differ
+// between the two engines (and between runs):
+// - the numeric values of player ids, raid object ids and session tokens (shapes match:
+//   player ids are never 0 and never have bit 63 set; raid object ids always have it; tokens
+//   are random and never 0; an id that left or expired never matches again);
+// - the order of a move's Contact events (both engines report the same set when the cap is
+//   not reached), and which contacts a move keeps when more than contacts_per_move_max are in
+//   range (the count kept and the number truncated match);
+// - the order of AoI entries at exactly equal distance, and which of them are kept at the
+//   aoi_k cut-off (the distances returned match);
+// - anything decided by thread interleaving.
+//
+// Threads: every method may be called from any thread at once; tick() is meant for one tick
+// thread (concurrent callers serialise on the tick mutex). Lock order: players/objects map
+// (shared, only to copy a shared_ptr out) -> a player's body mutex -> one grid stripe at a
+// time; economy stripes in ascending index; the tick mutex -> bursts mutex, then grid stripes
+// and the objects map one at a time. No method holds a lock while taking one earlier in that
+// order, so there is no deadlock cycle.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <shared_mutex>
+#include <span>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "baseline_economy.hpp"
+#include "baseline_grid.hpp"
+#include "baseline_stats.hpp"
+#include "engine.hpp"
+
+namespace mmo {
+
+// The C++ baseline engine. Throws std::runtime_error where mmo_engine_new refuses the same
+// configuration: wherever the Rust core's CoreConfig::validate refuses it, and for
+// fault_injection > 1 or non-zero _reserved bytes.
+std::unique_ptr<Engine> make_baseline_engine(const MmoConfig& config);
+
+namespace baseline {
+
+// Throws std::runtime_error naming the first field CoreConfig::validate would refuse.
+void validate_config(const MmoConfig& config);
+
+inline constexpr uint64_t kObjectIdTag = uint64_t{1} << 63;  // raid object ids have it, player ids never
+inline constexpr uint32_t kRaidBurstMax = 65'536;             // config.rs RAID_BURST_MAX
+inline constexpr uint32_t kNeverExpires = UINT32_MAX;         // a player's GridEntity::expires_tick
+
+// A player's movement state (movement.rs BodyState). Guarded by Player::body_mutex.
+struct BodyState {
+  float x_m = 0.0f;
+  float y_m = 0.0f;
+  float facing_rad = 0.0f;
+  uint32_t last_sequence = 0;    // 0 at join: the first move must be newer
+  uint32_t last_client_ms = 0;   // client clock of the last applied move
+  uint64_t last_server_ms = 0;   // server clock (the batch's now_ms) of the last applied move
+  bool has_moved = false;        // the first move has no earlier clock to compare
+  CellKey cell = 0;              // the grid cell the body is registered in
+  bool alive = true;             // cleared by leave, under the lock
+  std::array<uint8_t, 32> payload{};
+};
+
+// One joined player: everything about them in one heap object, shared by whoever looks them up.
+struct Player {
+  Player(uint64_t id_, uint64_t token, uint8_t faction_, int32_t hp_, EntityPtr entity_, WalletPtr wallet_, BodyState body_)
+      : id(id_), session_token(token), faction(faction_), hp(hp_), entity(std::move(entity_)), wallet(std::move(wallet_)), body(body_) {}
+
+  const uint64_t id;
+  const uint64_t session_token;
+  const uint8_t faction;
+  std::atomic<bool> leaving{false};  // exactly one leave() wins it
+  std::atomic<int32_t> hp;           // never below 0; CAS by damage()
+  const EntityPtr entity;            // the body's grid registration (its position is atomic)
+  const WalletPtr wallet;
+  std::mutex body_mutex;
+  BodyState body;  // guarded by body_mutex
+};
+
+// One raid object: its grid entity (immutable position) plus hit points and faction.
+struct RaidObject final : GridEntity {
+  RaidObject(uint64_t id_, uint8_t kind_, Vec2 position_, uint32_t expires_tick_, int32_t hp_, uint8_t faction_)
+      : GridEntity(id_, kind_, position_, expires_tick_), hp(hp_), faction(faction_) {}
+  std::atomic<int32_t> hp;
+  const uint8_t faction;
+};
+
+class BaselineEngine final : public Engine {
+ public:
+  // Throws std::runtime_error on a configuration mmo_engine_new would refuse.
+  explicit BaselineEngine(const MmoConfig& config);
+
+  std::string_view name() const override { return "baseline"; }
+  MmoStatus prewarm_thread() override { return MMO_OK; }  // nothing is pre-warmed per thread
+  MmoStatus join(float x_m, float y_m, uint8_t faction, MmoJoinTicket& out) override;
+  MmoStatus leave(uint64_t player_id, uint64_t session_token) override;
+  size_t move_events_required(size_t moves) const override;
+  MmoStatus apply_moves(std::span<const MmoMoveRecord> moves, uint64_t now_ms, std::span<MmoMoveEvent> events,
+                        size_t& events_written) override;
+  MmoStatus raid_spawn(const MmoRaidSpawnRequest& request, MmoRaidReport& out) override;
+  MmoStatus damage(uint64_t attacker_id, uint64_t session_token, uint64_t target_id, int32_t amount, MmoDamageResult& out) override;
+  MmoStatus apply_economy(std::span<const MmoEconomyOp> ops, std::span<MmoEconomyResult> results, size_t& results_written) override;
+  MmoStatus tick(uint64_t now_ms, MmoTickInfo& out) override;
+  MmoStatus area_of_interest(uint64_t player_id, std::span<MmoAoiEntry> entries, size_t& written) override;
+  MmoStatus stats(MmoStats& out) const override;
+  MmoStatus economy_audit(MmoEconomyAudit& out) const override;
+  MmoStatus player_view(uint64_t player_id, MmoPlayerView& out) const override;
+
+  // Audit and test helpers.
+  const Grid& grid() const { return grid_; }
+  Audit full_audit() const { return economy_.audit(); }
+  uint32_t live_players() const { return players_live_.load(std::memory_order_acquire); }
+  uint32_t live_raid_objects() const { return objects_live_.load(std::memory_order_acquire); }
+  std::optional<int32_t> raid_object_hp(uint64_t object_id) const;
+
+ private:
+  struct MoveTally;
+  // A burst waiting for its expiry tick: its objects, grouped by the cell they were put in.
+  struct Burst {
+    std::vector<std::pair<CellKey, std::vector<EntityPtr>>> shares;
+  };
+
+  std::shared_ptr<Player> find_player(uint64_t player_id) const;
+  std::shared_ptr<RaidObject> find_object(uint64_t object_id) const;
+  // One move; returns 0 and the events written, or the MmoRejectReason.
+  uint8_t apply_move(const MmoMoveRecord& rec, uint64_t now_ms, std::span<MmoMoveEvent> slots, MoveTally& tally, size_t& written);
+  uint8_t check_move(const BodyState& prev, const MmoMoveRecord& rec, uint64_t now_ms) const;
+  MmoStatus damage_inner(uint64_t attacker_id, uint64_t session_token, uint64_t target_id, int32_t amount, MmoDamageResult& out);
+  MmoEconomyResult economy_one(const MmoEconomyOp& op);
+  MmoStatus validate_raid(const MmoRaidSpawnRequest& request) const;
+
+  const MmoConfig config_;
+  const float max_speed_m_per_ms_;
+  Grid grid_;
+  Economy economy_;
+  Stats stats_;
+
+  mutable std::shared_mutex players_mutex_;
+  std::unordered_map<uint64_t, std::shared_ptr<Player>> players_;  // guarded by players_mutex_
+  std::atomic<uint64_t> next_player_id_{1};
+  std::atomic<uint32_t> players_live_{0};  // admission count against player_capacity
+
+  mutable std::shared_mutex objects_mutex_;
+  std::unordered_map<uint64_t, std::shared_ptr<RaidObject>> objects_;  // guarded by objects_mutex_
+  std::atomic<uint64_t> next_object_key_{1};
+  std::atomic<uint32_t> objects_live_{0};  // admission count against raid_object_capacity
+  std::atomic<uint32_t> bursts_live_{0};   // admission count against raid_burst_capacity
+
+  std::mutex bursts_mutex_;
+  std::multimap<uint32_t, Burst> pending_bursts_;  // expires_tick -> burst; guarded by bursts_mutex_
+
+  std::mutex tick_mutex_;
+  uint32_t tick_ = 0;                      // guarded by tick_mutex_
+  std::atomic<uint32_t> current_tick_{0};  // the last finished tick, for raid spawn
+};
+
+}  // namespace baseline
+}  // namespace mmo

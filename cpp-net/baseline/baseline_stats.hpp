@@ -1,0 +1,124 @@
+// baseline_stats.hpp: the baseline engine's counters, one std::atomic<uint64_t> per MmoStats
+// field, in one block.
+//
+// The conventional layout: every counter is a relaxed atomic in one shared array, so threads
+// that count different things can still write the same cache line (the Rust core stripes its
+// counters per thread to avoid that; this is the "before"). Move batches tally on the stack
+// and add once per batch, as any reviewed hot path would.
+//
+// Counted in exactly the situations the Rust core counts (rust-core/src/engine.rs, stats.rs).
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+
+#include "mmo_core.h"
+
+namespace mmo::baseline {
+
+// Every MmoStats field, in declaration order. The X-macro keeps the enum and the snapshot in
+// step; the size assertion below catches a field added to MmoStats but not here.
+#define MMO_BASELINE_COUNTERS(X)                                                                                                \
+  X(moves_applied)                                                                                                              \
+  X(move_rejected_unknown_player)                                                                                               \
+  X(move_rejected_wrong_session)                                                                                                \
+  X(move_rejected_stale_sequence)                                                                                               \
+  X(move_rejected_too_fast)                                                                                                     \
+  X(move_rejected_out_of_bounds)                                                                                                \
+  X(cell_crossings)                                                                                                             \
+  X(contacts_reported)                                                                                                          \
+  X(contacts_truncated)                                                                                                         \
+  X(move_batches)                                                                                                               \
+  X(move_batches_refused)                                                                                                       \
+  X(economy_batches_refused)                                                                                                    \
+  X(joins)                                                                                                                      \
+  X(joins_refused_full)                                                                                                         \
+  X(joins_refused_bounds)                                                                                                       \
+  X(leaves)                                                                                                                     \
+  X(leaves_refused)                                                                                                             \
+  X(raid_bursts)                                                                                                                \
+  X(raid_objects_spawned)                                                                                                       \
+  X(raid_objects_despawned)                                                                                                     \
+  X(raid_refused_capacity)                                                                                                      \
+  X(raid_refused_invalid)                                                                                                       \
+  X(damage_applied)                                                                                                             \
+  X(kills)                                                                                                                      \
+  X(damage_rejected)                                                                                                            \
+  X(economy_applied)                                                                                                            \
+  X(economy_duplicates)                                                                                                         \
+  X(economy_invalid_amount)                                                                                                     \
+  X(economy_overflow)                                                                                                           \
+  X(economy_self_trade)                                                                                                         \
+  X(economy_unknown_item)                                                                                                       \
+  X(economy_insufficient_funds)                                                                                                 \
+  X(economy_insufficient_items)                                                                                                 \
+  X(economy_unknown_player)                                                                                                     \
+  X(economy_player_departed)                                                                                                    \
+  X(economy_wrong_session)                                                                                                      \
+  X(economy_too_old)                                                                                                            \
+  X(economy_bad_kind)                                                                                                           \
+  X(economy_invalid_transaction)                                                                                                \
+  X(ticks)                                                                                                                      \
+  X(aoi_queries)
+
+enum class Counter : size_t {
+#define MMO_BASELINE_COUNTER_ENUM(name) name,
+  MMO_BASELINE_COUNTERS(MMO_BASELINE_COUNTER_ENUM)
+#undef MMO_BASELINE_COUNTER_ENUM
+      kCount
+};
+
+inline constexpr size_t kCounterCount = static_cast<size_t>(Counter::kCount);
+static_assert(sizeof(MmoStats) == kCounterCount * sizeof(uint64_t), "MmoStats has a field this list lacks (or the reverse)");
+
+class Stats {
+ public:
+  // Adds `n` (relaxed: each counter is independent; readers get a value it held at some
+  // instant, as with the Rust core).
+  void add(Counter c, uint64_t n) {
+    if (n != 0) counters_[static_cast<size_t>(c)].fetch_add(n, std::memory_order_relaxed);
+  }
+  void bump(Counter c) { add(c, 1); }
+
+  MmoStats snapshot() const {
+    MmoStats out{};
+#define MMO_BASELINE_COUNTER_READ(name) out.name = counters_[static_cast<size_t>(Counter::name)].load(std::memory_order_relaxed);
+    MMO_BASELINE_COUNTERS(MMO_BASELINE_COUNTER_READ)
+#undef MMO_BASELINE_COUNTER_READ
+    return out;
+  }
+
+ private:
+  std::array<std::atomic<uint64_t>, kCounterCount> counters_{};
+};
+
+// The counter for a move rejection reason (MmoRejectReason 1..=5, in MmoStats order).
+inline Counter counter_for_reject(uint8_t reason) {
+  static_assert(static_cast<size_t>(Counter::move_rejected_out_of_bounds) - static_cast<size_t>(Counter::move_rejected_unknown_player) ==
+                MMO_REJECT_REASON_OUT_OF_BOUNDS - MMO_REJECT_REASON_UNKNOWN_PLAYER);
+  return static_cast<Counter>(static_cast<size_t>(Counter::move_rejected_unknown_player) + (reason - MMO_REJECT_REASON_UNKNOWN_PLAYER));
+}
+
+// The counter for an economy status decided now (not a duplicate). The statuses 0..=12 map to
+// the economy counters in MmoStats order, skipping economy_duplicates.
+inline Counter counter_for_economy(uint8_t status) {
+  switch (status) {
+    case MMO_ECONOMY_STATUS_APPLIED: return Counter::economy_applied;
+    case MMO_ECONOMY_STATUS_INVALID_AMOUNT: return Counter::economy_invalid_amount;
+    case MMO_ECONOMY_STATUS_OVERFLOW: return Counter::economy_overflow;
+    case MMO_ECONOMY_STATUS_SELF_TRADE: return Counter::economy_self_trade;
+    case MMO_ECONOMY_STATUS_UNKNOWN_ITEM: return Counter::economy_unknown_item;
+    case MMO_ECONOMY_STATUS_INSUFFICIENT_FUNDS: return Counter::economy_insufficient_funds;
+    case MMO_ECONOMY_STATUS_INSUFFICIENT_ITEMS: return Counter::economy_insufficient_items;
+    case MMO_ECONOMY_STATUS_UNKNOWN_PLAYER: return Counter::economy_unknown_player;
+    case MMO_ECONOMY_STATUS_PLAYER_DEPARTED: return Counter::economy_player_departed;
+    case MMO_ECONOMY_STATUS_WRONG_SESSION: return Counter::economy_wrong_session;
+    case MMO_ECONOMY_STATUS_TRANSACTION_TOO_OLD: return Counter::economy_too_old;
+    case MMO_ECONOMY_STATUS_BAD_KIND: return Counter::economy_bad_kind;
+    default: return Counter::economy_invalid_transaction;
+  }
+}
+
+}  // namespace mmo::baseline

@@ -1,0 +1,44 @@
+// baseline_util.hpp: small helpers that reproduce Rust's arithmetic where C++ differs, and the
+// admission gate. Shared by the baseline engine's files.
+#pragma once
+
+#include <atomic>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+
+namespace mmo::baseline {
+
+// Rust's `v as u32` for a float: NaN and negatives give 0, values past u32::MAX give u32::MAX,
+// the rest truncate toward zero. (A plain C++ cast of an out-of-range float is undefined.)
+inline uint32_t saturating_u32(double v) {
+  if (!(v > 0.0)) return 0;
+  if (v >= 4294967296.0) return std::numeric_limits<uint32_t>::max();
+  return static_cast<uint32_t>(v);
+}
+
+// Rust's a.saturating_add(b) for u32.
+inline uint32_t saturating_add(uint32_t a, uint32_t b) {
+  uint32_t sum = 0;
+  return __builtin_add_overflow(a, b, &sum) ? std::numeric_limits<uint32_t>::max() : sum;
+}
+
+// Rust's f32::max / f32::min (NaN-ignoring, like std::fmax / std::fmin).
+inline float rs_max(float a, float b) { return std::fmax(a, b); }
+inline float rs_min(float a, float b) { return std::fmin(a, b); }
+
+// Rust's f32::is_finite.
+inline bool finite(float v) { return std::isfinite(v); }
+
+// Takes all `units` of a counted limit or none (capacity.rs CapacityGate::try_acquire): a CAS
+// loop, so the count never passes `limit`, not even for an instant.
+inline bool try_acquire(std::atomic<uint32_t>& in_use, uint32_t units, uint32_t limit) {
+  uint32_t current = in_use.load(std::memory_order_relaxed);
+  for (;;) {
+    uint32_t next = 0;
+    if (__builtin_add_overflow(current, units, &next) || next > limit) return false;
+    if (in_use.compare_exchange_weak(current, next, std::memory_order_acq_rel, std::memory_order_relaxed)) return true;
+  }
+}
+
+}  // namespace mmo::baseline
