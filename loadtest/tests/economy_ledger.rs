@@ -1,0 +1,147 @@
+//! One bot's economy agent, driven without a server: what it sends when, and how its ledger
+//! records answers (first-time, duplicate, lost, late, contradictory).
+
+use mmo_loadtest::economy::{EconomyAgent, EconomyPlan, Outgoing};
+use mmo_loadtest::protocol::{EconomyKind, EconomyResult, EconomyStatus, Flags};
+use mmo_loadtest::rng::Rng;
+use mmo_loadtest::schedule::Schedule;
+use std::time::{Duration, Instant};
+
+const MS: Duration = Duration::from_millis(1);
+const PEERS: [u64; 3] = [10, 11, 12];
+
+fn plan(duplicate_ratio: f64) -> EconomyPlan {
+    EconomyPlan { interval: 100 * MS, timeout: 20 * MS, duplicate_ratio, max_attempts: 3, ..EconomyPlan::default() }
+}
+
+fn agent(t0: Instant, duplicate_ratio: f64) -> EconomyAgent {
+    EconomyAgent::new(plan(duplicate_ratio), 10, 0xAB, Schedule::new(t0, 100 * MS), t0 + 1000 * MS, t0)
+}
+
+fn sends(a: &mut EconomyAgent, now: Instant, rng: &mut Rng) -> Vec<Outgoing> {
+    a.poll(now, rng, &PEERS).into_iter().flatten().collect()
+}
+
+fn result(txn: u64, status: EconomyStatus, duplicate: bool) -> EconomyResult {
+    EconomyResult { transaction_id: txn, gold_balance: 1, status, duplicate }
+}
+
+#[test]
+fn loot_first_then_transfers_and_trades_with_other_bots() {
+    let t0 = Instant::now();
+    let mut rng = Rng::new(1);
+    let mut a = agent(t0, 0.0);
+    let first = sends(&mut a, t0, &mut rng);
+    assert_eq!(first.len(), 1);
+    let r = first[0].request;
+    assert_eq!((r.kind, r.transaction_id, r.counterparty_id, r.player_id, r.session_token), (EconomyKind::LootPickup, 1, 0, 10, 0xAB));
+    assert!(r.gold > 0 && r.item_count > 0);
+    assert_eq!(first[0].flags, Flags::NONE);
+    assert_eq!(a.on_result(t0 + MS, &result(1, EconomyStatus::Applied, false)), Some(1000));
+    let mut kinds = Vec::new();
+    for k in 1..9u32 {
+        let now = t0 + 100 * MS * k;
+        let s = sends(&mut a, now, &mut rng);
+        let r = s[0].request;
+        assert_eq!(r.transaction_id, u64::from(k) + 1, "ids count up");
+        assert!(r.counterparty_id == 11 || r.counterparty_id == 12, "never itself");
+        kinds.push(r.kind);
+        a.on_result(now, &result(r.transaction_id, EconomyStatus::Applied, false));
+    }
+    assert!(kinds.contains(&EconomyKind::Transfer) && kinds.contains(&EconomyKind::Trade));
+    assert_eq!(a.tally.applied, 9);
+    assert_eq!(a.tally.loot_gold_applied, plan(0.0).loot_gold as u64);
+}
+
+#[test]
+fn unanswered_requests_are_resent_with_the_retransmit_flag_then_given_up() {
+    let t0 = Instant::now();
+    let mut rng = Rng::new(2);
+    let mut a = agent(t0, 0.0);
+    assert_eq!(sends(&mut a, t0, &mut rng).len(), 1);
+    assert!(sends(&mut a, t0 + 19 * MS, &mut rng).is_empty(), "not before the timeout");
+    assert_eq!(a.next_deadline(), Some(t0 + 20 * MS));
+    let resend = sends(&mut a, t0 + 20 * MS, &mut rng);
+    assert_eq!(resend.len(), 1);
+    assert_eq!(resend[0].flags, Flags::RETRANSMIT);
+    assert_eq!(resend[0].request.transaction_id, 1);
+    assert_eq!(sends(&mut a, t0 + 40 * MS, &mut rng)[0].flags, Flags::RETRANSMIT);
+    // Third attempt was the last: at the next timeout the outcome is declared unknown and the
+    // next transaction (intended at 100 ms) waits for its time.
+    assert!(sends(&mut a, t0 + 60 * MS, &mut rng).is_empty());
+    assert_eq!(a.tally.unknown, 1);
+    assert_eq!(a.tally.retransmits, 2);
+    assert_eq!(a.tally.requests_sent, 3);
+    // A late answer still settles it: the outcome is known after all.
+    assert_eq!(a.on_result(t0 + 70 * MS, &result(1, EconomyStatus::Applied, true)), None);
+    assert_eq!((a.tally.unknown, a.tally.applied), (0, 1));
+    assert_eq!(a.tally.loot_gold_applied, plan(0.0).loot_gold as u64, "the abandoned loot's gold counts once settled");
+}
+
+#[test]
+fn one_transaction_in_flight_and_the_next_is_measured_from_its_own_intended_time() {
+    let t0 = Instant::now();
+    let mut rng = Rng::new(3);
+    let mut a =
+        EconomyAgent::new(EconomyPlan { timeout: 1000 * MS, ..plan(0.0) }, 10, 0xAB, Schedule::new(t0, 100 * MS), t0 + 1000 * MS, t0);
+    assert_eq!(sends(&mut a, t0, &mut rng).len(), 1);
+    // Transaction 2 is due at 100 ms but 1 is still in flight.
+    assert!(sends(&mut a, t0 + 150 * MS, &mut rng).is_empty());
+    a.on_result(t0 + 250 * MS, &result(1, EconomyStatus::Applied, false));
+    let s = sends(&mut a, t0 + 250 * MS, &mut rng);
+    assert_eq!(s[0].request.transaction_id, 2);
+    // Answered at 260 ms: 160 ms after its intended 100 ms, though sent only 10 ms before.
+    assert_eq!(a.on_result(t0 + 260 * MS, &result(2, EconomyStatus::InsufficientFunds, false)), Some(160_000));
+    assert_eq!(a.tally.refused, 1);
+    assert_eq!(a.tally.refused_by_status[EconomyStatus::InsufficientFunds as usize], 1);
+}
+
+#[test]
+fn deliberate_duplicates_share_the_id_and_their_answers_are_checked() {
+    let t0 = Instant::now();
+    let mut rng = Rng::new(4);
+    let mut a = agent(t0, 1.0);
+    let s = sends(&mut a, t0, &mut rng);
+    assert_eq!(s.len(), 2);
+    assert_eq!(s[0].request, s[1].request);
+    assert_eq!((s[0].flags, s[1].flags), (Flags::NONE, Flags::RETRANSMIT));
+    assert_eq!(a.tally.deliberate_duplicates, 1);
+    a.on_result(t0 + MS, &result(1, EconomyStatus::Applied, false));
+    a.on_result(t0 + 2 * MS, &result(1, EconomyStatus::Applied, true));
+    assert_eq!((a.tally.results_received, a.tally.duplicate_results, a.tally.applied), (2, 1, 1));
+    assert_eq!((a.tally.repeated_first_answers, a.tally.inconsistent_answers), (0, 0));
+}
+
+#[test]
+fn a_second_first_time_answer_or_a_contradiction_is_caught() {
+    let t0 = Instant::now();
+    let mut rng = Rng::new(5);
+    let mut a = agent(t0, 1.0);
+    sends(&mut a, t0, &mut rng);
+    a.on_result(t0 + MS, &result(1, EconomyStatus::Applied, false));
+    // The server applied the duplicate as new: at-most-once broken.
+    a.on_result(t0 + 2 * MS, &result(1, EconomyStatus::Applied, false));
+    assert_eq!(a.tally.repeated_first_answers, 1);
+    // A resend's answer disagreeing with the recorded outcome.
+    a.on_result(t0 + 3 * MS, &result(1, EconomyStatus::InsufficientFunds, true));
+    assert_eq!(a.tally.inconsistent_answers, 1);
+    assert_eq!(a.tally.applied, 1, "still counted once");
+    // An answer for an id never sent.
+    a.on_result(t0 + 4 * MS, &result(99, EconomyStatus::Applied, false));
+    assert_eq!(a.tally.stray_results, 1);
+}
+
+#[test]
+fn a_lone_bot_only_loots_and_stops_when_told() {
+    let t0 = Instant::now();
+    let mut rng = Rng::new(6);
+    let mut a = agent(t0, 0.0);
+    let s = a.poll(t0, &mut rng, &[10]);
+    a.on_result(t0, &result(s[0].unwrap().request.transaction_id, EconomyStatus::Applied, false));
+    let s = a.poll(t0 + 100 * MS, &mut rng, &[10]);
+    assert_eq!(s[0].unwrap().request.kind, EconomyKind::LootPickup);
+    a.on_result(t0 + 100 * MS, &result(2, EconomyStatus::Applied, false));
+    a.stop_starting();
+    assert!(a.settled());
+    assert!(a.poll(t0 + 500 * MS, &mut rng, &[10]).iter().all(Option::is_none));
+}
