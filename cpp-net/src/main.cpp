@@ -19,6 +19,7 @@
 #include <mimalloc.h>
 #endif
 
+#include "baseline_engine.hpp"
 #include "engine.hpp"
 #include "server.hpp"
 
@@ -94,12 +95,7 @@ int main(int argc, char** argv) {
     core.tick_ms = 1000 / config.tick_hz;
     core.starting_gold = starting_gold;
     std::unique_ptr<mmo::Engine> engine;
-    if (engine_name == "rust") {
-      engine = mmo::make_rust_engine(core);
-    } else {
-      std::fprintf(stderr, "mmo-server: --engine baseline is not built into this version yet; use --engine rust\n");
-      return 2;
-    }
+    engine = engine_name == "rust" ? mmo::make_rust_engine(core) : mmo::make_baseline_engine(core);
     server = std::make_unique<mmo::net::Server>(config, std::move(engine));
   } catch (const std::exception& e) {
     std::fprintf(stderr, "mmo-server: %s\n", e.what());

@@ -178,10 +178,13 @@ std::map<std::string, uint64_t> server_stats(Client& admin, uint32_t request_id)
 
 Move move(const Joined& j, uint32_t seq, uint32_t client_ms, float x, float y) { return Move{j.player_id, j.token, seq, client_ms, x, y, 0, {}}; }
 
-TEST(ServerEndToEnd, PlayContactsAoiHostileTrafficAndCleanShutdown) {
-  ServerProcess server({});
+// The same test for each engine: the network front is identical, so every figure must be too.
+class ServerEndToEndEngines : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(ServerEndToEndEngines, PlayContactsAoiHostileTrafficAndCleanShutdown) {
+  ServerProcess server({"--engine", GetParam()});
   ASSERT_NE(server.port(), 0) << "no port in the first line: '" << server.first_line() << "'";
-  EXPECT_NE(server.first_line().find("engine=rust"), std::string::npos);
+  EXPECT_NE(server.first_line().find("engine=" + GetParam()), std::string::npos) << server.first_line();
 
   Client a(server.port()), b(server.port()), far(server.port()), mallory(server.port()), admin(server.port());
   const Joined ja = join(a, 101, 1000, 1000);
@@ -353,10 +356,14 @@ TEST(ServerEndToEnd, PlayContactsAoiHostileTrafficAndCleanShutdown) {
   EXPECT_NE(rest.find("engine_moves_applied "), std::string::npos) << rest;
 }
 
+INSTANTIATE_TEST_SUITE_P(Engines, ServerEndToEndEngines, ::testing::Values("rust", "baseline"), [](const auto& info) { return info.param; });
+
 TEST(ServerEndToEnd, RefusesBadFlagsWithUsage) {
-  const int status = std::system((std::string(MMO_SERVER_BINARY) + " --tick-hz 0 >/dev/null 2>&1").c_str());
-  ASSERT_TRUE(WIFEXITED(status));
-  EXPECT_NE(WEXITSTATUS(status), 0);
+  for (const char* bad : {" --tick-hz 0", " --engine python", " --admin-key banana", " --port 99999"}) {
+    const int status = std::system((std::string(MMO_SERVER_BINARY) + bad + " >/dev/null 2>&1").c_str());
+    ASSERT_TRUE(WIFEXITED(status)) << bad;
+    EXPECT_NE(WEXITSTATUS(status), 0) << bad;
+  }
   const int help = std::system((std::string(MMO_SERVER_BINARY) + " --help >/dev/null 2>&1").c_str());
   ASSERT_TRUE(WIFEXITED(help));
   EXPECT_EQ(WEXITSTATUS(help), 0);
