@@ -7,6 +7,7 @@ CARGO      ?= cargo
 # C++ builds (CMake drives cargo for the mmo-ffi staticlib).
 CPP_BUILD   := build/cpp
 ASAN_BUILD  := build/cpp-asan
+TSAN_BUILD  := build/cpp-tsan
 CMAKE_FLAGS := -G Ninja
 
 # Loom models build with a cfg that swaps in loom's atomics; a separate target directory
@@ -20,7 +21,7 @@ LOOM_TARGET := target/loom
 LOOM_TESTS  := --test loom_health --test loom_capacity --test loom_tick_board
 
 .PHONY: all build rust-build cpp-build run test deps check-format lint docs unit-tests loom bench bench-smoke \
-        header header-check cpp-test cpp-asan cpp-valgrind fuzz clean
+        header header-check cpp-test cpp-asan cpp-tsan cpp-valgrind fuzz clean
 
 all: build
 
@@ -53,7 +54,7 @@ run: build
 
 ## The whole test suite. Installs what a fresh Debian 12 machine lacks first (cbindgen,
 ## valgrind, rustfmt/clippy, ...), so this one command works there.
-test: deps check-format header-check lint docs unit-tests cpp-test cpp-asan cpp-valgrind fuzz loom bench-smoke
+test: deps check-format header-check lint docs unit-tests cpp-test cpp-asan cpp-tsan cpp-valgrind fuzz loom bench-smoke
 	@echo "make test: all suites passed"
 
 ## Tools beyond the preinstalled toolchains (idempotent; see .ci/install-deps).
@@ -82,6 +83,14 @@ cpp-asan:
 	cmake -S cpp-net -B $(ASAN_BUILD) $(CMAKE_FLAGS) -DCMAKE_BUILD_TYPE=Debug -DMMO_SANITIZE=ON
 	cmake --build $(ASAN_BUILD)
 	ctest --test-dir $(ASAN_BUILD) --output-on-failure
+
+## The baseline engine's tests (its multi-threaded stress test included) under ThreadSanitizer.
+## The Rust core linked in for the differential tests is not instrumented (loom model-checks its
+## atomics instead).
+cpp-tsan:
+	cmake -S cpp-net -B $(TSAN_BUILD) $(CMAKE_FLAGS) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMMO_TSAN=ON
+	cmake --build $(TSAN_BUILD) --target baseline_test
+	TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" $(TSAN_BUILD)/baseline_test
 
 ## The FFI tests under valgrind memcheck. The staticlib allocates through glibc malloc in
 ## this build, so memcheck tracks the Rust side's heap accesses and leaks too.
