@@ -153,14 +153,11 @@ async fn join_inner(
     let clock = Instant::now();
     let mut out = [0u8; 64];
     let mut buf = [0u8; RECV_BUF];
-    let request = protocol::encode(&JoinRequest { nonce }.into(), Flags::NONE, &mut out).expect("a join request always encodes");
-    let request = out[..request].to_vec();
     let mut challenge = None;
     'requests: for attempt in 0..plan.attempts {
         let flags = if attempt == 0 { Flags::NONE } else { Flags::RETRANSMIT };
-        let mut bytes = request.clone();
-        bytes[6..8].copy_from_slice(&flags.bits().to_le_bytes());
-        send(&socket, &bytes).await;
+        let n = protocol::encode(&JoinRequest { nonce }.into(), flags, &mut out).expect("a join request always encodes");
+        send(&socket, &out[..n]).await;
         stats.requests += 1;
         let deadline = Instant::now() + plan.attempt_timeout;
         while let Some(n) = recv_until(&socket, &mut buf, deadline).await? {

@@ -1,0 +1,362 @@
+//! A small in-process stand-in for `mmo-server`, enough to run the load tester's scenarios
+//! end to end inside `cargo test`: the join handshake with a cookie, moves with acks, AoI
+//! snapshots per tick, the economy with at-most-once by (player, transaction id), leave,
+//! stats and raid replies, and the validation table's drop reasons (steps 1 to 8 through the
+//! codec's `decode_client`, then cookie, admin key, session, address, replay window and a
+//! per-player token bucket). It can also misbehave on purpose (lose economy results, apply
+//! duplicates again) to prove the checks catch it. One thread, blocking socket; not fast.
+
+#![allow(dead_code)]
+
+use mmo_loadtest::protocol::*;
+use std::collections::{BTreeMap, HashMap};
+use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4, UdpSocket};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+/// How the fake behaves.
+#[derive(Clone, Copy, Debug)]
+pub struct FakeConfig {
+    pub admin_key: u64,
+    pub tick: Duration,
+    /// Lose every n-th first-time economy result (0: none).
+    pub lose_every_nth_economy_result: u64,
+    /// Apply a resent transaction again and answer it as new (breaks at-most-once).
+    pub apply_duplicates_again: bool,
+    /// Per-player token bucket: rate per second and burst.
+    pub player_rate: f64,
+    pub player_burst: f64,
+}
+
+impl Default for FakeConfig {
+    fn default() -> Self {
+        FakeConfig {
+            admin_key: 0xA11CE,
+            tick: Duration::from_millis(100),
+            lose_every_nth_economy_result: 0,
+            apply_duplicates_again: false,
+            player_rate: 60.0,
+            player_burst: 120.0,
+        }
+    }
+}
+
+pub struct FakeServer {
+    pub addr: SocketAddrV4,
+    stop: Arc<AtomicBool>,
+    handle: Option<JoinHandle<()>>,
+}
+
+impl FakeServer {
+    pub fn start(config: FakeConfig) -> FakeServer {
+        let socket = UdpSocket::bind(SocketAddrV4::new(Ipv4Addr::LOCALHOST, 0)).unwrap();
+        socket.set_read_timeout(Some(Duration::from_millis(2))).unwrap();
+        let addr = match socket.local_addr().unwrap() {
+            SocketAddr::V4(a) => a,
+            SocketAddr::V6(_) => unreachable!(),
+        };
+        let stop = Arc::new(AtomicBool::new(false));
+        let stop2 = Arc::clone(&stop);
+        let handle = std::thread::spawn(move || State::new(config).serve(&socket, &stop2));
+        FakeServer { addr, stop, handle: Some(handle) }
+    }
+}
+
+impl Drop for FakeServer {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(h) = self.handle.take() {
+            let _ = h.join();
+        }
+    }
+}
+
+struct Session {
+    player_id: u64,
+    token: u64,
+    nonce: u64,
+    addr: SocketAddr,
+    highest_seq: u32,
+    gold: u64,
+    items: u64,
+    tokens: f64,
+    refilled: Instant,
+}
+
+struct State {
+    config: FakeConfig,
+    start: Instant,
+    sessions: HashMap<u64, Session>,
+    by_addr: HashMap<SocketAddr, u64>,
+    next_id: u64,
+    decided: HashMap<(u64, u64), (EconomyStatus, u64)>,
+    counters: BTreeMap<String, u64>,
+    economy_results: u64,
+    tick: u32,
+}
+
+fn cookie(addr: SocketAddr, nonce: u64) -> u64 {
+    let mut h: u64 = 0xCBF2_9CE4_8422_2325;
+    for b in addr.to_string().bytes().chain(nonce.to_le_bytes()) {
+        h = (h ^ u64::from(b)).wrapping_mul(0x1000_0000_01B3);
+    }
+    h
+}
+
+impl State {
+    fn new(config: FakeConfig) -> State {
+        let mut counters = BTreeMap::new();
+        for r in DropReason::ALL {
+            counters.insert(format!("drop_{}", r.name()), 0);
+        }
+        for n in [
+            "engine_moves_applied",
+            "engine_economy_applied",
+            "engine_economy_duplicates",
+            "economy_minted_gold",
+            "economy_sunk_gold",
+            "economy_departed_gold",
+        ] {
+            counters.insert(n.to_string(), 0);
+        }
+        State {
+            config,
+            start: Instant::now(),
+            sessions: HashMap::new(),
+            by_addr: HashMap::new(),
+            next_id: 1,
+            decided: HashMap::new(),
+            counters,
+            economy_results: 0,
+            tick: 0,
+        }
+    }
+
+    fn bump(&mut self, name: &str, n: u64) {
+        *self.counters.entry(name.to_string()).or_default() += n;
+    }
+
+    fn drop_for(&mut self, reason: DropReason) {
+        self.bump(&format!("drop_{}", reason.name()), 1);
+    }
+
+    fn now_ms(&self) -> u64 {
+        self.start.elapsed().as_millis() as u64
+    }
+
+    fn serve(mut self, socket: &UdpSocket, stop: &AtomicBool) {
+        let mut buf = [0u8; 2048];
+        let mut next_tick = Instant::now() + self.config.tick;
+        while !stop.load(Ordering::Relaxed) {
+            if let Ok((n, from)) = socket.recv_from(&mut buf) {
+                self.bump("datagrams_received", 1);
+                // Datagrams over 256 bytes arrive whole (2 KB buffer) and are refused as oversized.
+                self.handle(socket, &buf[..n], from);
+            }
+            if Instant::now() >= next_tick {
+                next_tick += self.config.tick;
+                self.tick += 1;
+                let snapshot = AoiSnapshot { tick: self.tick, server_time_ms: self.now_ms(), entries: WireList::empty() };
+                let mut out = [0u8; 64];
+                let n = encode(&snapshot.into(), Flags::NONE, &mut out).unwrap();
+                for s in self.sessions.values() {
+                    let _ = socket.send_to(&out[..n], s.addr);
+                }
+            }
+        }
+    }
+
+    fn reply(&self, socket: &UdpSocket, to: SocketAddr, message: Message<'_>) {
+        let mut out = vec![0u8; STATS_REPLY_MAX];
+        let n = encode(&message, Flags::NONE, &mut out).unwrap();
+        let _ = socket.send_to(&out[..n], to);
+    }
+
+    /// Steps 13 to 17 for a session message: the player's id, or the reason it is dropped.
+    fn admit(&mut self, player_id: u64, token: u64, from: SocketAddr, sequence: Option<u32>) -> Result<u64, DropReason> {
+        let config = self.config;
+        let s = self.sessions.get_mut(&player_id).ok_or(DropReason::UnknownPlayer)?;
+        if s.token != token {
+            return Err(DropReason::BadSession);
+        }
+        if s.addr != from {
+            return Err(DropReason::AddressMismatch);
+        }
+        if let Some(seq) = sequence
+            && seq <= s.highest_seq
+        {
+            return Err(DropReason::Replayed);
+        }
+        let now = Instant::now();
+        s.tokens = (s.tokens + now.duration_since(s.refilled).as_secs_f64() * config.player_rate).min(config.player_burst);
+        s.refilled = now;
+        if s.tokens < 1.0 {
+            return Err(DropReason::RateLimitedPlayer);
+        }
+        s.tokens -= 1.0;
+        if let Some(seq) = sequence {
+            s.highest_seq = seq;
+        }
+        Ok(player_id)
+    }
+
+    fn handle(&mut self, socket: &UdpSocket, bytes: &[u8], from: SocketAddr) {
+        let decoded = match decode_client(bytes) {
+            Ok(d) => d,
+            Err(e) => return self.drop_for(e.drop_reason()),
+        };
+        match decoded.message {
+            Message::JoinRequest(r) => {
+                self.reply(socket, from, JoinChallenge { nonce: r.nonce, period: 0, cookie: cookie(from, r.nonce) }.into())
+            }
+            Message::JoinConfirm(c) => {
+                if c.cookie != cookie(from, c.nonce) {
+                    return self.drop_for(DropReason::BadCookie);
+                }
+                let id = match self.by_addr.get(&from).copied() {
+                    Some(id) if self.sessions[&id].nonce == c.nonce => id,
+                    _ => {
+                        let id = self.next_id;
+                        self.next_id += 1;
+                        self.sessions.insert(
+                            id,
+                            Session {
+                                player_id: id,
+                                token: id.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1,
+                                nonce: c.nonce,
+                                addr: from,
+                                highest_seq: 0,
+                                gold: 0,
+                                items: 0,
+                                tokens: self.config.player_burst,
+                                refilled: Instant::now(),
+                            },
+                        );
+                        self.by_addr.insert(from, id);
+                        id
+                    }
+                };
+                let token = self.sessions[&id].token;
+                let accept = JoinAccept {
+                    nonce: c.nonce,
+                    player_id: id,
+                    session_token: token,
+                    status: JoinStatus::Joined,
+                    tick_ms: self.config.tick.as_millis() as u32,
+                    server_time_ms: self.now_ms(),
+                };
+                self.reply(socket, from, accept.into());
+            }
+            Message::Move(m) => match self.admit(m.player_id, m.session_token, from, Some(m.sequence)) {
+                Err(r) => self.drop_for(r),
+                Ok(_) => {
+                    self.bump("engine_moves_applied", 1);
+                    let ack = MoveAck {
+                        sequence: m.sequence,
+                        client_time_ms: m.client_time_ms,
+                        result: MoveResult::Applied,
+                        contacts: WireList::empty(),
+                    };
+                    self.reply(socket, from, ack.into());
+                }
+            },
+            Message::EconomyRequest(r) => match self.admit(r.player_id, r.session_token, from, None) {
+                Err(reason) => self.drop_for(reason),
+                Ok(id) => self.economy(socket, from, id, &r),
+            },
+            Message::Leave(l) => match self.admit(l.player_id, l.session_token, from, Some(l.sequence)) {
+                Err(r) => self.drop_for(r),
+                Ok(id) => {
+                    let s = self.sessions.remove(&id).unwrap();
+                    self.by_addr.remove(&s.addr);
+                    self.bump("economy_departed_gold", s.gold);
+                    self.reply(socket, from, LeaveAck { player_id: id }.into());
+                }
+            },
+            Message::Ping(p) => self.reply(socket, from, Pong { client_time_us: p.client_time_us, server_time_ms: self.now_ms() }.into()),
+            Message::StatsRequest(r) => {
+                if r.admin_key != self.config.admin_key {
+                    return self.drop_for(DropReason::BadAdminKey);
+                }
+                let live: u64 = self.sessions.values().map(|s| s.gold).sum();
+                let mut text = String::new();
+                for (k, v) in &self.counters {
+                    text.push_str(&format!("{k} {v}\n"));
+                }
+                text.push_str(&format!("economy_live_gold {live}\neconomy_conserved 1\nsessions_live {}\n", self.sessions.len()));
+                self.reply(socket, from, StatsReply { request_id: r.request_id, text: &text }.into());
+            }
+            Message::RaidTrigger(t) => {
+                if t.admin_key != self.config.admin_key {
+                    return self.drop_for(DropReason::BadAdminKey);
+                }
+                let result = RaidResult {
+                    request_id: t.request_id,
+                    status: 0,
+                    spawned: t.count,
+                    cells: 16,
+                    expires_tick: self.tick + 30,
+                    spawn_ns: 450_000,
+                };
+                self.reply(socket, from, result.into());
+            }
+            _ => self.drop_for(DropReason::UnknownType),
+        }
+    }
+
+    fn economy(&mut self, socket: &UdpSocket, from: SocketAddr, id: u64, r: &EconomyRequest) {
+        let key = (id, r.transaction_id);
+        if let Some(&(status, balance)) = self.decided.get(&key)
+            && !self.config.apply_duplicates_again
+        {
+            self.bump("engine_economy_duplicates", 1);
+            let result = EconomyResult { transaction_id: r.transaction_id, gold_balance: balance, status, duplicate: true };
+            return self.reply(socket, from, result.into());
+        }
+        let gold = r.gold.max(0) as u64;
+        let count = r.item_count.max(0) as u64;
+        let status = match r.kind {
+            EconomyKind::LootPickup => {
+                let s = self.sessions.get_mut(&id).unwrap();
+                s.gold += gold;
+                s.items += count;
+                self.bump("economy_minted_gold", gold);
+                EconomyStatus::Applied
+            }
+            EconomyKind::Transfer | EconomyKind::Trade => {
+                let trade = r.kind == EconomyKind::Trade;
+                match self.sessions.get(&r.counterparty_id) {
+                    None => EconomyStatus::UnknownPlayer,
+                    Some(_) if r.counterparty_id == id => EconomyStatus::SelfTrade,
+                    Some(other) if trade && other.items < count => EconomyStatus::InsufficientItems,
+                    Some(_) if self.sessions[&id].gold < gold => EconomyStatus::InsufficientFunds,
+                    Some(_) => {
+                        self.sessions.get_mut(&id).unwrap().gold -= gold;
+                        let other = self.sessions.get_mut(&r.counterparty_id).unwrap();
+                        other.gold += gold;
+                        if trade {
+                            other.items -= count;
+                            self.sessions.get_mut(&id).unwrap().items += count;
+                        }
+                        EconomyStatus::Applied
+                    }
+                }
+            }
+            EconomyKind::Spend => EconomyStatus::BadKind,
+        };
+        if status == EconomyStatus::Applied {
+            self.bump("engine_economy_applied", 1);
+        }
+        let balance = if status == EconomyStatus::Applied { self.sessions[&id].gold } else { 0 };
+        self.decided.insert(key, (status, balance));
+        self.economy_results += 1;
+        let n = self.config.lose_every_nth_economy_result;
+        if n > 0 && self.economy_results.is_multiple_of(n) {
+            return; // lost on the way back
+        }
+        let result = EconomyResult { transaction_id: r.transaction_id, gold_balance: balance, status, duplicate: false };
+        self.reply(socket, from, result.into());
+    }
+}

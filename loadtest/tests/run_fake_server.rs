@@ -1,0 +1,131 @@
+//! Whole runs of the load tester against an in-process fake server (`fake_server/`): the
+//! join handshake, scheduling, ack matching, leave, the server's figures and every scenario's
+//! checks, end to end over real UDP sockets; and runs against a misbehaving fake that the
+//! checks must fail.
+
+mod fake_server;
+
+use clap::Parser;
+use fake_server::{FakeConfig, FakeServer};
+use mmo_loadtest::cli::Cli;
+use mmo_loadtest::progress::Progress;
+use mmo_loadtest::report::Report;
+use mmo_loadtest::run::{RunResult, run};
+
+fn run_against(server: &FakeServer, args: &[&str]) -> RunResult {
+    let addr = server.addr.to_string();
+    let mut argv = vec!["mmo-loadtest", "--server", &addr, "--quiet", "--admin-key", "0xa11ce", "--warmup", "300ms", "--drain", "300ms"];
+    argv.extend_from_slice(args);
+    let cli = Cli::parse_from(argv);
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
+    rt.block_on(run(cli, &Progress::new(true))).expect("the run completes")
+}
+
+fn failed(r: &RunResult) -> Vec<String> {
+    r.checks.iter().filter(|c| !c.passed).map(|c| format!("{}: {}", c.name, c.detail)).collect()
+}
+
+#[test]
+fn steady_play_is_measured_from_intended_times_and_passes() {
+    let server = FakeServer::start(FakeConfig::default());
+    let r = run_against(&server, &["--players", "20", "--duration", "1s"]);
+    assert!(failed(&r).is_empty(), "{:#?}", failed(&r));
+    assert_eq!(r.joined, 20);
+    // 1 s measured at 10 Hz per bot: exactly 10 intended moves each, all acked.
+    assert_eq!(r.totals.moves_sent, 200);
+    assert_eq!(r.totals.acks, 200);
+    assert_eq!(r.totals.move_rtt.len(), 200);
+    assert!(r.totals.aoi_snapshots > 0);
+    assert_eq!((r.leaves_acked, r.leaves_unacked), (20, 0));
+    let report = Report::new(&r);
+    let json: serde_json::Value = serde_json::from_str(&report.to_json()).unwrap();
+    for key in ["players", "duration_s", "moves_sent", "acks_received", "loss_ratio", "rtt_us", "server", "checks", "passed"] {
+        assert!(json.get(key).is_some(), "JSON lacks `{key}`");
+    }
+    for key in ["p50", "p99", "p999", "max"] {
+        assert!(json["rtt_us"][key].as_u64().unwrap() > 0);
+    }
+    assert_eq!(json["server_delta"]["engine_moves_applied"].as_i64(), Some(20 * 13), "1.3 s of moves (warm-up included)");
+    assert_eq!(json["passed"], true);
+    assert!(report.summary().contains("result: PASS"));
+}
+
+#[test]
+fn economy_with_lost_results_resends_until_every_outcome_is_known() {
+    // Every 3rd result is lost: a transaction whose answer was lost *was* applied, and only
+    // a resend's duplicate answer tells the bot.
+    let server = FakeServer::start(FakeConfig { lose_every_nth_economy_result: 3, ..FakeConfig::default() });
+    let r = run_against(
+        &server,
+        &["--scenario", "economy", "--players", "10", "--duration", "1s", "--economy-interval-ms", "100", "--economy-timeout-ms", "50"],
+    );
+    assert!(failed(&r).is_empty(), "{:#?}", failed(&r));
+    let e = &r.totals.economy;
+    assert!(e.retransmits > 0 && e.duplicate_results > 0, "{e:?}");
+    assert_eq!(e.unknown, 0);
+    assert!(r.checks.iter().any(|c| c.name == "economy_applied_matches" && c.passed));
+}
+
+#[test]
+fn a_server_that_applies_a_resend_twice_fails_the_economy_checks() {
+    let server = FakeServer::start(FakeConfig { apply_duplicates_again: true, ..FakeConfig::default() });
+    let r = run_against(
+        &server,
+        &["--scenario", "economy", "--players", "10", "--duration", "1s", "--economy-interval-ms", "100", "--economy-duplicates", "0.5"],
+    );
+    let f = failed(&r);
+    assert!(f.iter().any(|c| c.starts_with("economy_at_most_once")), "{f:#?}");
+    let report = Report::new(&r);
+    assert!(!report.passed);
+    assert!(report.economy.unwrap().checks.iter().any(|c| !c.passed));
+}
+
+#[test]
+fn raid_bursts_are_triggered_and_round_trips_split() {
+    let server = FakeServer::start(FakeConfig::default());
+    let r = run_against(
+        &server,
+        &["--scenario", "raid", "--players", "10", "--duration", "2s", "--raid-every", "500ms", "--raid-window-after", "100ms"],
+    );
+    assert!(failed(&r).is_empty(), "{:#?}", failed(&r));
+    let raid = r.raid.as_ref().unwrap();
+    assert_eq!(raid.triggers, 4, "bursts at 250, 750, 1250 and 1750 ms into the measured 2 s");
+    assert_eq!(raid.spawn_ms.median, 0.45);
+    let (during, between) = (r.totals.move_rtt_raid.len(), r.totals.move_rtt_calm.len());
+    assert!(during > 0 && between > 0, "{during} {between}");
+    assert_eq!(during + between, r.totals.move_rtt.len());
+}
+
+#[test]
+fn hostile_traffic_is_dropped_for_exactly_the_reasons_sent() {
+    let server = FakeServer::start(FakeConfig::default());
+    let r = run_against(
+        &server,
+        &["--scenario", "hostile", "--players", "10", "--duration", "1s", "--hostile-rate", "260", "--flood-rate", "300"],
+    );
+    assert!(failed(&r).is_empty(), "{:#?}", failed(&r));
+    let h = r.hostile.as_ref().unwrap();
+    let by_reason = h.sent.by_reason();
+    // Every kind was sent at least once, so every exact check compared a non-zero count.
+    assert_eq!(by_reason.len(), 14, "{by_reason:?}");
+    assert!(h.flood.sent > h.flood.acked);
+}
+
+#[test]
+fn scenarios_that_judge_the_server_need_the_admin_key() {
+    let cli = Cli::parse_from(["mmo-loadtest", "--scenario", "economy", "--quiet", "--server", "127.0.0.1:9"]);
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let err = rt.block_on(run(cli, &Progress::new(true))).unwrap_err();
+    assert!(err.to_string().contains("--admin-key"), "{err}");
+}
+
+#[test]
+fn no_server_is_a_setup_error_not_a_pass() {
+    // Nothing listens on this fake's port once it is dropped.
+    let addr = FakeServer::start(FakeConfig::default()).addr.to_string();
+    let cli =
+        Cli::parse_from(["mmo-loadtest", "--server", &addr, "--quiet", "--players", "3", "--join-timeout", "50ms", "--join-attempts", "2"]);
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let err = rt.block_on(run(cli, &Progress::new(true))).unwrap_err();
+    assert!(err.to_string().contains("no bot could join"), "{err}");
+}
