@@ -575,7 +575,7 @@ pub async fn play(session: Session, plan: Arc<PlayPlan>, walk: Walk, rng: Rng) -
         last_aoi: None,
         economy,
         duties,
-        report: BotReport::default(),
+        report: BotReport { move_rtt_from_send: Hist::coarse(), send_lag: Hist::coarse(), aoi_gap: Hist::coarse(), ..BotReport::default() },
         flushed: (0, 0),
         out: [0u8; protocol::CLIENT_DATAGRAM_MAX + 64],
     };

@@ -4,14 +4,18 @@
 //! when the bots finish, [`Hist::merge_into`] folds them into one [`Merged`] per metric. A
 //! bot's histogram is allocated on its first sample and uses 32-bit counts (a bot records
 //! far fewer than 4 billion samples), so 5,000 bots cost tens of megabytes, not hundreds;
-//! merged histograms use 64-bit counts. Values are microseconds with 3 significant digits
-//! (0.1 % resolution) and grow automatically to the largest value seen, so a multi-second
-//! stall is recorded as what it was, never clipped.
+//! merged histograms use 64-bit counts. Values are microseconds and the histograms grow
+//! automatically to the largest value seen, so a multi-second stall is recorded as what it
+//! was, never clipped. The headline round trips keep 3 significant digits (0.1 %
+//! resolution, about 20 to 45 KB per bot); diagnostics ([`Hist::coarse`]: send lag, round
+//! trips from the actual send, snapshot gaps) keep 2 (1 %, a few KB), which is what keeps
+//! thousands of bots' histograms in tens of megabytes.
 
 use hdrhistogram::Histogram;
 use serde::Serialize;
 
 const SIGFIG: u8 = 3;
+const COARSE_SIGFIG: u8 = 2;
 
 /// Records `count` of `value` (0 as 1), growing the histogram to fit: `record_n` resizes an
 /// auto-resizing histogram, whereas the `saturating_*` calls clamp to its current range. Only
@@ -24,24 +28,39 @@ fn record_n<T: hdrhistogram::Counter>(h: &mut Histogram<T>, value: u64, count: T
 }
 
 /// One task's histogram of microsecond values, allocated on first use.
-#[derive(Clone, Debug, Default)]
-pub struct Hist(Option<Histogram<u32>>);
+#[derive(Clone, Debug)]
+pub struct Hist {
+    h: Option<Histogram<u32>>,
+    sigfig: u8,
+}
+
+impl Default for Hist {
+    fn default() -> Self {
+        Hist::new()
+    }
+}
 
 impl Hist {
-    /// An empty histogram (no allocation yet).
+    /// An empty histogram with 3 significant digits (no allocation yet).
     pub fn new() -> Hist {
-        Hist(None)
+        Hist { h: None, sigfig: SIGFIG }
+    }
+
+    /// An empty histogram with 2 significant digits, for diagnostics.
+    pub fn coarse() -> Hist {
+        Hist { h: None, sigfig: COARSE_SIGFIG }
     }
 
     /// Records one value, in microseconds (0 is recorded as 1).
     pub fn record(&mut self, us: u64) {
-        let h = self.0.get_or_insert_with(|| Histogram::new(SIGFIG).expect("3 significant digits is a valid precision"));
+        let sigfig = self.sigfig;
+        let h = self.h.get_or_insert_with(|| Histogram::new(sigfig).expect("2 or 3 significant digits is a valid precision"));
         record_n(h, us, 1);
     }
 
     /// Number of values recorded.
     pub fn len(&self) -> u64 {
-        self.0.as_ref().map_or(0, |h| h.len())
+        self.h.as_ref().map_or(0, |h| h.len())
     }
 
     /// Whether nothing was recorded.
@@ -51,7 +70,7 @@ impl Hist {
 
     /// Adds every value recorded here to `total` (exactly: bucket by bucket).
     pub fn merge_into(&self, total: &mut Merged) {
-        if let Some(h) = &self.0 {
+        if let Some(h) = &self.h {
             for v in h.iter_recorded() {
                 record_n(&mut total.0, v.value_iterated_to(), u64::from(v.count_at_value()));
             }
@@ -163,6 +182,11 @@ mod tests {
         let mut only_c = Merged::new();
         c.merge_into(&mut only_c);
         assert!((100_000..=100_100).contains(&only_c.summary().max), "{}", only_c.summary().max);
+        let mut coarse = Hist::coarse();
+        coarse.record(123_456);
+        let mut m2 = Merged::new();
+        coarse.merge_into(&mut m2);
+        assert!((123_456..=124_800).contains(&m2.summary().max), "within 1 %: {}", m2.summary().max);
         let mut m = Merged::new();
         a.merge_into(&mut m);
         b.merge_into(&mut m);

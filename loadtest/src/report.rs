@@ -92,8 +92,12 @@ pub struct Report {
     pub join_failures: BTreeMap<String, u64>,
     /// Tokio worker threads.
     pub threads: u32,
-    /// Measured time, seconds.
+    /// Measured time asked for (`--duration`), seconds.
     pub duration_s: f64,
+    /// Measured time actually run, seconds (less than `duration_s` if interrupted).
+    pub measured_s: f64,
+    /// Whether Ctrl-C stopped the run early.
+    pub interrupted: bool,
     /// Warm-up, seconds.
     pub warmup_s: f64,
     /// Time between one bot's moves, ms.
@@ -158,10 +162,42 @@ pub struct Report {
     /// Why the server's figures are missing, if they are.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub server_error: Option<String>,
+    /// Things that make the figures harder to read, though no check failed on them (the
+    /// tester falling behind its own schedule, kernel buffer drops, missing server figures).
+    pub warnings: Vec<String>,
     /// Every check.
     pub checks: Vec<Check>,
     /// Whether every check passed.
     pub passed: bool,
+}
+
+/// Warnings for a run's figures; see [`Report::warnings`].
+fn warnings(r: &RunResult) -> Vec<String> {
+    let mut w = Vec::new();
+    let lag = r.totals.send_lag.summary();
+    let interval_us = r.cli.move_interval_ms * 1000;
+    if lag.count > 0 && lag.p99 > interval_us / 10 {
+        w.push(format!(
+            "the tester itself fell behind: 1% of moves went out more than {:.1} ms after their intended time (max {:.1} ms); that delay is part of rtt_us by design (no coordinated omission), so these round trips measure the tester as much as the server. Give it more --threads or fewer --players, or see rtt_us_from_actual_send",
+            lag.p99 as f64 / 1e3,
+            lag.max as f64 / 1e3
+        ));
+    }
+    if let Some(u) = &r.udp
+        && (u.rcvbuf_errors > 0 || u.sndbuf_errors > 0)
+    {
+        w.push(format!(
+            "the kernel dropped {} received and {} sent UDP datagrams on full socket buffers during the run (machine-wide)",
+            u.rcvbuf_errors, u.sndbuf_errors
+        ));
+    }
+    if let Some(after) = &r.server_after {
+        let missing = after.missing();
+        if !missing.is_empty() {
+            w.push(format!("the server did not report {} expected figures: {}", missing.len(), missing.join(" ")));
+        }
+    }
+    w
 }
 
 fn result_name(byte: usize) -> String {
@@ -192,6 +228,8 @@ impl Report {
             join_failures: r.join_failures.clone(),
             threads: cli.threads,
             duration_s: cli.duration.as_secs_f64(),
+            measured_s: r.measured_s,
+            interrupted: r.interrupted,
             warmup_s: cli.warmup.as_secs_f64(),
             move_interval_ms: cli.move_interval_ms,
             moves_sent: t.moves_sent,
@@ -237,6 +275,7 @@ impl Report {
             server_delta,
             server_missing,
             server_error: r.server_error.clone(),
+            warnings: warnings(r),
             passed: all_passed(&r.checks),
             checks: r.checks.clone(),
         }
@@ -252,7 +291,7 @@ impl Report {
         let mut out = String::new();
         out.push_str(&format!(
             "mmo-loadtest: scenario {}, {} of {} bots joined, {:.1} s measured after {:.1} s warm-up, server {}\n",
-            self.scenario, self.players_joined, self.players, self.duration_s, self.warmup_s, self.server_address
+            self.scenario, self.players_joined, self.players, self.measured_s, self.warmup_s, self.server_address
         ));
 
         let mut lat = Table::new();
@@ -350,6 +389,9 @@ impl Report {
         }
         out.push_str(&format!("{figures}\n"));
 
+        for w in &self.warnings {
+            out.push_str(&format!("warning: {w}\n"));
+        }
         let mut checks = Table::new();
         checks.load_style(UTF8_FULL_CONDENSED).set_header(vec!["check", "result", "detail"]);
         for c in &self.checks {

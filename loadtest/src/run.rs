@@ -33,7 +33,7 @@ use crate::walk::{Area, Walk};
 use anyhow::{Context, bail};
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 /// The faction every bot joins with.
@@ -166,6 +166,8 @@ pub struct RunResult {
     pub udp: Option<UdpCounters>,
     /// Whether Ctrl-C stopped the run early.
     pub interrupted: bool,
+    /// Seconds actually measured (`--duration`, or less if interrupted).
+    pub measured_s: f64,
     /// The checks and their verdicts.
     pub checks: Vec<Check>,
 }
@@ -204,10 +206,24 @@ pub async fn run(cli: Cli, progress: &Progress) -> anyhow::Result<RunResult> {
     let udp0 = UdpCounters::read();
     let epoch = Epoch::at(Instant::now());
     let stop = Arc::new(AtomicBool::new(false));
+    let stopped_at_us = Arc::new(AtomicU64::new(u64::MAX));
     {
-        let stop = Arc::clone(&stop);
+        let (stop, stopped_at_us) = (Arc::clone(&stop), Arc::clone(&stopped_at_us));
+        // SIGINT (Ctrl-C) or SIGTERM: stop sending, drain, report what was measured.
         tokio::spawn(async move {
-            if tokio::signal::ctrl_c().await.is_ok() {
+            let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
+            let terminated = async {
+                match term.as_mut() {
+                    Some(t) => t.recv().await,
+                    None => std::future::pending().await,
+                }
+            };
+            let got = tokio::select! {
+                r = tokio::signal::ctrl_c() => r.is_ok(),
+                r = terminated => r.is_some(),
+            };
+            if got {
+                stopped_at_us.store(epoch.micros(Instant::now()), Ordering::Relaxed);
                 stop.store(true, Ordering::Relaxed);
             }
         });
@@ -409,6 +425,8 @@ pub async fn run(cli: Cli, progress: &Progress) -> anyhow::Result<RunResult> {
         None => None,
     };
     let interrupted = stop.load(Ordering::Relaxed);
+    let measured_until = epoch.micros(end).min(stopped_at_us.load(Ordering::Relaxed));
+    let measured_s = measured_until.saturating_sub(epoch.micros(measure_start)) as f64 / 1e6;
     progress.phase("reading the server's figures");
 
     let server_after = match admin.as_mut() {
@@ -457,6 +475,7 @@ pub async fn run(cli: Cli, progress: &Progress) -> anyhow::Result<RunResult> {
         usage,
         udp,
         interrupted,
+        measured_s,
         checks: Vec::new(),
     };
     result.checks = judge(&result);
@@ -474,7 +493,7 @@ pub fn judge(r: &RunResult) -> Vec<Check> {
         checks::rejects(t.moves_sent, t.rejected_total(), cli.max_loss),
     ];
     if r.interrupted {
-        checks.push(Check::new("completed", false, "interrupted (Ctrl-C) before the planned end"));
+        checks.push(Check::new("completed", false, "interrupted (SIGINT or SIGTERM) before the planned end"));
     }
     if let Some(raid) = &r.raid {
         checks.extend(checks::raid(raid));

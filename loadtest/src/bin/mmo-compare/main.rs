@@ -1,0 +1,360 @@
+//! `mmo-compare`: the product's proof, one command. The same network front, the same load,
+//! each engine in turn, with allocation counts, heap, CPU and latency side by side.
+//!
+//! For each row (`rust`, `baseline`, `baseline-jemalloc`) it starts `mmo-server` on loopback
+//! and drives it with `mmo-loadtest`, in fresh server processes:
+//!
+//! | run | server | load | gives |
+//! |---|---|---|---|
+//! | plain steady | the row's production build | steady, `T` | CPU ns per update (rusage), update latency, round trip, peak RSS |
+//! | plain raid | same | raid bursts, `T` | raid spawn ms, round trip during raids, peak RSS |
+//! | heaptrack steady `T` and `2T` | system-allocator build under heaptrack | steady | allocation calls per steady update: the *difference* of the two runs over the difference of their updates, so start-up, joins and pre-warming cancel out |
+//! | heaptrack raid | same | raid, `T` | allocation calls per raid burst (against the steady `T` run), peak heap, temporaries, leaks |
+//! | perf | the row's production build | raid, `T` | top symbols by self time, a flame graph |
+//!
+//! The Rust row's production build links mimalloc; its heaptrack runs use the build without
+//! it (`build/cpp-sysalloc`), where the Rust core allocates through glibc malloc and heaptrack
+//! sees every call (mimalloc's own allocations would be invisible to it). The baseline rows run
+//! the system-allocator build throughout, `baseline-jemalloc` with Debian's libjemalloc
+//! preloaded.
+//!
+//! Output: `report/compare.json` (schema `mmo-compare/1`), `report/compare.md`, flame graphs
+//! and the load tester's latency plots, and a summary on the terminal. Figures are reported,
+//! not asserted: a noisy shared machine makes absolute numbers soft, so the report leads with
+//! ratios of rows measured in the same run.
+
+mod heaptrack;
+mod perf;
+mod process;
+mod report;
+
+use anyhow::{Context, Result, bail};
+use clap::Parser;
+use process::{ServerProcess, ServerSpec, Wrapper};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+/// One row of the comparison.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+enum Row {
+    /// The Rust core (mimalloc build; system-allocator build under heaptrack).
+    Rust,
+    /// The C++ baseline on glibc malloc.
+    Baseline,
+    /// The C++ baseline with libjemalloc preloaded.
+    BaselineJemalloc,
+}
+
+impl Row {
+    fn name(self) -> &'static str {
+        match self {
+            Row::Rust => "rust",
+            Row::Baseline => "baseline",
+            Row::BaselineJemalloc => "baseline-jemalloc",
+        }
+    }
+    fn engine(self) -> &'static str {
+        match self {
+            Row::Rust => "rust",
+            Row::Baseline | Row::BaselineJemalloc => "baseline",
+        }
+    }
+}
+
+#[derive(Parser, Debug)]
+#[command(name = "mmo-compare", about = "Rust core against the C++ baseline: heaptrack, perf and latency, side by side")]
+struct Args {
+    /// Short phases (about 4 minutes in all on a 2-core machine); the default is the full run.
+    #[arg(long)]
+    quick: bool,
+    /// Seconds per phase (default: 8 quick, 40 full).
+    #[arg(long)]
+    phase_s: Option<u64>,
+    /// Bots (default: 500 quick, 1000 full).
+    #[arg(long)]
+    players: Option<u32>,
+    /// Rows to run, in order.
+    #[arg(long, value_enum, value_delimiter = ',', default_values_t = [Row::Rust, Row::Baseline, Row::BaselineJemalloc])]
+    rows: Vec<Row>,
+    /// Where the report goes.
+    #[arg(long, default_value = "report")]
+    out: PathBuf,
+    /// The production server build (mimalloc).
+    #[arg(long, default_value = "build/cpp/mmo-server")]
+    server: PathBuf,
+    /// The system-allocator server build.
+    #[arg(long, default_value = "build/cpp-sysalloc/mmo-server")]
+    sysalloc_server: PathBuf,
+    /// The load tester.
+    #[arg(long, default_value = "target/release/mmo-loadtest")]
+    loadtest: PathBuf,
+    /// libjemalloc for the baseline-jemalloc row.
+    #[arg(long, default_value = "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2")]
+    jemalloc: PathBuf,
+    /// Server I/O threads.
+    #[arg(long, default_value_t = 2)]
+    server_threads: u32,
+    /// Skip the heaptrack runs.
+    #[arg(long)]
+    no_heaptrack: bool,
+    /// Skip the perf run.
+    #[arg(long)]
+    no_perf: bool,
+}
+
+const ADMIN_KEY: &str = "0xc0a1e5ce";
+
+/// What the runs of one row produced.
+#[derive(Default)]
+struct RowResult {
+    plain_steady: Option<serde_json::Value>,
+    plain_raid: Option<serde_json::Value>,
+    heap_steady_short: Option<(heaptrack::HeapFigures, u64)>,
+    heap_steady_long: Option<(heaptrack::HeapFigures, u64)>,
+    heap_raid: Option<(heaptrack::HeapFigures, u64, u64)>,
+    top_symbols: Vec<perf::TopSymbol>,
+    flamegraph: Option<String>,
+    /// Share of the perf run's samples inside the engine, and that run's CPU ns per update.
+    engine_share: Option<f64>,
+    perf_cpu_ns_per_update: Option<f64>,
+    notes: Vec<String>,
+}
+
+struct Harness {
+    args: Args,
+    phase: Duration,
+    players: u32,
+}
+
+impl Harness {
+    fn server_spec(&self, row: Row, production: bool, wrapper: Wrapper) -> ServerSpec {
+        let binary = if production && row == Row::Rust { self.args.server.clone() } else { self.args.sysalloc_server.clone() };
+        ServerSpec {
+            binary,
+            args: vec![
+                "--engine".into(),
+                row.engine().into(),
+                "--admin-key".into(),
+                ADMIN_KEY.into(),
+                "--threads".into(),
+                self.args.server_threads.to_string(),
+                "--stats-interval-s".into(),
+                "0".into(),
+                "--max-players".into(),
+                (self.players + 64).to_string(),
+            ],
+            preload: (row == Row::BaselineJemalloc).then(|| self.args.jemalloc.clone()),
+            wrapper,
+        }
+    }
+
+    fn loadtest_args(&self, scenario: &str, duration: Duration, out_dir: Option<&Path>) -> Vec<String> {
+        let mut a = vec![
+            "--scenario".into(),
+            scenario.into(),
+            "--players".into(),
+            self.players.to_string(),
+            "--duration".into(),
+            format!("{}s", duration.as_secs()),
+            "--admin-key".into(),
+            ADMIN_KEY.into(),
+        ];
+        if scenario == "raid" {
+            a.extend(["--raid-every".into(), "4s".into(), "--raid-objects".into(), "11000".into()]);
+        }
+        if let Some(dir) = out_dir {
+            a.extend(["--out-dir".into(), dir.display().to_string()]);
+        }
+        a
+    }
+
+    /// One server, one load, stop; returns the load tester's report.
+    fn plain_run(&self, row: Row, scenario: &str, duration: Duration, tag: &str) -> Result<serde_json::Value> {
+        let server = ServerProcess::start(&self.server_spec(row, true, Wrapper::None))?;
+        let dir = self.args.out.join(format!("{}-{tag}", row.name()));
+        std::fs::create_dir_all(&dir)?;
+        let (json, passed) = process::run_loadtest(
+            &self.args.loadtest,
+            server.port,
+            &self.loadtest_args(scenario, duration, Some(&dir)),
+            &dir.join("loadtest.json"),
+        )?;
+        server.stop()?;
+        if !passed {
+            eprintln!("mmo-compare: note: {} {tag}: the load tester's own checks failed (figures kept)", row.name());
+        }
+        Ok(json)
+    }
+
+    /// One server under heaptrack; returns its figures and the updates it applied.
+    fn heap_run(&self, row: Row, scenario: &str, duration: Duration, tag: &str) -> Result<(heaptrack::HeapFigures, serde_json::Value)> {
+        let prefix = self.args.out.join("heaptrack").join(format!("{}-{tag}", row.name()));
+        std::fs::create_dir_all(prefix.parent().unwrap_or(Path::new(".")))?;
+        let server = ServerProcess::start(&self.server_spec(row, false, Wrapper::Heaptrack { output_prefix: prefix.clone() }))?;
+        let json_path = self.args.out.join("heaptrack").join(format!("{}-{tag}.json", row.name()));
+        let (json, _) = process::run_loadtest(&self.args.loadtest, server.port, &self.loadtest_args(scenario, duration, None), &json_path)?;
+        server.stop()?;
+        let trace = find_trace(&prefix)?;
+        Ok((heaptrack::summarize(&trace)?, json))
+    }
+
+    fn perf_run(&self, row: Row, result: &mut RowResult) -> Result<()> {
+        let server = ServerProcess::start(&self.server_spec(row, true, Wrapper::None))?;
+        let data = self.args.out.join(format!("perf-{}.data", row.name()));
+        let recording = perf::record(server.server_pid, &data)?;
+        let json_path = self.args.out.join(format!("perf-{}.json", row.name()));
+        let outcome = process::run_loadtest(&self.args.loadtest, server.port, &self.loadtest_args("raid", self.phase, None), &json_path);
+        recording.finish()?;
+        server.stop()?;
+        let (json, _) = outcome?;
+        result.top_symbols = perf::top_symbols(&data, 15)?;
+        let svg = format!("flame-{}.svg", row.name());
+        result.engine_share = perf::flamegraph(&data, &format!("mmo-server --engine {} (raid load), cpu-clock", row.engine()), &self.args.out.join(&svg))?;
+        result.flamegraph = Some(svg);
+        let delta = |k: &str| json.get("server_delta").and_then(|d| d.get(k)).and_then(|v| v.as_f64());
+        if let (Some(u), Some(s), Some(n)) = (delta("cpu_user_us"), delta("cpu_system_us"), delta("engine_moves_applied")) {
+            if n > 0.0 {
+                result.perf_cpu_ns_per_update = Some((u + s) * 1000.0 / n);
+            }
+        }
+        let _ = std::fs::remove_file(&data);
+        Ok(())
+    }
+
+    fn run_row(&self, row: Row, heaptrack_ok: bool, perf_ok: bool) -> RowResult {
+        let mut r = RowResult::default();
+        let step = |what: &str, f: &mut dyn FnMut(&mut RowResult) -> Result<()>, r: &mut RowResult| {
+            let t0 = Instant::now();
+            eprint!("mmo-compare: {:<18} {:<28}", row.name(), what);
+            match f(r) {
+                Ok(()) => eprintln!(" {:>5.1} s", t0.elapsed().as_secs_f64()),
+                Err(e) => {
+                    eprintln!(" FAILED: {e:#}");
+                    r.notes.push(format!("{what}: {e:#}"));
+                }
+            }
+        };
+        step(
+            "plain steady",
+            &mut |r| {
+                r.plain_steady = Some(self.plain_run(row, "steady", self.phase, "steady")?);
+                Ok(())
+            },
+            &mut r,
+        );
+        step(
+            "plain raid",
+            &mut |r| {
+                r.plain_raid = Some(self.plain_run(row, "raid", self.phase, "raid")?);
+                Ok(())
+            },
+            &mut r,
+        );
+        if heaptrack_ok && row == Row::BaselineJemalloc {
+            r.notes.push("heaptrack runs skipped for this row: heaptrack does not see the allocations of a preloaded libjemalloc; its allocation calls are the baseline row's (the same code)".into());
+        } else if heaptrack_ok {
+            step(
+                "heaptrack steady T",
+                &mut |r| {
+                    let (h, j) = self.heap_run(row, "steady", self.phase, "steady-short")?;
+                    r.heap_steady_short = Some((h, server_figure(&j, "engine_moves_applied")));
+                    Ok(())
+                },
+                &mut r,
+            );
+            step(
+                "heaptrack steady 2T",
+                &mut |r| {
+                    let (h, j) = self.heap_run(row, "steady", self.phase * 2, "steady-long")?;
+                    r.heap_steady_long = Some((h, server_figure(&j, "engine_moves_applied")));
+                    Ok(())
+                },
+                &mut r,
+            );
+            step(
+                "heaptrack raid T",
+                &mut |r| {
+                    let (h, j) = self.heap_run(row, "raid", self.phase, "raid")?;
+                    r.heap_raid = Some((h, server_figure(&j, "engine_moves_applied"), server_figure(&j, "engine_raid_bursts")));
+                    Ok(())
+                },
+                &mut r,
+            );
+        } else {
+            r.notes.push("heaptrack runs skipped (heaptrack not installed or --no-heaptrack)".into());
+        }
+        if perf_ok {
+            step("perf (raid load)", &mut |r| self.perf_run(row, r), &mut r);
+        } else {
+            r.notes.push("perf run skipped (perf cannot record here or --no-perf)".into());
+        }
+        r
+    }
+}
+
+/// A figure from the `server` object of a load tester report (0 if absent).
+fn server_figure(report: &serde_json::Value, name: &str) -> u64 {
+    report.get("server").and_then(|s| s.get(name)).and_then(|v| v.as_u64()).unwrap_or(0)
+}
+
+/// heaptrack appends `.zst` or `.gz` (and sometimes the pid) to the prefix it was given.
+fn find_trace(prefix: &Path) -> Result<PathBuf> {
+    let dir = prefix.parent().unwrap_or(Path::new("."));
+    let stem = prefix.file_name().and_then(|s| s.to_str()).unwrap_or("");
+    let mut found: Vec<PathBuf> = std::fs::read_dir(dir)?
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| {
+            p.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with(stem) && (n.ends_with(".zst") || n.ends_with(".gz")))
+        })
+        .collect();
+    found.sort();
+    match found.pop() {
+        Some(p) => Ok(p),
+        None => bail!("heaptrack wrote no trace for {}", prefix.display()),
+    }
+}
+
+fn tool_available(name: &str) -> bool {
+    std::process::Command::new(name)
+        .arg("--version")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok()
+}
+
+fn main() -> Result<()> {
+    let args = Args::parse();
+    let phase = Duration::from_secs(args.phase_s.unwrap_or(if args.quick { 8 } else { 40 }));
+    let players = args.players.unwrap_or(if args.quick { 500 } else { 1000 });
+    for (what, path) in [("server", &args.server), ("system-allocator server", &args.sysalloc_server), ("load tester", &args.loadtest)] {
+        if !path.exists() {
+            bail!("the {what} binary {} does not exist: run `make compare` (it builds everything first)", path.display());
+        }
+    }
+    std::fs::create_dir_all(&args.out).with_context(|| format!("creating {}", args.out.display()))?;
+    let heaptrack_ok = !args.no_heaptrack && tool_available("heaptrack_print");
+    let perf_ok = !args.no_perf && perf::available();
+    let started = Instant::now();
+    let harness = Harness { args, phase, players };
+    let mut rows = Vec::new();
+    for &row in &harness.args.rows {
+        rows.push((row.name(), harness.run_row(row, heaptrack_ok, perf_ok)));
+    }
+    let command = std::env::args().collect::<Vec<_>>().join(" ");
+    let summary = report::write(
+        &harness.args.out,
+        &rows,
+        &report::RunInfo {
+            command,
+            quick: harness.args.quick,
+            phase_s: phase.as_secs(),
+            players,
+            server_threads: harness.args.server_threads,
+            elapsed_s: started.elapsed().as_secs_f64(),
+        },
+    )?;
+    println!("{summary}");
+    Ok(())
+}

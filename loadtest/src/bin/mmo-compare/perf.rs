@@ -1,0 +1,168 @@
+//! Sampling a running server with `perf record -e cpu-clock` (the only event this kind of VM
+//! offers), then its top symbols from `perf report` and a flame graph with inferno.
+
+use anyhow::{Context, Result, bail};
+use serde::Serialize;
+use std::io::BufReader;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// A `perf record` attached to a running process.
+pub struct Recording {
+    child: Child,
+}
+
+/// Starts `perf record -e cpu-clock -F 999 -g -p <pid> -o <data>`.
+pub fn record(pid: u32, data: &Path) -> Result<Recording> {
+    let child = Command::new("perf")
+        .args(["record", "-e", "cpu-clock", "-F", "999", "-g", "-p"])
+        .arg(pid.to_string())
+        .arg("-o")
+        .arg(data)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .context("starting perf record")?;
+    Ok(Recording { child })
+}
+
+impl Recording {
+    /// Stops the recording (SIGINT, as Ctrl-C would) and waits for perf to write its file.
+    pub fn finish(mut self) -> Result<()> {
+        // SAFETY: kill(2) on our own child with SIGINT.
+        unsafe { libc::kill(self.child.id() as libc::pid_t, libc::SIGINT) };
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            if let Some(status) = self.child.try_wait()? {
+                // perf exits 0 or with 130-ish after SIGINT depending on version; the file is what matters.
+                let _ = status;
+                return Ok(());
+            }
+            if Instant::now() > deadline {
+                let _ = self.child.kill();
+                bail!("perf record did not stop within 60 s");
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+/// One line of the top-symbols table.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct TopSymbol {
+    /// Share of all samples, percent (self time, children not included).
+    pub percent: f64,
+    /// The symbol (or `[unknown]`).
+    pub symbol: String,
+}
+
+/// The `limit` symbols with the most self samples.
+pub fn top_symbols(data: &Path, limit: usize) -> Result<Vec<TopSymbol>> {
+    let out = Command::new("perf")
+        .args(["report", "--stdio", "--no-children", "--sort", "symbol", "--percent-limit", "0.5", "-i"])
+        .arg(data)
+        .output()
+        .context("running perf report")?;
+    if !out.status.success() {
+        bail!("perf report failed: {}", String::from_utf8_lossy(&out.stderr));
+    }
+    Ok(parse_report(&String::from_utf8_lossy(&out.stdout), limit))
+}
+
+/// Parses `perf report --stdio --no-children --sort symbol` lines such as
+/// `    12.34%  [.] mmo_core::grid::Grid::for_each_near` (call-graph lines below each entry
+/// and comments are skipped).
+pub fn parse_report(text: &str, limit: usize) -> Vec<TopSymbol> {
+    let mut out = Vec::new();
+    for line in text.lines() {
+        let t = line.trim_start();
+        if t.starts_with('#') || t.is_empty() {
+            continue;
+        }
+        let Some((pct, rest)) = t.split_once('%') else { continue };
+        let Ok(percent) = pct.trim().parse::<f64>() else { continue };
+        let rest = rest.trim();
+        let symbol = rest.strip_prefix("[.]").or_else(|| rest.strip_prefix("[k]")).unwrap_or(rest).trim();
+        // perf pads the symbol column and may append empty columns ("-      -"): keep the name.
+        let symbol = symbol.split("  ").next().unwrap_or("").trim();
+        if symbol.is_empty() {
+            continue;
+        }
+        out.push(TopSymbol { percent, symbol: symbol.to_string() });
+        if out.len() == limit {
+            break;
+        }
+    }
+    out
+}
+
+/// Which frames belong to the engine under test (the part that differs between rows).
+pub const ENGINE_FRAME_MARKERS: [&str; 3] = ["mmo_core::", "mmo_ffi::", "mmo::baseline::"];
+
+/// The share of samples (0..1) whose stack holds an engine frame, from folded stacks
+/// (`frame;frame;frame count` lines).
+pub fn engine_share(folded: &str) -> Option<f64> {
+    let (mut engine, mut total) = (0u64, 0u64);
+    for line in folded.lines() {
+        let Some((stack, count)) = line.rsplit_once(' ') else { continue };
+        let Ok(count) = count.parse::<u64>() else { continue };
+        total += count;
+        if ENGINE_FRAME_MARKERS.iter().any(|m| stack.contains(m)) {
+            engine += count;
+        }
+    }
+    (total > 0).then(|| engine as f64 / total as f64)
+}
+
+/// `perf script` | collapse (inferno) | flame graph SVG (inferno) into `svg`. Returns the
+/// engine's share of the samples ([`engine_share`]).
+pub fn flamegraph(data: &Path, title: &str, svg: &Path) -> Result<Option<f64>> {
+    let script = Command::new("perf").args(["script", "-i"]).arg(data).stderr(Stdio::null()).output().context("running perf script")?;
+    if !script.status.success() {
+        bail!("perf script failed");
+    }
+    let mut folded = Vec::new();
+    {
+        use inferno::collapse::Collapse;
+        let mut folder = inferno::collapse::perf::Folder::from(inferno::collapse::perf::Options::default());
+        folder.collapse(BufReader::new(&script.stdout[..]), &mut folded).context("collapsing perf stacks")?;
+    }
+    let mut options = inferno::flamegraph::Options::default();
+    options.title = title.to_string();
+    let file = std::fs::File::create(svg).with_context(|| format!("creating {}", svg.display()))?;
+    inferno::flamegraph::from_reader(&mut options, &folded[..], std::io::BufWriter::new(file)).context("drawing the flame graph")?;
+    Ok(engine_share(&String::from_utf8_lossy(&folded)))
+}
+
+/// Whether `perf` can record here (it is installed and the kernel lets this user sample).
+pub fn available() -> bool {
+    Command::new("perf")
+        .args(["record", "-e", "cpu-clock", "-o", "/dev/null", "--", "true"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .map(|s| s.success())
+        .unwrap_or(false)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn engine_share_counts_stacks_through_either_engine() {
+        let folded = "main;mmo::net::Worker::run;mmo_ffi::mmo_apply_moves;mmo_core::grid::Grid::for_each_near 30\nmain;__sendmmsg 60\nmain;mmo::baseline::Grid::nearest_k 10\n";
+        assert_eq!(engine_share(folded), Some(0.4));
+        assert_eq!(engine_share(""), None);
+    }
+
+    #[test]
+    fn parses_top_symbols_and_skips_call_graph_lines() {
+        let text = "# Samples: 1K of event 'cpu-clock'\n#\n    12.34%  [.] mmo_core::grid::Grid::for_each_near          -      -\n            |\n            ---main\n     3.50%  [k] __softirqentry_text_start\n     0.90%  [.] memcpy\n";
+        let top = parse_report(text, 2);
+        assert_eq!(top.len(), 2);
+        assert_eq!(top[0], TopSymbol { percent: 12.34, symbol: "mmo_core::grid::Grid::for_each_near".into() });
+        assert_eq!(top[1].symbol, "__softirqentry_text_start");
+    }
+}
