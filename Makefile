@@ -8,6 +8,8 @@ CARGO      ?= cargo
 CPP_BUILD   := build/cpp
 ASAN_BUILD  := build/cpp-asan
 TSAN_BUILD  := build/cpp-tsan
+# mmo-server without mimalloc: heaptrack sees every allocation of C++ and Rust alike there.
+SYSALLOC_BUILD := build/cpp-sysalloc
 CMAKE_FLAGS := -G Ninja
 
 # Loom models build with a cfg that swaps in loom's atomics; a separate target directory
@@ -21,7 +23,7 @@ LOOM_TARGET := target/loom
 LOOM_TESTS  := --test loom_health --test loom_capacity --test loom_tick_board
 
 .PHONY: all build rust-build cpp-build run test deps check-format lint docs unit-tests loom bench bench-smoke \
-        header header-check cpp-test cpp-asan cpp-tsan cpp-valgrind fuzz clean
+        header header-check cpp-test cpp-asan cpp-tsan cpp-valgrind fuzz compare compare-quick clean
 
 all: build
 
@@ -110,6 +112,18 @@ fuzz:
 ## Loom model checks of the hand-written atomic protocols.
 loom:
 	RUSTFLAGS="--cfg mmo_loom" CARGO_TARGET_DIR=$(LOOM_TARGET) $(CARGO) test --locked -p mmo-core --release $(LOOM_TESTS)
+
+## The comparison of the engines (docs in README "Rust core vs C++ baseline"): each row
+## (rust, baseline, baseline-jemalloc) under the same load, plain, under heaptrack and under
+## perf; writes report/compare.md and report/compare.json. Full mode about 15 minutes.
+compare: deps build
+	cmake -S cpp-net -B $(SYSALLOC_BUILD) $(CMAKE_FLAGS) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMMO_SERVER_MIMALLOC=OFF
+	cmake --build $(SYSALLOC_BUILD) --target mmo-server
+	target/release/mmo-compare $(COMPARE_FLAGS)
+
+## The same with short phases (about 4 minutes); part of make test (figures reported, not asserted).
+compare-quick:
+	$(MAKE) compare COMPARE_FLAGS="--quick $(COMPARE_FLAGS)"
 
 ## Full criterion run (several minutes).
 bench:
