@@ -40,7 +40,11 @@ fn main() -> ExitCode {
     let report = Report::new(&result);
     print!("{}", report.summary());
     if let Some(path) = &cli.json
-        && let Err(e) = std::fs::write(path, report.to_json() + "\n")
+        && let Err(e) = path
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .map_or(Ok(()), std::fs::create_dir_all)
+            .and_then(|()| std::fs::write(path, report.to_json() + "\n"))
     {
         eprintln!("mmo-loadtest: writing {}: {e}", path.display());
         return ExitCode::from(2);
