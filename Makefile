@@ -23,7 +23,7 @@ LOOM_TARGET := target/loom
 LOOM_TESTS  := --test loom_health --test loom_capacity --test loom_tick_board
 
 .PHONY: all build rust-build cpp-build run test deps check-format lint docs unit-tests loom bench bench-smoke \
-        header header-check cpp-test cpp-asan cpp-tsan cpp-valgrind fuzz compare compare-quick clean
+        header header-check cpp-test cpp-asan cpp-tsan cpp-valgrind fuzz compare compare-quick loadtest-smoke clean
 
 all: build
 
@@ -50,13 +50,24 @@ header-check:
 	else echo "header-check: ffi/include/mmo_core.h is stale: run 'make header' and commit it" >&2; rm -rf $$tmp; exit 1; fi; \
 	rm -rf $$tmp
 
-## Build everything, then run the main job: the raid-burst measurement of the core.
+## Build everything, then run the main job: mmo-server on a free loopback port, 500 bots
+## of mmo-loadtest playing a short raid scenario against it (bursts of 11,000 objects every
+## 5 s), the results table, and the server stopped with SIGTERM. Plots and .hgrm files go to
+## report/run/.
 run: build
-	$(CARGO) run --locked --release -p mmo-benches --bin raid-burst -- 200
+	loadtest/scripts/with-server.sh -- --scenario raid --players 500 --duration 15s --out-dir report/run --json report/run/raid.json
+
+## Each load-test scenario in a short form against the Rust engine; each must pass its own
+## checks (loss bound, raid results, conservation and at-most-once, drop counters).
+loadtest-smoke: build
+	loadtest/scripts/with-server.sh -- --scenario steady --players 300 --duration 5s --quiet
+	loadtest/scripts/with-server.sh -- --scenario raid --players 300 --duration 8s --raid-every 3s --quiet
+	loadtest/scripts/with-server.sh -- --scenario economy --players 200 --duration 5s --quiet
+	loadtest/scripts/with-server.sh -- --scenario hostile --players 200 --duration 5s --quiet
 
 ## The whole test suite. Installs what a fresh Debian 12 machine lacks first (cbindgen,
 ## valgrind, rustfmt/clippy, ...), so this one command works there.
-test: deps check-format header-check lint docs unit-tests cpp-test cpp-asan cpp-tsan cpp-valgrind fuzz loom bench-smoke
+test: deps check-format header-check lint docs unit-tests cpp-test cpp-asan cpp-tsan cpp-valgrind fuzz loom bench-smoke loadtest-smoke compare-quick
 	@echo "make test: all suites passed"
 
 ## Tools beyond the preinstalled toolchains (idempotent; see .ci/install-deps).

@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# Starts mmo-server on a free loopback port, runs mmo-loadtest against it, then stops the
+# server with SIGTERM and shows its final line. Exit status: the load tester's (non-zero when
+# its checks fail), or non-zero if the server fails to start or to stop cleanly.
+#
+#   loadtest/scripts/with-server.sh [--engine rust|baseline] [--server-bin PATH] -- <mmo-loadtest args>
+#
+# Used by `make run` (a short raid scenario) and `make loadtest-smoke` (every scenario, short).
+set -euo pipefail
+
+engine=rust
+server_bin=build/cpp/mmo-server
+loadtest_bin=target/release/mmo-loadtest
+admin_key=0x5eed5eed
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --engine) engine=$2; shift 2 ;;
+    --server-bin) server_bin=$2; shift 2 ;;
+    --) shift; break ;;
+    *) echo "with-server.sh: unknown option $1" >&2; exit 2 ;;
+  esac
+done
+
+log=$(mktemp -t mmo-server.XXXXXX.log)
+"$server_bin" --port 0 --engine "$engine" --admin-key "$admin_key" --stats-interval-s 0 >"$log" 2>&1 &
+server_pid=$!
+stop_server() {
+  if kill -0 "$server_pid" 2>/dev/null; then
+    kill -TERM "$server_pid" 2>/dev/null || true
+    wait "$server_pid" 2>/dev/null || true
+  fi
+}
+trap stop_server EXIT
+
+port=""
+for _ in $(seq 1 100); do  # up to 10 s for the listening line
+  port=$(sed -n 's/^mmo-server: listening on 127\.0\.0\.1:\([0-9]*\) .*/\1/p' "$log" | head -1)
+  [ -n "$port" ] && break
+  kill -0 "$server_pid" 2>/dev/null || break
+  sleep 0.1
+done
+if [ -z "$port" ]; then
+  echo "with-server.sh: mmo-server did not start:" >&2
+  cat "$log" >&2
+  exit 1
+fi
+echo "with-server.sh: $(head -1 "$log")"
+
+status=0
+"$loadtest_bin" --server "127.0.0.1:$port" --admin-key "$admin_key" "$@" || status=$?
+
+kill -TERM "$server_pid"
+server_status=0
+wait "$server_pid" || server_status=$?
+trap - EXIT
+grep '^mmo-server: final uptime' "$log" || true
+rm -f "$log"
+if [ "$server_status" -ne 0 ]; then
+  echo "with-server.sh: mmo-server exited with status $server_status" >&2
+  exit 1
+fi
+exit "$status"
