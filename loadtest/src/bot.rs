@@ -268,6 +268,8 @@ pub struct BotReport {
     pub late_acks: u64,
     /// Acks for a sequence never sent.
     pub unexpected_acks: u64,
+    /// Acks whose `client_time_ms` is not the echo of their move's.
+    pub echo_mismatches: u64,
     /// Contacts reported in acks.
     pub contacts: u64,
     /// Snapshots received in the measured window.
@@ -467,6 +469,10 @@ impl Player {
             }
             AckState::New => {}
         }
+        let sent = self.recent[ack.sequence as usize % RECENT_MOVES];
+        if sent.sequence == ack.sequence && sent.client_time_ms != ack.client_time_ms {
+            self.report.echo_mismatches += 1;
+        }
         if ack.result == MoveResult::Applied {
             self.last_applied = Some(self.last_applied.map_or(ack.sequence, |s| s.max(ack.sequence)));
             self.report.contacts += ack.contacts.len() as u64;
@@ -481,7 +487,6 @@ impl Player {
         }
         let rtt = elapsed_us(intended, now);
         self.report.move_rtt.record(rtt);
-        let sent = self.recent[ack.sequence as usize % RECENT_MOVES];
         if sent.sequence == ack.sequence {
             let now_us = self.plan.epoch.micros(now);
             self.report.move_rtt_from_send.record(now_us.saturating_sub(sent.sent_us));

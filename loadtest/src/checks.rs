@@ -72,6 +72,18 @@ pub fn rejects(sent: u64, rejected: u64, max_loss: f64) -> Check {
     )
 }
 
+/// The server's replies to the bots were all well formed: every datagram decoded, every ack
+/// was for a move that was sent, and echoed that move's `client_time_ms`.
+pub fn replies(decode_errors: u64, unexpected_acks: u64, echo_mismatches: u64) -> Check {
+    Check::new(
+        "replies_well_formed",
+        decode_errors == 0 && unexpected_acks == 0 && echo_mismatches == 0,
+        format!(
+            "{decode_errors} undecodable datagrams, {unexpected_acks} acks for moves never sent, {echo_mismatches} acks not echoing client_time_ms"
+        ),
+    )
+}
+
 fn figure(after: &ServerStats, name: &str) -> Result<u64, Check> {
     after.get(name).ok_or_else(|| Check::new(name, false, format!("the server did not report `{name}`")))
 }

@@ -40,6 +40,8 @@ pub struct Anomalies {
     pub late_acks: u64,
     /// Acks for a sequence never sent.
     pub unexpected_acks: u64,
+    /// Acks not echoing their move's `client_time_ms`.
+    pub echo_mismatches: u64,
     /// Datagrams that did not decode.
     pub decode_errors: u64,
     /// Unexpected message types.
@@ -247,6 +249,7 @@ impl Report {
                 duplicate_acks: t.duplicate_acks,
                 late_acks: t.late_acks,
                 unexpected_acks: t.unexpected_acks,
+                echo_mismatches: t.echo_mismatches,
                 decode_errors: t.decode_errors,
                 unexpected_messages: t.unexpected_messages,
                 recv_errors: t.recv_errors,

@@ -54,6 +54,8 @@ pub struct Totals {
     pub late_acks: u64,
     /// Acks for a sequence never sent.
     pub unexpected_acks: u64,
+    /// Acks not echoing their move's `client_time_ms`.
+    pub echo_mismatches: u64,
     /// Contacts reported.
     pub contacts: u64,
     /// Snapshots received in the measured window.
@@ -98,6 +100,7 @@ impl Totals {
         self.duplicate_acks += r.duplicate_acks;
         self.late_acks += r.late_acks;
         self.unexpected_acks += r.unexpected_acks;
+        self.echo_mismatches += r.echo_mismatches;
         self.contacts += r.contacts;
         self.aoi_snapshots += r.aoi_snapshots;
         self.decode_errors += r.decode_errors;
@@ -491,6 +494,7 @@ pub fn judge(r: &RunResult) -> Vec<Check> {
         checks::joins(cli.players as usize, r.joined),
         checks::loss(t.moves_sent, t.acks, cli.max_loss),
         checks::rejects(t.moves_sent, t.rejected_total(), cli.max_loss),
+        checks::replies(t.decode_errors, t.unexpected_acks, t.echo_mismatches),
     ];
     if r.interrupted {
         checks.push(Check::new("completed", false, "interrupted (SIGINT or SIGTERM) before the planned end"));

@@ -108,4 +108,6 @@ fn loss_and_refusal_bounds() {
     assert!(!checks::rejects(1000, 11, 0.01).passed);
     assert!(checks::joins(5, 5).passed && !checks::joins(5, 4).passed);
     assert_eq!(checks::loss_ratio(200, 150), 0.25);
+    assert!(checks::replies(0, 0, 0).passed);
+    assert!(!checks::replies(1, 0, 0).passed && !checks::replies(0, 1, 0).passed && !checks::replies(0, 0, 1).passed);
 }
