@@ -359,21 +359,19 @@ pub async fn run(cli: Cli, progress: &Progress) -> anyhow::Result<RunResult> {
     let play_handles: Vec<_> =
         sessions.into_iter().map(|(s, walk, rng)| tokio::spawn(bot::play(s, Arc::clone(&plan), walk, rng))).collect();
 
-    let raid_handle = match (&raid_windows, scenario == Scenario::Raid, admin.take()) {
-        (Some(windows), true, Some(mut admin)) => {
-            let windows = Arc::clone(windows);
-            let stop = Arc::clone(&stop);
-            // First burst half an interval into the measured window, so both sides of it are measured.
-            let first = measure_start + raid_plan.every / 2;
-            Some(tokio::spawn(async move {
-                let bursts = raid::drive(&mut admin, &raid_plan, &windows, epoch, first, end, &stop).await;
-                (admin, bursts)
-            }))
-        }
-        (_, _, a) => {
-            admin = a;
-            None
-        }
+    // The raid driver borrows the admin client for the run and hands it back at the end.
+    let raid_handle = if let Some(windows) = raid_windows.clone()
+        && let Some(mut admin) = admin.take()
+    {
+        let stop = Arc::clone(&stop);
+        // First burst half an interval into the measured window, so both sides of it are measured.
+        let first = measure_start + raid_plan.every / 2;
+        Some(tokio::spawn(async move {
+            let bursts = raid::drive(&mut admin, &raid_plan, &windows, epoch, first, end, &stop).await;
+            (admin, bursts)
+        }))
+    } else {
+        None
     };
     let controller = hostile.then(|| {
         let stop = Arc::clone(&stop);
