@@ -221,7 +221,7 @@ typedef struct MmoConfig {
   uint32_t raid_object_capacity;
   // Raid bursts alive at once, at most.
   uint32_t raid_burst_capacity;
-  // Members a grid cell reserves room for.
+  // Heap room a grid cell reserves when it first outgrows its inline members.
   uint32_t cell_member_capacity;
   // Lock shards of the grid map (power of two).
   uint32_t grid_shards;

@@ -129,7 +129,7 @@ pub struct MmoConfig {
     pub raid_object_capacity: u32,
     /// Raid bursts alive at once, at most.
     pub raid_burst_capacity: u32,
-    /// Members a grid cell reserves room for.
+    /// Heap room a grid cell reserves when it first outgrows its inline members.
     pub cell_member_capacity: u32,
     /// Lock shards of the grid map (power of two).
     pub grid_shards: u32,

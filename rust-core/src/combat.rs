@@ -326,8 +326,7 @@ impl Combat {
                 // Clamp the overlap so a share on a cell with (numerically) no area still
                 // lands inside it.
                 let (ox1, oy1) = (ox1.max(ox0), oy1.max(oy0));
-                grid.with_cell_mut(cell, |members| {
-                    members.reserve(share as usize);
+                grid.with_cell_mut(cell, share as usize, |members| {
                     for _ in 0..share {
                         let x = (ox0 + rng.unit() * (ox1 - ox0)).min(top);
                         let y = (oy0 + rng.unit() * (oy1 - oy0)).min(top);

@@ -45,7 +45,8 @@ pub struct CoreConfig {
     pub raid_object_capacity: u32,
     /// Most raid bursts alive at once. Default 256.
     pub raid_burst_capacity: u32,
-    /// Members each grid cell reserves room for when first touched. Default 16.
+    /// Members a grid cell reserves heap room for when it first outgrows its inline room
+    /// ([`crate::grid::CELL_INLINE_MEMBERS`]). Default 16.
     pub cell_member_capacity: u32,
     /// Number of lock shards in the grid's map (power of two). Default 128.
     pub grid_shards: u32,

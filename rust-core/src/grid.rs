@@ -1,8 +1,11 @@
 //! The spatial collision grid: cell key -> the entities in that cell, in a `DashMap`.
 //!
-//! The world is a square of `cells_per_side`² cells. Each cell's members are a `Vec<Member>`
-//! holding a copy of the member's id, kind and position, so proximity and area-of-interest
-//! queries read one contiguous array per cell and never chase an arena pointer.
+//! The world is a square of `cells_per_side`² cells. Each cell's members are a
+//! [`CellMembers`] array holding a copy of the member's id, kind and position, so proximity
+//! and area-of-interest queries read one contiguous array per cell and never chase an arena
+//! pointer. The first [`CELL_INLINE_MEMBERS`] members live inline in the map's own slot, so a
+//! cell touched for the first time (a player walking into new ground) costs no allocation;
+//! only a crowded cell (a raid's) moves its members to the heap, and keeps that room.
 //!
 //! Concurrency contract:
 //! - Writers: the thread applying an entity's move (holding that entity's body lock, so one
@@ -18,9 +21,10 @@
 //! - The map is created with room for every cell of the world (each shard reserves its share,
 //!   which hashbrown rounds up), so it does not resize when cells are first touched (a resize
 //!   under load stalls a shard for milliseconds); `map_never_resizes_when_every_cell_is_used`
-//!   checks this for the default world. A cell's vector is created on first use
-//!   with [`crate::CoreConfig::cell_member_capacity`] and keeps its capacity when members
-//!   leave, so steady play stops allocating once each cell has seen its busiest moment.
+//!   checks this for the default world. A cell's members start inline; when a cell first
+//!   outgrows its inline room it reserves [`crate::CoreConfig::cell_member_capacity`] (or what
+//!   the burst needs) on the heap and keeps that capacity when members leave, so steady play
+//!   stops allocating once each crowded cell has seen its busiest moment.
 //! - Locks: the `DashMap` shard locks. None is global: a cell maps to one of
 //!   `grid_shards` shards, and concurrent updates in different shards never meet.
 
@@ -28,6 +32,14 @@ use crate::config::CoreConfig;
 use crate::records::{AoiEntry, EntityKind};
 use dashmap::DashMap;
 use rustc_hash::FxBuildHasher;
+use smallvec::SmallVec;
+
+/// Members a cell holds inline, in the map's slot, before it needs the heap. Four covers a
+/// cell of the default 32 m grid in ordinary play (5,000 players over 16,384 cells).
+pub const CELL_INLINE_MEMBERS: usize = 4;
+
+/// One cell's members.
+pub type CellMembers = SmallVec<[Member; CELL_INLINE_MEMBERS]>;
 
 /// Index of a cell: `cy * cells_per_side + cx`.
 pub type CellKey = u32;
@@ -55,7 +67,7 @@ const _: () = assert!(std::mem::size_of::<Member>() == 24);
 /// The collision grid. See the module doc for who may touch it and when.
 pub struct Grid {
     /// Cell -> members. Written by movers, raid spawn and the tick; read by queries.
-    cells: DashMap<CellKey, Vec<Member>, FxBuildHasher>,
+    cells: DashMap<CellKey, CellMembers, FxBuildHasher>,
     cells_per_side: u32,
     cell_size_m: f32,
     inv_cell_size: f32,
@@ -127,8 +139,19 @@ impl Grid {
 
     /// Adds `member` to `cell`.
     pub fn insert(&self, cell: CellKey, member: Member) {
-        let capacity = self.member_capacity;
-        self.cells.entry(cell).or_insert_with(|| Vec::with_capacity(capacity)).push(member);
+        let mut members = self.cells.entry(cell).or_default();
+        Self::reserve(&mut members, 1, self.member_capacity);
+        members.push(member);
+    }
+
+    /// Makes room for `extra` more members; the first time a cell leaves its inline room it
+    /// reserves at least `capacity` on the heap, so a crowded cell grows once, not by doubling.
+    fn reserve(members: &mut CellMembers, extra: usize, capacity: usize) {
+        let needed = members.len() + extra;
+        if needed > members.capacity() {
+            let target = if members.spilled() { needed } else { needed.max(capacity) };
+            members.reserve_exact(target - members.len());
+        }
     }
 
     /// Removes entity `id` from `cell`, returning it if it was there.
@@ -163,9 +186,11 @@ impl Grid {
 
     /// Runs `fill` with exclusive access to `cell`'s member vector (created if missing), for
     /// bulk inserts such as a raid burst. `fill` must not touch the grid.
-    pub fn with_cell_mut<R>(&self, cell: CellKey, fill: impl FnOnce(&mut Vec<Member>) -> R) -> R {
-        let capacity = self.member_capacity;
-        let mut members = self.cells.entry(cell).or_insert_with(|| Vec::with_capacity(capacity));
+    /// `extra` is how many members `fill` will add (reserved up front, so the burst's cell
+    /// grows at most once).
+    pub fn with_cell_mut<R>(&self, cell: CellKey, extra: usize, fill: impl FnOnce(&mut CellMembers) -> R) -> R {
+        let mut members = self.cells.entry(cell).or_default();
+        Self::reserve(&mut members, extra, self.member_capacity);
         fill(&mut members)
     }
 

@@ -231,3 +231,40 @@ fn raid_bursts_spawned_and_expired_on_different_threads_allocate_nothing() {
     assert_eq!(spawner_allocs, 0, "the spawning thread allocated");
     assert_eq!(tick_allocs, 0, "the tick thread allocated");
 }
+
+/// A player walking into ground no one has touched (a new grid cell on every move) costs no
+/// allocation: a cell's first members live inline in the grid map's own slot.
+#[test]
+fn walking_into_untouched_cells_allocates_nothing() {
+    let e = Engine::new(CoreConfig::default()).unwrap();
+    let walker = join(&e, 16.0, 16.0, 1);
+    let mut events = vec![MoveEvent::default(); e.events_per_move_max()];
+    let mut now_ms = 1_000u64;
+    let mut x = 16.0f32;
+    let step = |x: f32, seq: u32, now_ms: u64, events: &mut [MoveEvent]| {
+        let rec = MoveRecord {
+            player_id: walker.id,
+            session_token: walker.token,
+            sequence: seq,
+            client_time_ms: now_ms as u32,
+            x_m: x,
+            y_m: 16.0,
+            ..MoveRecord::default()
+        };
+        let report = e.apply_moves(&[rec], now_ms, events).unwrap();
+        assert_eq!(report.applied, 1, "every step is legal");
+    };
+    // Warm the calling thread's arenas and stats stripe with a move inside the first cell.
+    step(x + 1.0, 1, now_ms, &mut events);
+    x += 1.0;
+    let crossings_before = e.stats().cell_crossings;
+    let before = allocations();
+    for seq in 2..=400u32 {
+        now_ms += 1_000;
+        x += 10.0; // 10 m a second: within the speed limit, a new 32 m cell every ~3 moves
+        step(x, seq, now_ms, &mut events);
+    }
+    let after = allocations();
+    assert!(e.stats().cell_crossings - crossings_before >= 100, "the walk entered many new cells");
+    assert_eq!(after - before, 0, "entering untouched cells allocated {} times", after - before);
+}
