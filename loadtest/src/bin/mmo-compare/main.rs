@@ -209,13 +209,15 @@ impl Harness {
         let (json, _) = outcome?;
         result.top_symbols = perf::top_symbols(&data, 15)?;
         let svg = format!("flame-{}.svg", row.name());
-        result.engine_share = perf::flamegraph(&data, &format!("mmo-server --engine {} (raid load), cpu-clock", row.engine()), &self.args.out.join(&svg))?;
+        result.engine_share =
+            perf::flamegraph(&data, &format!("mmo-server --engine {} (raid load), cpu-clock", row.engine()), &self.args.out.join(&svg))?;
         result.flamegraph = Some(svg);
         let delta = |k: &str| json.get("server_delta").and_then(|d| d.get(k)).and_then(|v| v.as_f64());
-        if let (Some(u), Some(s), Some(n)) = (delta("cpu_user_us"), delta("cpu_system_us"), delta("engine_moves_applied")) {
-            if n > 0.0 {
-                result.perf_cpu_ns_per_update = Some((u + s) * 1000.0 / n);
-            }
+        if let (Some(u), Some(s), Some(n)) = (delta("cpu_user_us"), delta("cpu_system_us"), delta("engine_moves_applied"))
+            && n > 0.0
+        {
+            result.perf_cpu_ns_per_update = Some((u + s) * 1000.0 / n);
+        }
         }
         let _ = std::fs::remove_file(&data);
         Ok(())

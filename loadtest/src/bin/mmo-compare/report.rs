@@ -97,10 +97,14 @@ fn figures(r: &RowResult) -> Map<String, Value> {
     });
     m.insert("phases".into(), json!({"steady": phase(steady_phase), "raid": phase(raid_phase)}));
     put(&mut m, "engine_cpu_share", r.engine_share);
-    put(&mut m, "engine_cpu_ns_per_update", match (r.engine_share, r.perf_cpu_ns_per_update) {
-        (Some(share), Some(ns)) => Some(share * ns),
-        _ => None,
-    });
+    put(
+        &mut m,
+        "engine_cpu_ns_per_update",
+        match (r.engine_share, r.perf_cpu_ns_per_update) {
+            (Some(share), Some(ns)) => Some(share * ns),
+            _ => None,
+        },
+    );
     m.insert("top_symbols".into(), json!(r.top_symbols));
     m.insert("flamegraph".into(), json!(r.flamegraph));
     m.insert("notes".into(), json!(r.notes));
