@@ -218,7 +218,6 @@ impl Harness {
         {
             result.perf_cpu_ns_per_update = Some((u + s) * 1000.0 / n);
         }
-        }
         let _ = std::fs::remove_file(&data);
         Ok(())
     }
