@@ -28,8 +28,10 @@ LOOM_TESTS  := --test loom_health --test loom_capacity --test loom_tick_board
 all: build
 
 ## Build everything: every Rust target in release (debug symbols kept for perf) and the C++
-## side (which builds the mmo-ffi staticlib through cargo).
-build: rust-build cpp-build
+## side (which builds the mmo-ffi staticlib through cargo). Installs what a fresh Debian 12
+## lacks first (the server's libraries: highwayhash, CLI11, mimalloc; see .ci/install-deps).
+build: deps
+	$(MAKE) rust-build cpp-build
 
 rust-build:
 	$(CARGO) build --locked --release --workspace --all-targets
