@@ -145,9 +145,17 @@ mod heaptrack_fig {
 /// Every numeric figure (nested ones as `name.sub`).
 fn flat(m: &Map<String, Value>) -> Vec<(String, Option<f64>)> {
     let mut out = Vec::new();
-    for key in
-        ["updates", "alloc_calls", "alloc_calls_per_update", "peak_heap_bytes", "peak_rss_bytes", "leaked_bytes", "cpu_ns_per_update"]
-    {
+    for key in [
+        "updates",
+        "alloc_calls",
+        "alloc_calls_per_update",
+        "peak_heap_bytes",
+        "peak_rss_bytes",
+        "leaked_bytes",
+        "cpu_ns_per_update",
+        "engine_cpu_share",
+        "engine_cpu_ns_per_update",
+    ] {
         out.push((key.to_string(), m.get(key).and_then(Value::as_f64)));
     }
     for (key, subs) in
@@ -207,7 +215,16 @@ fn targets(rust: &Map<String, Value>, ratios: &Map<String, Value>) -> Vec<(Strin
             show(sub(ratios, "raid_spawn_ms", "median")),
             check(sub(ratios, "raid_spawn_ms", "median"), 0.2),
         ),
-        ("CPU per update <= 0.33x".into(), show(f(ratios, "cpu_ns_per_update")), check(f(ratios, "cpu_ns_per_update"), 0.33)),
+        (
+            "CPU per update <= 0.33x (whole process)".into(),
+            show(f(ratios, "cpu_ns_per_update")),
+            check(f(ratios, "cpu_ns_per_update"), 0.33),
+        ),
+        (
+            "CPU per update <= 0.33x (engine part, perf)".into(),
+            show(f(ratios, "engine_cpu_ns_per_update")),
+            check(f(ratios, "engine_cpu_ns_per_update"), 0.33),
+        ),
         (
             "server-side p99 update latency <= 0.3x".into(),
             show(sub(ratios, "update_latency_us", "p99")),
