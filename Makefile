@@ -27,14 +27,14 @@ LOOM_TESTS  := --test loom_health --test loom_capacity --test loom_tick_board
 
 all: build
 
-## Build everything: every Rust target in release (debug symbols kept for perf) and the C++
+## Build everything: every Rust library and binary in release (debug symbols kept for perf), the C++
 ## side (which builds the mmo-ffi staticlib through cargo). Installs what a fresh Debian 12
 ## lacks first (the server's libraries: highwayhash, CLI11, mimalloc; see .ci/install-deps).
 build: deps
 	$(MAKE) rust-build cpp-build
 
 rust-build:
-	$(CARGO) build --locked --release --workspace --all-targets
+	$(CARGO) build --locked --release --workspace
 
 cpp-build:
 	cmake -S cpp-net -B $(CPP_BUILD) $(CMAKE_FLAGS) -DCMAKE_BUILD_TYPE=RelWithDebInfo
@@ -128,7 +128,7 @@ loom:
 
 ## The comparison of the engines (docs in README "Rust core vs C++ baseline"): each row
 ## (rust, baseline, baseline-jemalloc) under the same load, plain, under heaptrack and under
-## perf; writes report/compare.md and report/compare.json. Full mode about 15 minutes.
+## perf; writes report/compare.md and report/compare.json. Full mode about 13 minutes.
 compare: deps build
 	cmake -S cpp-net -B $(SYSALLOC_BUILD) $(CMAKE_FLAGS) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMMO_SERVER_MIMALLOC=OFF
 	cmake --build $(SYSALLOC_BUILD) --target mmo-server
