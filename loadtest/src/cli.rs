@@ -119,8 +119,9 @@ pub struct Cli {
     #[arg(long, default_value_t = 10)]
     pub join_attempts: u32,
 
-    /// Tokio worker threads (the server shares the machine; one keeps the tester's CPU modest).
-    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=64))]
+    /// Tokio worker threads. 0 (the default): one per 1,000 bots, at most one per core: one
+    /// thread keeps up with about 1,000 bots at 10 Hz here, and the server shares the machine.
+    #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u32).range(0..=64))]
     pub threads: u32,
 
     /// The server's admin key (decimal or 0x hex), for STATS_REQUEST and RAID_TRIGGER.
@@ -218,6 +219,16 @@ pub struct Cli {
 }
 
 impl Cli {
+    /// The tokio worker threads to run: `--threads`, or for 0 one per 1,000 bots (at least
+    /// one, at most one per core).
+    pub fn worker_threads(&self) -> usize {
+        if self.threads > 0 {
+            return self.threads as usize;
+        }
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        (self.players as usize).div_ceil(1000).clamp(1, cores)
+    }
+
     /// Time between one bot's moves.
     pub fn move_interval(&self) -> Duration {
         Duration::from_millis(self.move_interval_ms)

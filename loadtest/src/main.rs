@@ -20,7 +20,7 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    let runtime = match tokio::runtime::Builder::new_multi_thread().worker_threads(cli.threads as usize).enable_all().build() {
+    let runtime = match tokio::runtime::Builder::new_multi_thread().worker_threads(cli.worker_threads()).enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("mmo-loadtest: starting the runtime: {e}");

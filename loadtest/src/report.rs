@@ -228,7 +228,7 @@ impl Report {
             players: cli.players,
             players_joined: r.joined,
             join_failures: r.join_failures.clone(),
-            threads: cli.threads,
+            threads: cli.worker_threads() as u32,
             duration_s: cli.duration.as_secs_f64(),
             measured_s: r.measured_s,
             interrupted: r.interrupted,
