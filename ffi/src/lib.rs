@@ -904,5 +904,5 @@ pub unsafe extern "C" fn mmo_debug_inject_panic(engine: *const MmoEngine) -> Mmo
 }
 
 // After `check!` is defined: macro_rules are in scope textually.
-mod latency;
+pub mod latency;
 pub use latency::{MmoLatency, MmoLatencySummary};
