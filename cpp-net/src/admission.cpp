@@ -335,12 +335,11 @@ Admitted Admission::admit(std::span<const uint8_t> datagram, SourceAddress sourc
     }
     return {true, DropReason::Truncated, nullptr};
   }
-  if (const auto* m = std::get_if<wire::RaidTrigger>(&out.message)) {
-    if (!admin_key_matches(config_.admin_key, m->admin_key)) return {false, DropReason::BadAdminKey, nullptr};
-    return {true, DropReason::Truncated, nullptr};
-  }
-  if (const auto* m = std::get_if<wire::StatsRequest>(&out.message)) {
-    if (!admin_key_matches(config_.admin_key, m->admin_key)) return {false, DropReason::BadAdminKey, nullptr};
+  const auto* raid = std::get_if<wire::RaidTrigger>(&out.message);
+  const auto* stats = std::get_if<wire::StatsRequest>(&out.message);
+  if (raid != nullptr || stats != nullptr) {
+    const uint64_t presented = raid != nullptr ? raid->admin_key : stats->admin_key;
+    if (!admin_key_matches(config_.admin_key, presented)) return {false, DropReason::BadAdminKey, nullptr};
     return {true, DropReason::Truncated, nullptr};
   }
   if (const auto* m = std::get_if<wire::Move>(&out.message)) {

@@ -210,12 +210,8 @@ class Worker {
   std::array<mmsghdr, kBatchMax> rx_msgs_{};
 
   // The batch's moves and economy requests, and who to answer.
-  struct MoveReply {
-    SourceAddress to;
-    uint32_t client_time_ms;
-  };
   std::array<MmoMoveRecord, kBatchMax> moves_{};
-  std::array<MoveReply, kBatchMax> move_replies_{};
+  std::array<SourceAddress, kBatchMax> move_replies_{};
   size_t move_count_ = 0;
   std::vector<MmoMoveEvent> events_;
   std::array<MmoEconomyOp, kBatchMax> ops_{};
@@ -317,7 +313,7 @@ void Worker::handle(const wire::ClientMessage& message, SourceAddress source, Se
           r.y_m = m.y_m;
           r.facing_rad = m.facing_rad;
           std::memcpy(r.payload, m.payload.data(), wire::kPayloadSize);
-          move_replies_[move_count_] = {source, m.client_time_ms};
+          move_replies_[move_count_] = source;
           ++move_count_;
           counters.moves_forwarded.add();
         } else if constexpr (std::is_same_v<T, wire::EconomyRequest>) {
@@ -433,7 +429,7 @@ void Worker::flush_engine_batches(uint64_t now_ms) {
       for (size_t r = 0; r < move_count_; ++r) {
         wire::MoveAck ack;
         ack.sequence = moves_[r].sequence;
-        ack.client_time_ms = move_replies_[r].client_time_ms;
+        ack.client_time_ms = moves_[r].client_time_ms;
         if (e < written && events_[e].kind == MMO_EVENT_KIND_REJECT) {
           ack.result = events_[e].detail;
           ++e;
@@ -446,7 +442,7 @@ void Worker::flush_engine_batches(uint64_t now_ms) {
             ++e;
           }
         }
-        tx_.commit(move_replies_[r].to, wire::encode(ack, tx_.slot()));
+        tx_.commit(move_replies_[r], wire::encode(ack, tx_.slot()));
       }
       batch_moves_ += move_count_;
     }
@@ -468,8 +464,8 @@ void Worker::flush_engine_batches(uint64_t now_ms) {
 void Worker::expire_idle_sessions(uint64_t now_ms) {
   const uint64_t idle_ms = uint64_t{server_.config_.idle_timeout_s} * 1000;
   if (idle_ms == 0) return;
-  // Collect first, then end: ending a session reshuffles the indexes, not the pool, so
-  // removing while visiting the pool is safe; the visit is bounded by the pool's capacity.
+  // Ending a session reshuffles the indexes, not the pool, so removing while visiting the
+  // pool is safe; the visit is bounded by the pool's capacity.
   admission_.sessions().for_each([&](Session& s) {
     if (s.player_id != 0 && now_ms > s.last_seen_ms + idle_ms) {
       end_session(&s);
@@ -547,6 +543,11 @@ void Server::tick_loop() {
   roster.reserve(config_.max_players);
   std::vector<MmoAoiEntry> entries(wire::kAoiEntriesMax);
   SendBatch tx;
+  auto flush = [&](int fd) {
+    const auto [sent, failed] = tx.flush(fd);
+    aoi_snapshots_sent_.add(sent);
+    aoi_send_failures_.add(failed);
+  };
   wire::AoiSnapshot snapshot;
   uint64_t next_us = now_us() + period_us;
   while (!stopping_.load(std::memory_order_acquire)) {
@@ -579,15 +580,9 @@ void Server::tick_loop() {
         snapshot.count = static_cast<uint16_t>(std::min(written, wire::kAoiEntriesMax));
         for (size_t i = 0; i < snapshot.count; ++i) snapshot.entries[i] = {entries[i].entity_id, entries[i].x_m, entries[i].y_m, entries[i].kind};
         tx.commit(source, wire::encode(snapshot, tx.slot()));
-        if (tx.full()) {
-          const auto [sent, failed] = tx.flush(w->fd());
-          aoi_snapshots_sent_.add(sent);
-          aoi_send_failures_.add(failed);
-        }
+        if (tx.full()) flush(w->fd());
       }
-      const auto [sent, failed] = tx.flush(w->fd());
-      aoi_snapshots_sent_.add(sent);
-      aoi_send_failures_.add(failed);
+      flush(w->fd());
     }
     const uint64_t t1 = now_us();
     std::lock_guard lock(tick_latency_mutex_);
@@ -600,6 +595,24 @@ struct Server::LatencyFigures {
   MmoLatencySummary raid{};
   MmoLatencySummary tick{};
 };
+
+uint64_t Server::worker_total(const Counter WorkerCounters::* field) const {
+  uint64_t t = 0;
+  for (const auto& w : workers_) t += (w->counters.*field).get();
+  return t;
+}
+
+uint64_t Server::drops_total(size_t reason) const {
+  uint64_t t = 0;
+  for (const auto& w : workers_) t += w->counters.drops[reason].get();
+  return t;
+}
+
+uint64_t Server::sessions_live() const {
+  uint64_t t = 0;
+  for (const auto& w : workers_) t += w->sessions_live.load(std::memory_order_relaxed);
+  return t;
+}
 
 Server::LatencyFigures Server::merged_latency() const {
   LatencyFigures f;
@@ -636,18 +649,8 @@ size_t Server::format_stats(char* out, size_t capacity) const {
 #define MMO_STATS_LINE(f) line("engine_", #f, s.f);
   MMO_STATS_FIELDS(MMO_STATS_LINE)
 #undef MMO_STATS_LINE
-  uint64_t drops[kDropReasonCount] = {};
-  uint64_t sessions = 0;
-  auto total = [&](const Counter WorkerCounters::* field) {
-    uint64_t t = 0;
-    for (const auto& w : workers_) t += (w->counters.*field).get();
-    return t;
-  };
-  for (const auto& w : workers_) {
-    for (size_t r = 0; r < kDropReasonCount; ++r) drops[r] += w->counters.drops[r].get();
-    sessions += w->sessions_live.load(std::memory_order_relaxed);
-  }
-  for (size_t r = 0; r < kDropReasonCount; ++r) line("drop_", drop_reason_name(static_cast<DropReason>(r)), drops[r]);
+  auto total = [&](const Counter WorkerCounters::* field) { return worker_total(field); };
+  for (size_t r = 0; r < kDropReasonCount; ++r) line("drop_", drop_reason_name(static_cast<DropReason>(r)), drops_total(r));
   line("", "datagrams_received", total(&WorkerCounters::datagrams_received));
   line("", "datagrams_sent", total(&WorkerCounters::datagrams_sent) + aoi_snapshots_sent_.get());
   line("", "send_failures", total(&WorkerCounters::send_failures) + aoi_send_failures_.get());
@@ -657,7 +660,7 @@ size_t Server::format_stats(char* out, size_t capacity) const {
   line("", "joins_refused", total(&WorkerCounters::joins_refused));
   line("", "leaves", total(&WorkerCounters::leaves));
   line("", "sessions_expired", total(&WorkerCounters::sessions_expired));
-  line("", "sessions_live", sessions);
+  line("", "sessions_live", sessions_live());
   line("", "moves_forwarded", total(&WorkerCounters::moves_forwarded));
   line("", "economy_forwarded", total(&WorkerCounters::economy_forwarded));
   line("", "raid_triggers", total(&WorkerCounters::raid_triggers));
@@ -697,13 +700,9 @@ std::string Server::stats_line() const {
   MmoStats s{};
   engine_->stats(s);
   uint64_t drops = 0;
-  uint64_t sessions = 0;
-  uint64_t received = 0;
-  for (const auto& w : workers_) {
-    for (const auto& d : w->counters.drops) drops += d.get();
-    sessions += w->sessions_live.load(std::memory_order_relaxed);
-    received += w->counters.datagrams_received.get();
-  }
+  for (size_t r = 0; r < kDropReasonCount; ++r) drops += drops_total(r);
+  const uint64_t sessions = sessions_live();
+  const uint64_t received = worker_total(&WorkerCounters::datagrams_received);
   const LatencyFigures f = merged_latency();
   char buf[512];
   std::snprintf(buf, sizeof(buf),

@@ -103,6 +103,10 @@ class Server {
   void tick_loop();
   struct LatencyFigures;
   LatencyFigures merged_latency() const;
+  // Sums over the workers (relaxed reads; each a moment's value, not one snapshot).
+  uint64_t worker_total(const Counter WorkerCounters::* field) const;
+  uint64_t drops_total(size_t reason) const;
+  uint64_t sessions_live() const;
 
   ServerConfig config_;
   std::unique_ptr<Engine> engine_;
