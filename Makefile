@@ -40,14 +40,14 @@ cpp-build:
 	cmake -S cpp-net -B $(CPP_BUILD) $(CMAKE_FLAGS) -DCMAKE_BUILD_TYPE=RelWithDebInfo
 	cmake --build $(CPP_BUILD)
 
-## Regenerate the committed C header from the Rust ABI (cbindgen 0.29.4).
+## Regenerate the committed C header from the Rust ABI (cbindgen 0.29.4; ffi/generate-header.sh).
 header:
-	cbindgen --quiet --config ffi/cbindgen.toml --crate mmo-ffi --output ffi/include/mmo_core.h
+	ffi/generate-header.sh ffi/include/mmo_core.h
 
 ## Fail if the committed header differs from what cbindgen generates now.
 header-check:
 	@tmp=$$(mktemp -d) && \
-	cbindgen --quiet --config ffi/cbindgen.toml --crate mmo-ffi --output $$tmp/mmo_core.h && \
+	ffi/generate-header.sh $$tmp/mmo_core.h && \
 	if diff -u ffi/include/mmo_core.h $$tmp/mmo_core.h; then echo "header-check: ffi/include/mmo_core.h is current"; \
 	else echo "header-check: ffi/include/mmo_core.h is stale: run 'make header' and commit it" >&2; rm -rf $$tmp; exit 1; fi; \
 	rm -rf $$tmp
@@ -116,8 +116,8 @@ cpp-valgrind: cpp-build
 ## seeded with the committed protocol vectors; FUZZ_RUNS executions (2 million by default).
 fuzz:
 	mkdir -p $(FUZZ_BUILD)/corpus
-	clang++ -std=c++20 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -Icpp-net/src \
-	  cpp-net/fuzz/datagram_fuzz.cpp cpp-net/src/protocol.cpp cpp-net/src/admission.cpp -o $(FUZZ_BUILD)/datagram_fuzz
+	clang++ -std=c++20 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -Icpp-net \
+	  cpp-net/fuzz/datagram_fuzz.cpp cpp-net/net/protocol.cpp cpp-net/net/admission.cpp -o $(FUZZ_BUILD)/datagram_fuzz
 	cp cpp-net/fuzz/corpus/* $(FUZZ_BUILD)/corpus/
 	$(FUZZ_BUILD)/datagram_fuzz -runs=$(FUZZ_RUNS) -max_len=512 -print_final_stats=1 $(FUZZ_BUILD)/corpus 2>&1 | \
 	  grep -E 'stat::number_of_executed_units|Done|ERROR|SUMMARY|crash'; test $${PIPESTATUS[0]} -eq 0

@@ -1,6 +1,6 @@
 // baseline_economy.cpp: see baseline_economy.hpp. The decision logic follows
 // rust-core/src/economy.rs (Economy::execute and settle) step by step.
-#include "baseline_economy.hpp"
+#include "baseline/baseline_economy.hpp"
 
 #include <algorithm>
 #include <functional>

@@ -30,7 +30,7 @@ namespace mmo::baseline {
 
 inline constexpr size_t kEconomyStripes = 64;
 inline constexpr size_t kDedupWindow = 32;          // economy.rs DEDUP_WINDOW
-inline constexpr int64_t kAmountMax = int64_t{1} << 48;  // economy.rs AMOUNT_MAX
+inline constexpr int64_t kAmountMax = int64_t{1} << 48;  // config.rs AMOUNT_MAX
 inline constexpr size_t kItemKinds = 16;             // config.rs ITEM_KINDS
 static_assert(sizeof(MmoPlayerView::items) / sizeof(uint64_t) == kItemKinds);
 

@@ -1,7 +1,7 @@
 // baseline_engine.cpp: BaselineEngine's players, movement, combat, economy front door, AoI and
 // readers. Raid spawn and the tick are in baseline_raid.cpp. Each method follows the matching
 // one in rust-core/src/engine.rs; comments name the Rust rule a check mirrors.
-#include "baseline_engine.hpp"
+#include "baseline/baseline_engine.hpp"
 
 #include <sys/random.h>
 
@@ -93,7 +93,7 @@ void validate_config(const MmoConfig& c) {
   }
   if (c.tick_ms == 0 || c.tick_ms > 10'000) refuse("tick_ms must be in 1..=10000");
   if (c.player_hp <= 0) refuse("player_hp must be positive");
-  if (c.starting_gold > static_cast<uint64_t>(kAmountMax)) refuse("starting_gold above economy::AMOUNT_MAX");
+  if (c.starting_gold > static_cast<uint64_t>(kAmountMax)) refuse("starting_gold above AMOUNT_MAX");
 }
 
 // Validates before any member is built (the grid sizes itself from the config).

@@ -49,10 +49,10 @@
 #include <unordered_map>
 #include <vector>
 
-#include "baseline_economy.hpp"
-#include "baseline_grid.hpp"
-#include "baseline_stats.hpp"
-#include "engine.hpp"
+#include "baseline/baseline_economy.hpp"
+#include "baseline/baseline_grid.hpp"
+#include "baseline/baseline_stats.hpp"
+#include "engine/engine.hpp"
 
 namespace mmo {
 

@@ -1,5 +1,5 @@
 // baseline_grid.cpp: see baseline_grid.hpp.
-#include "baseline_grid.hpp"
+#include "baseline/baseline_grid.hpp"
 
 #include <algorithm>
 #include <mutex>

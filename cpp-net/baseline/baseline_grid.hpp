@@ -32,7 +32,7 @@
 #include <unordered_set>
 #include <vector>
 
-#include "baseline_util.hpp"
+#include "baseline/baseline_util.hpp"
 #include "mmo_core.h"
 
 namespace mmo::baseline {

@@ -13,7 +13,7 @@
 #include <limits>
 #include <mutex>
 
-#include "baseline_engine.hpp"
+#include "baseline/baseline_engine.hpp"
 
 namespace mmo::baseline {
 namespace {

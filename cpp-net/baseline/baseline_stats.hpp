@@ -14,58 +14,16 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "engine/stats_fields.hpp"
 #include "mmo_core.h"
 
 namespace mmo::baseline {
 
-// Every MmoStats field, in declaration order. The X-macro keeps the enum and the snapshot in
-// step; the size assertion below catches a field added to MmoStats but not here.
-#define MMO_BASELINE_COUNTERS(X)                                                                                                \
-  X(moves_applied)                                                                                                              \
-  X(move_rejected_unknown_player)                                                                                               \
-  X(move_rejected_wrong_session)                                                                                                \
-  X(move_rejected_stale_sequence)                                                                                               \
-  X(move_rejected_too_fast)                                                                                                     \
-  X(move_rejected_out_of_bounds)                                                                                                \
-  X(cell_crossings)                                                                                                             \
-  X(contacts_reported)                                                                                                          \
-  X(contacts_truncated)                                                                                                         \
-  X(move_batches)                                                                                                               \
-  X(move_batches_refused)                                                                                                       \
-  X(economy_batches_refused)                                                                                                    \
-  X(joins)                                                                                                                      \
-  X(joins_refused_full)                                                                                                         \
-  X(joins_refused_bounds)                                                                                                       \
-  X(leaves)                                                                                                                     \
-  X(leaves_refused)                                                                                                             \
-  X(raid_bursts)                                                                                                                \
-  X(raid_objects_spawned)                                                                                                       \
-  X(raid_objects_despawned)                                                                                                     \
-  X(raid_refused_capacity)                                                                                                      \
-  X(raid_refused_invalid)                                                                                                       \
-  X(damage_applied)                                                                                                             \
-  X(kills)                                                                                                                      \
-  X(damage_rejected)                                                                                                            \
-  X(economy_applied)                                                                                                            \
-  X(economy_duplicates)                                                                                                         \
-  X(economy_invalid_amount)                                                                                                     \
-  X(economy_overflow)                                                                                                           \
-  X(economy_self_trade)                                                                                                         \
-  X(economy_unknown_item)                                                                                                       \
-  X(economy_insufficient_funds)                                                                                                 \
-  X(economy_insufficient_items)                                                                                                 \
-  X(economy_unknown_player)                                                                                                     \
-  X(economy_player_departed)                                                                                                    \
-  X(economy_wrong_session)                                                                                                      \
-  X(economy_too_old)                                                                                                            \
-  X(economy_bad_kind)                                                                                                           \
-  X(economy_invalid_transaction)                                                                                                \
-  X(ticks)                                                                                                                      \
-  X(aoi_queries)
-
+// One counter per MmoStats field, in declaration order, from the one list of them
+// (engine/stats_fields.hpp); its size assertion catches a field missing from the list.
 enum class Counter : size_t {
 #define MMO_BASELINE_COUNTER_ENUM(name) name,
-  MMO_BASELINE_COUNTERS(MMO_BASELINE_COUNTER_ENUM)
+  MMO_STATS_FIELDS(MMO_BASELINE_COUNTER_ENUM)
 #undef MMO_BASELINE_COUNTER_ENUM
       kCount
 };
@@ -85,7 +43,7 @@ class Stats {
   MmoStats snapshot() const {
     MmoStats out{};
 #define MMO_BASELINE_COUNTER_READ(name) out.name = counters_[static_cast<size_t>(Counter::name)].load(std::memory_order_relaxed);
-    MMO_BASELINE_COUNTERS(MMO_BASELINE_COUNTER_READ)
+    MMO_STATS_FIELDS(MMO_BASELINE_COUNTER_READ)
 #undef MMO_BASELINE_COUNTER_READ
     return out;
   }

@@ -1,5 +1,5 @@
 // conformance.cpp: the scenario language of docs/conformance.md and its runner.
-#include "conformance.hpp"
+#include "conformance/conformance.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -11,7 +11,7 @@
 #include <sstream>
 #include <stdexcept>
 
-#include "stats_fields.hpp"
+#include "engine/stats_fields.hpp"
 
 namespace mmo::conformance {
 namespace {

@@ -11,7 +11,7 @@
 #include <string_view>
 #include <vector>
 
-#include "engine.hpp"
+#include "engine/engine.hpp"
 
 namespace mmo::conformance {
 

@@ -5,9 +5,9 @@
 #include <string>
 #include <vector>
 
-#include "conformance.hpp"
+#include "conformance/conformance.hpp"
 #ifdef MMO_HAVE_BASELINE
-#include "baseline_engine.hpp"
+#include "baseline/baseline_engine.hpp"
 #endif
 
 namespace mmo::conformance {

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "engines.hpp"
+#include "conformance/engines.hpp"
 
 int main(int argc, char** argv) {
   std::string engine = "all";

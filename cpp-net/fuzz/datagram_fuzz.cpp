@@ -13,8 +13,8 @@
 #include <variant>
 #include <vector>
 
-#include "admission.hpp"
-#include "protocol.hpp"
+#include "net/admission.hpp"
+#include "net/protocol.hpp"
 
 namespace {
 

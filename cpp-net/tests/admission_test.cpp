@@ -6,7 +6,7 @@
 #include <set>
 #include <vector>
 
-#include "admission.hpp"
+#include "net/admission.hpp"
 
 namespace {
 

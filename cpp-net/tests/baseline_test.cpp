@@ -20,7 +20,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "baseline_engine.hpp"
+#include "baseline/baseline_engine.hpp"
 
 namespace {
 

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "engines.hpp"
+#include "conformance/engines.hpp"
 
 namespace {
 

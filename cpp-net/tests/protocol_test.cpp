@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "protocol.hpp"
+#include "net/protocol.hpp"
 
 namespace {
 

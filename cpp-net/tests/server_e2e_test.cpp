@@ -25,7 +25,7 @@
 #include <vector>
 
 #include "mmo_core.h"
-#include "protocol.hpp"
+#include "net/protocol.hpp"
 
 namespace {
 

@@ -10,7 +10,8 @@
 //! library adds none). Recording never allocates: values above the histogram's highest
 //! trackable value are clamped to it (and so still counted), values below 1 are recorded as 1.
 
-use crate::{MMO_ERR_INVALID_ARGUMENT, MMO_OK, MmoStatus, boundary, in_ref, out_ptr};
+use crate::boundary::{boundary, in_ref, out_ptr};
+use crate::status::{MMO_ERR_INVALID_ARGUMENT, MMO_OK, MmoStatus};
 use hdrhistogram::Histogram;
 
 /// A latency histogram as the C side holds it: opaque. Create with [`mmo_latency_new`],

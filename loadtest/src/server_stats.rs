@@ -9,51 +9,9 @@
 use crate::protocol::DropReason;
 use std::collections::BTreeMap;
 
-/// Every field of `MmoStats` (`ffi/include/mmo_core.h`); the server reports each as
-/// `engine_<field>`. A test checks this list against the header.
-pub const ENGINE_FIELDS: [&str; 41] = [
-    "moves_applied",
-    "move_rejected_unknown_player",
-    "move_rejected_wrong_session",
-    "move_rejected_stale_sequence",
-    "move_rejected_too_fast",
-    "move_rejected_out_of_bounds",
-    "cell_crossings",
-    "contacts_reported",
-    "contacts_truncated",
-    "move_batches",
-    "move_batches_refused",
-    "economy_batches_refused",
-    "joins",
-    "joins_refused_full",
-    "joins_refused_bounds",
-    "leaves",
-    "leaves_refused",
-    "raid_bursts",
-    "raid_objects_spawned",
-    "raid_objects_despawned",
-    "raid_refused_capacity",
-    "raid_refused_invalid",
-    "damage_applied",
-    "kills",
-    "damage_rejected",
-    "economy_applied",
-    "economy_duplicates",
-    "economy_invalid_amount",
-    "economy_overflow",
-    "economy_self_trade",
-    "economy_unknown_item",
-    "economy_insufficient_funds",
-    "economy_insufficient_items",
-    "economy_unknown_player",
-    "economy_player_departed",
-    "economy_wrong_session",
-    "economy_too_old",
-    "economy_bad_kind",
-    "economy_invalid_transaction",
-    "ticks",
-    "aoi_queries",
-];
+/// Every field of `MmoStats` (`ffi/include/mmo_core.h`), from the core's one list of its
+/// counters; the server reports each as `engine_<field>`. A test checks it against the header.
+pub const ENGINE_FIELDS: [&str; mmo_core::stats::COUNTER_COUNT] = mmo_core::stats::COUNTER_NAMES;
 
 /// Figures the server reports besides `engine_*` and `drop_*`.
 pub const OTHER_NAMES: [&str; 19] = [

@@ -13,6 +13,9 @@ pub const RAID_BURST_MAX: u32 = 65_536;
 pub const MAX_CELLS_PER_SIDE: u32 = 2_048;
 /// Number of item kinds the economy knows (kinds `0..ITEM_KINDS`).
 pub const ITEM_KINDS: usize = 16;
+/// Largest gold or item amount one economy operation may carry (and the most gold a wallet
+/// may start with).
+pub const AMOUNT_MAX: i64 = 1 << 48;
 
 /// Configuration of one [`crate::Engine`]. `CoreConfig::default()` is a sensible server for
 /// 5,000 players and one or two raids in flight.
@@ -154,8 +157,8 @@ impl CoreConfig {
         if self.player_hp <= 0 {
             return Err(ConfigError("player_hp must be positive"));
         }
-        if self.starting_gold > crate::economy::AMOUNT_MAX as u64 {
-            return Err(ConfigError("starting_gold above economy::AMOUNT_MAX"));
+        if self.starting_gold > AMOUNT_MAX as u64 {
+            return Err(ConfigError("starting_gold above AMOUNT_MAX"));
         }
         Ok(())
     }

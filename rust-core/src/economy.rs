@@ -35,7 +35,7 @@
 //! The shard mutexes are the only locks. None is global: movement, combat and the tick never
 //! take them, and an economy operation takes at most two of the 64.
 
-use crate::config::ITEM_KINDS;
+use crate::config::{AMOUNT_MAX, ITEM_KINDS};
 use crate::records::{EconomyKind, EconomyOp, EconomyStatus};
 use crossbeam_utils::CachePadded;
 use parking_lot::{Mutex, MutexGuard};
@@ -45,8 +45,6 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 pub const ECONOMY_SHARDS: usize = 64;
 /// Transaction ids remembered per wallet.
 pub const DEDUP_WINDOW: usize = 32;
-/// Largest gold or item amount one operation may carry.
-pub const AMOUNT_MAX: i64 = 1 << 48;
 
 /// Where a wallet lives. Stale after the wallet closes (its generation moves on).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -32,6 +32,10 @@ macro_rules! define_counters {
         /// Number of counters.
         pub const COUNTER_COUNT: usize = [$(Counter::$variant),*].len();
 
+        /// Every counter's name: its `StatsSnapshot` field (and `MmoStats` field) name, in
+        /// field order. The server reports each as `engine_<name>`.
+        pub const COUNTER_NAMES: [&str; COUNTER_COUNT] = [$(stringify!($field)),*];
+
         impl StatsSnapshot {
             fn from_sums(sums: &[u64; COUNTER_COUNT]) -> Self {
                 Self { $( $field: sums[Counter::$variant as usize], )* }

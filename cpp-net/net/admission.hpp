@@ -15,7 +15,7 @@
 #include <span>
 #include <vector>
 
-#include "protocol.hpp"
+#include "net/protocol.hpp"
 
 namespace mmo::net {
 

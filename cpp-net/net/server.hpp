@@ -1,5 +1,6 @@
-// server.hpp: mmo-server's running parts: the I/O workers, the tick thread, and the figures
-// they report.
+// server.hpp: mmo-server's running parts: the I/O workers (worker.hpp/.cpp), the tick thread
+// (tick.cpp), the figures they report and the admin messages (admin.cpp), and the server's
+// lifecycle (server.cpp: bind, start, stop).
 //
 // Threads and what they share:
 // - N workers, each with its own SO_REUSEPORT UDP socket and epoll loop. The kernel hashes
@@ -25,8 +26,8 @@
 #include <thread>
 #include <vector>
 
-#include "admission.hpp"
-#include "engine.hpp"
+#include "net/admission.hpp"
+#include "engine/engine.hpp"
 
 namespace mmo::net {
 
@@ -75,6 +76,9 @@ struct alignas(128) WorkerCounters {
 };
 
 class Worker;
+
+// A fresh latency histogram (microseconds, 3 significant digits); throws on failure.
+MmoLatency* new_latency();
 
 class Server {
  public:

@@ -1,5 +1,5 @@
 // protocol.cpp: see protocol.hpp. Layouts: docs/protocol.md.
-#include "protocol.hpp"
+#include "net/protocol.hpp"
 
 #include <cmath>
 #include <cstring>

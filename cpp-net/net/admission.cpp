@@ -1,5 +1,5 @@
 // admission.cpp: see admission.hpp.
-#include "admission.hpp"
+#include "net/admission.hpp"
 
 #include <sys/random.h>
 

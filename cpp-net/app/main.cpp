@@ -19,9 +19,9 @@
 #include <mimalloc.h>
 #endif
 
-#include "baseline_engine.hpp"
-#include "engine.hpp"
-#include "server.hpp"
+#include "baseline/baseline_engine.hpp"
+#include "engine/engine.hpp"
+#include "net/server.hpp"
 
 namespace {
 

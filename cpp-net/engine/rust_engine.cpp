@@ -3,7 +3,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "engine.hpp"
+#include "engine/engine.hpp"
 
 namespace mmo {
 namespace {

@@ -1,0 +1,177 @@
+// admin.cpp: the figures the server reports (the STATS_REPLY text, the periodic stats line)
+// and the admin messages' answers: everything that reads the counters and histograms every
+// other part writes.
+#include <sys/resource.h>
+
+#include <cstdio>
+
+#include "engine/stats_fields.hpp"
+#include "net/server.hpp"
+#include "net/worker.hpp"
+
+namespace mmo::net {
+
+void Worker::on_raid_trigger(const wire::RaidTrigger& m, SourceAddress source) {
+  MmoRaidSpawnRequest request{};
+  request.center_x_m = m.center_x_m;
+  request.center_y_m = m.center_y_m;
+  request.half_extent_m = m.half_extent_m;
+  request.count = m.count;
+  request.lifetime_ms = m.lifetime_ms;
+  request.hp = m.hp;
+  request.seed = m.seed;
+  request.kind = m.kind;
+  request.faction = m.faction;
+  MmoRaidReport report{};
+  const uint64_t t0 = monotonic_ns();
+  const MmoStatus status = server_.engine().raid_spawn(request, report);
+  const uint64_t spawn_ns = monotonic_ns() - t0;
+  if (status == MMO_OK) {
+    std::lock_guard lock(latency_mutex);
+    mmo_latency_record(raid_latency_, spawn_ns / 1000, 1);
+  }
+  const wire::RaidResult reply{m.request_id, status, status == MMO_OK ? report.spawned : 0, report.cells, report.expires_tick, spawn_ns};
+  tx_.commit(source, wire::encode(reply, tx_.slot()));
+  counters.raid_triggers.add();
+}
+
+void Worker::send_stats(SourceAddress to, uint32_t request_id) {
+  const size_t text_len = server_.format_stats(stats_text_.data(), stats_text_.size() - wire::kStatsReplyFixedSize);
+  const size_t bytes = wire::encode(wire::StatsReply{request_id, {stats_text_.data(), text_len}}, stats_datagram_);
+  if (bytes == 0) return;
+  const sockaddr_in sa = to_sockaddr(to);
+  if (sendto(fd_, stats_datagram_.data(), bytes, MSG_DONTWAIT, reinterpret_cast<const sockaddr*>(&sa), sizeof(sa)) == static_cast<ssize_t>(bytes)) {
+    counters.datagrams_sent.add();
+  } else {
+    counters.send_failures.add();
+  }
+}
+
+struct Server::LatencyFigures {
+  MmoLatencySummary update{};
+  MmoLatencySummary raid{};
+  MmoLatencySummary tick{};
+};
+
+uint64_t Server::worker_total(const Counter WorkerCounters::* field) const {
+  uint64_t t = 0;
+  for (const auto& w : workers_) t += (w->counters.*field).get();
+  return t;
+}
+
+uint64_t Server::drops_total(size_t reason) const {
+  uint64_t t = 0;
+  for (const auto& w : workers_) t += w->counters.drops[reason].get();
+  return t;
+}
+
+uint64_t Server::sessions_live() const {
+  uint64_t t = 0;
+  for (const auto& w : workers_) t += w->sessions_live.load(std::memory_order_relaxed);
+  return t;
+}
+
+Server::LatencyFigures Server::merged_latency() const {
+  LatencyFigures f;
+  std::lock_guard merge_lock(merge_mutex_);
+  mmo_latency_reset(merged_update_);
+  mmo_latency_reset(merged_raid_);
+  for (const auto& w : workers_) {
+    std::lock_guard lock(w->latency_mutex);
+    mmo_latency_merge(merged_update_, w->update_latency_);
+    mmo_latency_merge(merged_raid_, w->raid_latency_);
+  }
+  mmo_latency_summary(merged_update_, &f.update);
+  mmo_latency_summary(merged_raid_, &f.raid);
+  std::lock_guard tick_lock(tick_latency_mutex_);
+  mmo_latency_summary(tick_latency_, &f.tick);
+  return f;
+}
+
+
+size_t Server::format_stats(char* out, size_t capacity) const {
+  size_t pos = 0;
+  bool overflow = false;
+  auto line = [&](const char* prefix, const char* name, uint64_t value) {
+    if (overflow) return;
+    const int n = std::snprintf(out + pos, capacity - pos, "%s%s %llu\n", prefix, name, static_cast<unsigned long long>(value));
+    if (n < 0 || static_cast<size_t>(n) >= capacity - pos) {
+      overflow = true;
+      return;
+    }
+    pos += static_cast<size_t>(n);
+  };
+  MmoStats s{};
+  engine_->stats(s);
+#define MMO_STATS_LINE(f) line("engine_", #f, s.f);
+  MMO_STATS_FIELDS(MMO_STATS_LINE)
+#undef MMO_STATS_LINE
+  auto total = [&](const Counter WorkerCounters::* field) { return worker_total(field); };
+  for (size_t r = 0; r < kDropReasonCount; ++r) line("drop_", drop_reason_name(static_cast<DropReason>(r)), drops_total(r));
+  line("", "datagrams_received", total(&WorkerCounters::datagrams_received));
+  line("", "datagrams_sent", total(&WorkerCounters::datagrams_sent) + aoi_snapshots_sent_.get());
+  line("", "send_failures", total(&WorkerCounters::send_failures) + aoi_send_failures_.get());
+  line("", "challenges_sent", total(&WorkerCounters::challenges_sent));
+  line("", "joins_accepted", total(&WorkerCounters::joins_accepted));
+  line("", "join_retransmits", total(&WorkerCounters::join_retransmits));
+  line("", "joins_refused", total(&WorkerCounters::joins_refused));
+  line("", "leaves", total(&WorkerCounters::leaves));
+  line("", "sessions_expired", total(&WorkerCounters::sessions_expired));
+  line("", "sessions_live", sessions_live());
+  line("", "moves_forwarded", total(&WorkerCounters::moves_forwarded));
+  line("", "economy_forwarded", total(&WorkerCounters::economy_forwarded));
+  line("", "raid_triggers", total(&WorkerCounters::raid_triggers));
+  line("", "stats_requests", total(&WorkerCounters::stats_requests));
+  line("", "pongs_sent", total(&WorkerCounters::pongs_sent));
+  line("", "aoi_snapshots_sent", aoi_snapshots_sent_.get());
+  line("", "ticks_late", ticks_late_.get());
+  const LatencyFigures f = merged_latency();
+  line("", "update_latency_count", f.update.count);
+  line("", "update_latency_us_p50", f.update.p50);
+  line("", "update_latency_us_p99", f.update.p99);
+  line("", "update_latency_us_p999", f.update.p999);
+  line("", "update_latency_us_max", f.update.max);
+  line("", "raid_spawns", f.raid.count);
+  line("", "raid_spawn_us_median", f.raid.p50);
+  line("", "raid_spawn_us_max", f.raid.max);
+  line("", "tick_us_p50", f.tick.p50);
+  line("", "tick_us_p99", f.tick.p99);
+  line("", "tick_us_max", f.tick.max);
+  MmoEconomyAudit audit{};
+  engine_->economy_audit(audit);
+  line("", "economy_live_gold", audit.live_gold);
+  line("", "economy_departed_gold", audit.departed_gold);
+  line("", "economy_minted_gold", audit.minted_gold);
+  line("", "economy_sunk_gold", audit.sunk_gold);
+  line("", "economy_conserved", audit.conserved);
+  rusage ru{};
+  getrusage(RUSAGE_SELF, &ru);
+  line("", "cpu_user_us", static_cast<uint64_t>(ru.ru_utime.tv_sec) * 1'000'000 + static_cast<uint64_t>(ru.ru_utime.tv_usec));
+  line("", "cpu_system_us", static_cast<uint64_t>(ru.ru_stime.tv_sec) * 1'000'000 + static_cast<uint64_t>(ru.ru_stime.tv_usec));
+  line("", "peak_rss_kb", static_cast<uint64_t>(ru.ru_maxrss));
+  line("", "uptime_ms", now_us() / 1000);
+  return overflow ? 0 : pos;
+}
+
+std::string Server::stats_line() const {
+  MmoStats s{};
+  engine_->stats(s);
+  uint64_t drops = 0;
+  for (size_t r = 0; r < kDropReasonCount; ++r) drops += drops_total(r);
+  const uint64_t sessions = sessions_live();
+  const uint64_t received = worker_total(&WorkerCounters::datagrams_received);
+  const LatencyFigures f = merged_latency();
+  char buf[512];
+  std::snprintf(buf, sizeof(buf),
+                "uptime_ms=%llu players=%llu datagrams_received=%llu moves_applied=%llu drops=%llu aoi_sent=%llu raid_bursts=%llu "
+                "update_latency_us p50=%llu p99=%llu p999=%llu max=%llu",
+                static_cast<unsigned long long>(now_us() / 1000), static_cast<unsigned long long>(sessions),
+                static_cast<unsigned long long>(received), static_cast<unsigned long long>(s.moves_applied),
+                static_cast<unsigned long long>(drops), static_cast<unsigned long long>(aoi_snapshots_sent_.get()),
+                static_cast<unsigned long long>(s.raid_bursts), static_cast<unsigned long long>(f.update.p50),
+                static_cast<unsigned long long>(f.update.p99), static_cast<unsigned long long>(f.update.p999),
+                static_cast<unsigned long long>(f.update.max));
+  return buf;
+}
+
+}  // namespace mmo::net

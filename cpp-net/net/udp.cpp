@@ -1,0 +1,76 @@
+// udp.cpp: see udp.hpp.
+#include "net/udp.hpp"
+
+#include <arpa/inet.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <stdexcept>
+
+namespace mmo::net {
+
+uint64_t monotonic_ns() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000ULL + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+int open_socket(const std::string& address, uint16_t port) {
+  const int fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd < 0) throw std::runtime_error(std::string("socket: ") + std::strerror(errno));
+  const int one = 1;
+  setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one));
+  // Bigger kernel queues absorb raid bursts; the kernel caps them at net.core.[rw]mem_max.
+  setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &kSocketBufferBytes, sizeof(kSocketBufferBytes));
+  setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &kSocketBufferBytes, sizeof(kSocketBufferBytes));
+  sockaddr_in sa{};
+  sa.sin_family = AF_INET;
+  sa.sin_port = htons(port);
+  if (inet_pton(AF_INET, address.c_str(), &sa.sin_addr) != 1) {
+    close(fd);
+    throw std::runtime_error("bind address is not an IPv4 address: " + address);
+  }
+  if (bind(fd, reinterpret_cast<sockaddr*>(&sa), sizeof(sa)) != 0) {
+    const std::string err = std::strerror(errno);
+    close(fd);
+    throw std::runtime_error("bind " + address + ":" + std::to_string(port) + ": " + err);
+  }
+  return fd;
+}
+
+uint16_t bound_port(int fd) {
+  sockaddr_in sa{};
+  socklen_t len = sizeof(sa);
+  getsockname(fd, reinterpret_cast<sockaddr*>(&sa), &len);
+  return ntohs(sa.sin_port);
+}
+
+sockaddr_in to_sockaddr(SourceAddress a) {
+  sockaddr_in sa{};
+  sa.sin_family = AF_INET;
+  sa.sin_addr.s_addr = a.ip_be;
+  sa.sin_port = a.port_be;
+  return sa;
+}
+
+std::pair<size_t, size_t> SendBatch::flush(int fd) {
+  size_t done = 0;
+  for (int attempt = 0; attempt < kSendRetriesMax && done < count_; ++attempt) {
+    const int n = sendmmsg(fd, msgs_.data() + done, static_cast<unsigned>(count_ - done), MSG_DONTWAIT);
+    if (n > 0) {
+      done += static_cast<size_t>(n);
+    } else if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
+      done += 1;  // this datagram cannot be sent (e.g. ECONNREFUSED from an ICMP); skip it
+      ++undeliverable_;
+    }
+  }
+  const size_t failed = count_ - done + undeliverable_;
+  const size_t sent = done - undeliverable_;
+  count_ = 0;
+  undeliverable_ = 0;
+  return {sent, failed};
+}
+
+}  // namespace mmo::net

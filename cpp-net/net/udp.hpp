@@ -1,0 +1,73 @@
+// udp.hpp: the UDP plumbing every part of the front shares: the batch sizes, the socket
+// set-up, the monotonic clock, and SendBatch (outgoing datagrams flushed with one sendmmsg).
+#pragma once
+
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <utility>
+
+#include "net/admission.hpp"
+#include "net/protocol.hpp"
+
+namespace mmo::net {
+
+constexpr size_t kBatchMax = 64;         // datagrams per recvmmsg / sendmmsg
+constexpr size_t kRxBufferSize = 2048;   // > kClientDatagramMax, so an oversized datagram is seen as such
+constexpr int kDrainRoundsMax = 16;      // recvmmsg calls per epoll wake-up, at most
+constexpr int kEpollTimeoutMs = 100;     // how soon a worker notices stop and runs its idle scan
+constexpr int kSendRetriesMax = 8;       // sendmmsg calls to flush one batch, at most
+constexpr uint64_t kLatencyHighestUs = 60'000'000;
+constexpr int kSocketBufferBytes = 4 << 20;
+static_assert(kRxBufferSize > wire::kClientDatagramMax);
+
+
+// Nanoseconds on CLOCK_MONOTONIC.
+uint64_t monotonic_ns();
+// A non-blocking SO_REUSEPORT UDP socket bound to address:port (throws std::runtime_error).
+int open_socket(const std::string& address, uint16_t port);
+// The port a socket is bound to.
+uint16_t bound_port(int fd);
+sockaddr_in to_sockaddr(SourceAddress a);
+
+// Outgoing datagrams of one batch, flushed with sendmmsg. Preallocated; at most kBatchMax.
+class SendBatch {
+ public:
+  SendBatch() {
+    for (size_t i = 0; i < kBatchMax; ++i) {
+      iov_[i] = {buffers_[i].data(), 0};
+      msgs_[i].msg_hdr.msg_iov = &iov_[i];
+      msgs_[i].msg_hdr.msg_iovlen = 1;
+      msgs_[i].msg_hdr.msg_name = &addrs_[i];
+      msgs_[i].msg_hdr.msg_namelen = sizeof(sockaddr_in);
+    }
+  }
+  bool full() const { return count_ == kBatchMax; }
+  size_t size() const { return count_; }
+  // The next slot's buffer; commit() it with the encoded size (0 discards it).
+  std::span<uint8_t> slot() { return {buffers_[count_].data(), buffers_[count_].size()}; }
+  void commit(SourceAddress to, size_t bytes) {
+    if (bytes == 0 || count_ == kBatchMax) return;
+    addrs_[count_] = to_sockaddr(to);
+    iov_[count_].iov_len = bytes;
+    ++count_;
+  }
+  // Sends everything; returns {sent, failed}. Retries a partial send a bounded number of
+  // times (the socket buffer was momentarily full), then gives up on the rest.
+  std::pair<size_t, size_t> flush(int fd);
+
+ private:
+  std::array<std::array<uint8_t, wire::kReplyDatagramMax>, kBatchMax> buffers_{};
+  std::array<iovec, kBatchMax> iov_{};
+  std::array<sockaddr_in, kBatchMax> addrs_{};
+  std::array<mmsghdr, kBatchMax> msgs_{};
+  size_t count_ = 0;
+  size_t undeliverable_ = 0;
+};
+
+}  // namespace mmo::net

@@ -1,0 +1,521 @@
+//! The engine calls: creation and teardown, joins and leaves, move and economy batches, raid
+//! spawn, damage, the tick, area of interest, and the read-only views; with the records they
+//! write back.
+
+use crate::boundary::*;
+use crate::config::MmoConfig;
+use crate::status::*;
+use mmo_core::combat::{DamageOutcome, RaidError};
+use mmo_core::{AoiError, CoreConfig, DamageError, Engine, JoinError, LeaveError};
+use std::ffi::c_char;
+use std::mem::{offset_of, size_of};
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::atomic::AtomicBool;
+
+pub use mmo_core::records::{
+    AoiEntry, EconomyKind, EconomyOp, EconomyResult, EconomyStatus, EntityKind, EventKind, MoveEvent, MoveRecord, RaidSpawnRequest,
+    RejectReason,
+};
+pub use mmo_core::stats::StatsSnapshot;
+
+/// What [`mmo_join`] hands back.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct MmoJoinTicket {
+    /// The new player's id (never 0).
+    pub player_id: u64,
+    /// The session token every later request must carry (never 0).
+    pub session_token: u64,
+}
+
+/// What [`mmo_raid_spawn`] did.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct MmoRaidReport {
+    /// Objects spawned (always the requested count).
+    pub spawned: u32,
+    /// Grid cells the burst's square covers.
+    pub cells: u32,
+    /// Tick at which the burst expires.
+    pub expires_tick: u32,
+    /// Zero.
+    pub _reserved: u32,
+}
+
+/// The latest tick's summary.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct MmoTickInfo {
+    /// Server time of the tick, milliseconds.
+    pub now_ms: u64,
+    /// Tick number.
+    pub tick: u32,
+    /// Players joined.
+    pub players_live: u32,
+    /// Raid objects alive after the tick.
+    pub objects_live: u32,
+    /// Raid objects the tick freed.
+    pub objects_expired: u32,
+    /// Raid bursts alive after the tick.
+    pub bursts_live: u32,
+    /// Zero.
+    pub _reserved: u32,
+}
+
+/// What a damage call did: `outcome` is 1 (hit), 2 (killed: this call brought hp to zero)
+/// or 3 (already dead).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct MmoDamageResult {
+    /// Hit points left.
+    pub hp_left: i32,
+    /// 1 hit, 2 killed, 3 already dead.
+    pub outcome: u8,
+    /// Zero.
+    pub _reserved: [u8; 3],
+}
+
+/// A consistent reading of the economy's gold (saturating at `UINT64_MAX`), from
+/// [`mmo_economy_audit`].
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct MmoEconomyAudit {
+    /// Gold in open wallets.
+    pub live_gold: u64,
+    /// Gold of players who left.
+    pub departed_gold: u64,
+    /// Gold ever minted.
+    pub minted_gold: u64,
+    /// Gold ever sunk.
+    pub sunk_gold: u64,
+    /// Open wallets.
+    pub open_wallets: u32,
+    /// 1 when `live + departed == minted - sunk` holds for gold and every item kind.
+    pub conserved: u8,
+    /// Zero.
+    pub _reserved: [u8; 3],
+}
+
+/// One player's state, from [`mmo_player_view`].
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct MmoPlayerView {
+    /// Position, metres.
+    pub x_m: f32,
+    /// Position, metres.
+    pub y_m: f32,
+    /// Last applied move sequence.
+    pub last_sequence: u32,
+    /// Grid cell the player is registered in.
+    pub cell: u32,
+    /// Hit points.
+    pub hp: i32,
+    /// Faction.
+    pub faction: u8,
+    /// Zero.
+    pub _reserved: [u8; 3],
+    /// Gold.
+    pub gold: u64,
+    /// Items, per kind.
+    pub items: [u64; 16],
+}
+
+const _: () = assert!(mmo_core::config::ITEM_KINDS == 16);
+
+const _: () = assert!(size_of::<MmoJoinTicket>() == 16);
+const _: () = assert!(size_of::<MmoRaidReport>() == 16);
+const _: () = assert!(size_of::<MmoTickInfo>() == 32 && offset_of!(MmoTickInfo, tick) == 8);
+const _: () = assert!(size_of::<MmoDamageResult>() == 8 && offset_of!(MmoDamageResult, outcome) == 4);
+const _: () = assert!(size_of::<MmoEconomyAudit>() == 40 && offset_of!(MmoEconomyAudit, conserved) == 36);
+const _: () = assert!(size_of::<MmoPlayerView>() == 160 && offset_of!(MmoPlayerView, gold) == 24);
+const _: () = assert!(size_of::<StatsSnapshot>() == 8 * mmo_core::stats::COUNTER_COUNT);
+
+/// The ABI version this library implements ([`MMO_ABI_VERSION`]).
+#[unsafe(no_mangle)]
+pub extern "C" fn mmo_abi_version() -> u32 {
+    boundary_or(0, || MMO_ABI_VERSION)
+}
+
+/// [`MMO_OK`] if the caller's `expected_version` (pass `MMO_ABI_VERSION` from the header it
+/// was compiled with) matches this library, else [`MMO_ERR_ABI_MISMATCH`].
+#[unsafe(no_mangle)]
+pub extern "C" fn mmo_abi_check(expected_version: u32) -> MmoStatus {
+    boundary(|| if expected_version == MMO_ABI_VERSION { MMO_OK } else { MMO_ERR_ABI_MISMATCH })
+}
+
+/// A static, NUL-terminated name for a status code ("MMO_OK", "MMO_ERR_PANIC", ...), or
+/// "MMO_UNKNOWN_STATUS". Never NULL; never freed.
+#[unsafe(no_mangle)]
+pub extern "C" fn mmo_status_name(status: MmoStatus) -> *const c_char {
+    const UNKNOWN: &[u8] = b"MMO_UNKNOWN_STATUS\0";
+    boundary_or(UNKNOWN.as_ptr().cast(), || status_name(status).as_ptr().cast())
+}
+
+/// Creates an engine from `*config` and writes its handle to `*out_engine`. Free it with
+/// [`mmo_engine_free`]. Pre-warms the calling thread's arenas.
+///
+/// # Safety
+/// `config` must be NULL or point to an initialised `MmoConfig`; `out_engine` NULL or
+/// writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mmo_engine_new(config: *const MmoConfig, out_engine: *mut *mut MmoEngine) -> MmoStatus {
+    boundary(|| {
+        // SAFETY: checked by in_ref; initialised per the contract.
+        let config = check!(unsafe { in_ref(config) });
+        let out_engine = check!(out_ptr(out_engine));
+        if config.fault_injection > 1 || config._reserved != [0; 7] {
+            return MMO_ERR_INVALID_ARGUMENT;
+        }
+        let Ok(engine) = Engine::new(CoreConfig::from(config)) else { return MMO_ERR_INVALID_CONFIG };
+        let handle = Box::new(MmoEngine { engine, poisoned: AtomicBool::new(false), fault_injection: config.fault_injection == 1 });
+        // SAFETY: checked by out_ptr.
+        unsafe { out_engine.write(Box::into_raw(handle)) };
+        MMO_OK
+    })
+}
+
+/// Frees an engine. NULL is ignored. No other call on this engine may run concurrently or
+/// follow.
+///
+/// # Safety
+/// `engine` must be NULL or a pointer from [`mmo_engine_new`] not yet freed.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mmo_engine_free(engine: *mut MmoEngine) {
+    if engine.is_null() {
+        return;
+    }
+    // Dropping the engine can run arbitrary destructors; a panic there must not unwind
+    // into C. There is nothing to report it to, so it is swallowed.
+    let _ = catch_unwind(AssertUnwindSafe(|| {
+        // SAFETY: from Box::into_raw in mmo_engine_new, freed once per the contract.
+        drop(unsafe { Box::from_raw(engine) });
+    }));
+}
+
+/// Pre-warms the calling thread's arena shards: every thread that will join players or spawn
+/// raids calls this once at start-up (a network worker does both).
+///
+/// # Safety
+/// `engine` must be NULL or a live engine.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mmo_engine_prewarm_thread(engine: *const MmoEngine) -> MmoStatus {
+    // SAFETY: forwarded contract.
+    unsafe {
+        engine_boundary(engine, Access::Mutates, |h| {
+            h.engine.prewarm_current_thread();
+            MMO_OK
+        })
+    }
+}
+
+/// Joins a player at `(x_m, y_m)` in `faction`; writes the ticket to `*out_ticket`.
+///
+/// # Safety
+/// `engine` a live engine or NULL; `out_ticket` writable or NULL.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mmo_join(engine: *const MmoEngine, x_m: f32, y_m: f32, faction: u8, out_ticket: *mut MmoJoinTicket) -> MmoStatus {
+    // SAFETY: forwarded contract.
+    unsafe {
+        engine_boundary(engine, Access::Mutates, |h| {
+            let out = check!(out_ptr(out_ticket));
+            match h.engine.join(x_m, y_m, faction) {
+                Ok(t) => {
+                    out.write(MmoJoinTicket { player_id: t.player_id, session_token: t.session_token });
+                    MMO_OK
+                }
+                Err(JoinError::ServerFull) => MMO_ERR_SERVER_FULL,
+                Err(JoinError::OutOfBounds) => MMO_ERR_OUT_OF_BOUNDS,
+            }
+        })
+    }
+}
+
+/// Removes a player (their id goes stale; their wallet is handed to persistence).
+///
+/// # Safety
+/// `engine` a live engine or NULL.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mmo_leave(engine: *const MmoEngine, player_id: u64, session_token: u64) -> MmoStatus {
+    // SAFETY: forwarded contract.
+    unsafe {
+        engine_boundary(engine, Access::Mutates, |h| match h.engine.leave(player_id, session_token) {
+            Ok(()) => MMO_OK,
+            Err(LeaveError::UnknownPlayer) => MMO_ERR_UNKNOWN_PLAYER,
+            Err(LeaveError::WrongSession) => MMO_ERR_WRONG_SESSION,
+        })
+    }
+}
+
+/// The event capacity a move batch of `moves_len` records needs (its worst case).
+///
+/// # Safety
+/// `engine` a live engine or NULL; `out_events` writable or NULL.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mmo_move_events_required(engine: *const MmoEngine, moves_len: usize, out_events: *mut usize) -> MmoStatus {
+    // SAFETY: forwarded contract.
+    unsafe {
+        engine_boundary(engine, Access::Reads, |h| {
+            let out = check!(out_ptr(out_events));
+            let Some(required) = moves_len.checked_mul(h.engine.events_per_move_max()) else { return MMO_ERR_INVALID_ARGUMENT };
+            out.write(required);
+            MMO_OK
+        })
+    }
+}
+
+/// Applies a batch of moves received at server time `now_ms`. For each record, in order,
+/// writes an `Ack` and its `Contact`s, or one `Reject`, into `events`; writes the number of
+/// events to `*out_events_written`. `events_capacity` must be at least
+/// [`mmo_move_events_required`] for `moves_len`, or nothing is applied
+/// ([`MMO_ERR_BUFFER_TOO_SMALL`]).
+///
+/// # Safety
+/// `moves`/`moves_len` and `events`/`events_capacity` are borrowed slices (see the rules);
+/// they must not overlap. `out_events_written` writable or NULL.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mmo_apply_moves(
+    engine: *const MmoEngine,
+    moves: *const MoveRecord,
+    moves_len: usize,
+    now_ms: u64,
+    events: *mut MoveEvent,
+    events_capacity: usize,
+    out_events_written: *mut usize,
+) -> MmoStatus {
+    // SAFETY: forwarded contract.
+    unsafe {
+        engine_boundary(engine, Access::Mutates, |h| {
+            batch(moves, moves_len, events, events_capacity, out_events_written, |moves, events| {
+                h.engine.apply_moves(moves, now_ms, events).map(|report| report.events)
+            })
+        })
+    }
+}
+
+/// Spawns a raid burst (whole or nothing).
+///
+/// # Safety
+/// `engine` a live engine or NULL; `request` readable or NULL; `out_report` writable or NULL.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mmo_raid_spawn(
+    engine: *const MmoEngine,
+    request: *const RaidSpawnRequest,
+    out_report: *mut MmoRaidReport,
+) -> MmoStatus {
+    // SAFETY: forwarded contract.
+    unsafe {
+        engine_boundary(engine, Access::Mutates, |h| {
+            let request = check!(in_ref(request));
+            let out = check!(out_ptr(out_report));
+            match h.engine.raid_spawn(request) {
+                Ok(r) => {
+                    out.write(MmoRaidReport { spawned: r.spawned, cells: r.cells, expires_tick: r.expires_tick, _reserved: 0 });
+                    MMO_OK
+                }
+                Err(RaidError::BadKind) => MMO_ERR_BAD_ENUM,
+                Err(RaidError::BadCount | RaidError::BadLifetimeOrHp) => MMO_ERR_INVALID_ARGUMENT,
+                Err(RaidError::OutOfBounds) => MMO_ERR_OUT_OF_BOUNDS,
+                Err(RaidError::CapacityExceeded) => MMO_ERR_CAPACITY,
+            }
+        })
+    }
+}
+
+/// Deals `amount` damage from a player to a player or raid object.
+///
+/// # Safety
+/// `engine` a live engine or NULL; `out_result` writable or NULL.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mmo_damage(
+    engine: *const MmoEngine,
+    attacker_id: u64,
+    session_token: u64,
+    target_id: u64,
+    amount: i32,
+    out_result: *mut MmoDamageResult,
+) -> MmoStatus {
+    // SAFETY: forwarded contract.
+    unsafe {
+        engine_boundary(engine, Access::Mutates, |h| {
+            let out = check!(out_ptr(out_result));
+            let (outcome, hp_left) = match h.engine.damage(attacker_id, session_token, target_id, amount) {
+                Ok(DamageOutcome::Hit { hp_left }) => (1, hp_left),
+                Ok(DamageOutcome::Killed) => (2, 0),
+                Ok(DamageOutcome::AlreadyDead) => (3, 0),
+                Err(DamageError::UnknownAttacker) => return MMO_ERR_UNKNOWN_PLAYER,
+                Err(DamageError::WrongSession) => return MMO_ERR_WRONG_SESSION,
+                Err(DamageError::UnknownTarget) => return MMO_ERR_UNKNOWN_TARGET,
+                Err(DamageError::FriendlyFire) => return MMO_ERR_FRIENDLY_FIRE,
+                Err(DamageError::InvalidAmount) => return MMO_ERR_INVALID_ARGUMENT,
+            };
+            out.write(MmoDamageResult { hp_left, outcome, _reserved: [0; 3] });
+            MMO_OK
+        })
+    }
+}
+
+/// Applies a batch of economy operations, one result per operation in order; writes the
+/// count to `*out_results_written`. `results_capacity` must be at least `ops_len`.
+///
+/// # Safety
+/// `ops`/`ops_len` and `results`/`results_capacity` are borrowed slices (see the rules);
+/// `out_results_written` writable or NULL.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mmo_apply_economy(
+    engine: *const MmoEngine,
+    ops: *const EconomyOp,
+    ops_len: usize,
+    results: *mut EconomyResult,
+    results_capacity: usize,
+    out_results_written: *mut usize,
+) -> MmoStatus {
+    // SAFETY: forwarded contract.
+    unsafe {
+        engine_boundary(engine, Access::Mutates, |h| {
+            batch(ops, ops_len, results, results_capacity, out_results_written, |ops, results| h.engine.apply_economy(ops, results))
+        })
+    }
+}
+
+/// Runs one tick at server time `now_ms`; writes its summary to `*out_info`.
+///
+/// # Safety
+/// `engine` a live engine or NULL; `out_info` writable or NULL.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mmo_tick(engine: *const MmoEngine, now_ms: u64, out_info: *mut MmoTickInfo) -> MmoStatus {
+    // SAFETY: forwarded contract.
+    unsafe {
+        engine_boundary(engine, Access::Mutates, |h| {
+            let out = check!(out_ptr(out_info));
+            let i = h.engine.tick(now_ms);
+            out.write(MmoTickInfo {
+                now_ms: i.now_ms,
+                tick: i.tick,
+                players_live: i.players_live,
+                objects_live: i.objects_live,
+                objects_expired: i.objects_expired,
+                bursts_live: i.bursts_live,
+                _reserved: 0,
+            });
+            MMO_OK
+        })
+    }
+}
+
+/// Writes the nearest entities around a player into `entries` (at most
+/// `min(capacity, aoi_k)`), nearest first; writes the count to `*out_written`.
+///
+/// # Safety
+/// `entries`/`capacity` is a borrowed output slice; `out_written` writable or NULL.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mmo_area_of_interest(
+    engine: *const MmoEngine,
+    player_id: u64,
+    entries: *mut AoiEntry,
+    capacity: usize,
+    out_written: *mut usize,
+) -> MmoStatus {
+    // SAFETY: forwarded contract.
+    unsafe {
+        engine_boundary(engine, Access::Reads, |h| {
+            let entries = check!(output(entries, capacity));
+            let written = check!(out_ptr(out_written));
+            match h.engine.area_of_interest(player_id, entries) {
+                Ok(n) => {
+                    written.write(n);
+                    MMO_OK
+                }
+                Err(AoiError::UnknownPlayer) => MMO_ERR_UNKNOWN_PLAYER,
+            }
+        })
+    }
+}
+
+/// Writes every counter to `*out_stats` (readable while other threads apply work).
+///
+/// # Safety
+/// `engine` a live engine or NULL; `out_stats` writable or NULL.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mmo_stats(engine: *const MmoEngine, out_stats: *mut StatsSnapshot) -> MmoStatus {
+    // SAFETY: forwarded contract.
+    unsafe {
+        engine_boundary(engine, Access::Reads, |h| {
+            let out = check!(out_ptr(out_stats));
+            out.write(h.engine.stats());
+            MMO_OK
+        })
+    }
+}
+
+/// Writes a consistent reading of the economy's gold to `*out_audit` (locks every wallet
+/// shard briefly: for audits and tests, not the hot path).
+///
+/// # Safety
+/// `engine` a live engine or NULL; `out_audit` writable or NULL.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mmo_economy_audit(engine: *const MmoEngine, out_audit: *mut MmoEconomyAudit) -> MmoStatus {
+    // SAFETY: forwarded contract.
+    unsafe {
+        engine_boundary(engine, Access::Reads, |h| {
+            let out = check!(out_ptr(out_audit));
+            let a = h.engine.economy_audit();
+            let sat = |v: u128| u64::try_from(v).unwrap_or(u64::MAX);
+            out.write(MmoEconomyAudit {
+                live_gold: sat(a.live.gold),
+                departed_gold: sat(a.departed.gold),
+                minted_gold: sat(a.minted.gold),
+                sunk_gold: sat(a.sunk.gold),
+                open_wallets: a.open_wallets,
+                conserved: u8::from(a.is_conserved()),
+                _reserved: [0; 3],
+            });
+            MMO_OK
+        })
+    }
+}
+
+/// Writes one player's state to `*out_view`.
+///
+/// # Safety
+/// `engine` a live engine or NULL; `out_view` writable or NULL.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mmo_player_view(engine: *const MmoEngine, player_id: u64, out_view: *mut MmoPlayerView) -> MmoStatus {
+    // SAFETY: forwarded contract.
+    unsafe {
+        engine_boundary(engine, Access::Reads, |h| {
+            let out = check!(out_ptr(out_view));
+            let Some(v) = h.engine.player(player_id) else { return MMO_ERR_UNKNOWN_PLAYER };
+            out.write(MmoPlayerView {
+                x_m: v.x_m,
+                y_m: v.y_m,
+                last_sequence: v.last_sequence,
+                cell: v.cell,
+                hp: v.hp,
+                faction: v.faction,
+                _reserved: [0; 3],
+                gold: v.gold,
+                items: v.items,
+            });
+            MMO_OK
+        })
+    }
+}
+
+/// Test hook: panics inside a state-changing call, to prove the boundary catches it. Only
+/// engines created with `fault_injection = 1` accept it ([`MMO_ERR_INVALID_ARGUMENT`]
+/// otherwise). Returns [`MMO_ERR_PANIC`] and leaves the engine poisoned.
+///
+/// # Safety
+/// `engine` a live engine or NULL.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mmo_debug_inject_panic(engine: *const MmoEngine) -> MmoStatus {
+    // SAFETY: forwarded contract.
+    unsafe {
+        engine_boundary(engine, Access::Mutates, |h| {
+            if !h.fault_injection {
+                return MMO_ERR_INVALID_ARGUMENT;
+            }
+            panic!("mmo_debug_inject_panic: injected fault");
+        })
+    }
+}

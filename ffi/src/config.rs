@@ -1,0 +1,120 @@
+//! The engine configuration as C fills it (`MmoConfig`), its conversions to and from the
+//! core's `CoreConfig`, and `mmo_config_default`.
+
+use crate::boundary::{boundary, out_ptr};
+use crate::status::{MMO_OK, MmoStatus};
+use mmo_core::CoreConfig;
+use std::mem::{align_of, offset_of, size_of};
+
+/// Engine configuration. Field meanings and defaults: `mmo_core::CoreConfig`; fill it with
+/// [`mmo_config_default`] and change what you need.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct MmoConfig {
+    /// Side of the square world, metres.
+    pub world_size_m: f32,
+    /// Side of a grid cell, metres.
+    pub cell_size_m: f32,
+    /// Cell-change hysteresis margin, metres.
+    pub cell_hysteresis_m: f32,
+    /// Speed limit, metres per second.
+    pub max_speed_m_per_s: f32,
+    /// Extra metres allowed per move.
+    pub speed_slack_m: f32,
+    /// Contact radius, metres.
+    pub contact_radius_m: f32,
+    /// Client clock credit beyond the server's, milliseconds.
+    pub clock_slack_ms: u32,
+    /// Contact events per move, at most.
+    pub contacts_per_move_max: u32,
+    /// Entities per area-of-interest snapshot.
+    pub aoi_k: u32,
+    /// Players joined at once, at most.
+    pub player_capacity: u32,
+    /// Raid objects alive at once, at most.
+    pub raid_object_capacity: u32,
+    /// Raid bursts alive at once, at most.
+    pub raid_burst_capacity: u32,
+    /// Heap room a grid cell reserves when it first outgrows its inline members.
+    pub cell_member_capacity: u32,
+    /// Lock shards of the grid map (power of two).
+    pub grid_shards: u32,
+    /// Tick period, milliseconds.
+    pub tick_ms: u32,
+    /// Hit points a player joins with.
+    pub player_hp: i32,
+    /// Gold a new wallet starts with.
+    pub starting_gold: u64,
+    /// 1 enables [`mmo_debug_inject_panic`](crate::mmo_debug_inject_panic) on this engine (tests only); 0 in production.
+    pub fault_injection: u8,
+    /// Zero (checked: a non-zero value is [`MMO_ERR_INVALID_ARGUMENT`](crate::MMO_ERR_INVALID_ARGUMENT), so these bytes can
+    /// carry new fields later).
+    pub _reserved: [u8; 7],
+}
+
+const _: () = assert!(size_of::<MmoConfig>() == 80 && align_of::<MmoConfig>() == 8);
+const _: () = assert!(offset_of!(MmoConfig, starting_gold) == 64 && offset_of!(MmoConfig, fault_injection) == 72);
+
+impl From<&CoreConfig> for MmoConfig {
+    fn from(c: &CoreConfig) -> Self {
+        Self {
+            world_size_m: c.world_size_m,
+            cell_size_m: c.cell_size_m,
+            cell_hysteresis_m: c.cell_hysteresis_m,
+            max_speed_m_per_s: c.max_speed_m_per_s,
+            speed_slack_m: c.speed_slack_m,
+            contact_radius_m: c.contact_radius_m,
+            clock_slack_ms: c.clock_slack_ms,
+            contacts_per_move_max: c.contacts_per_move_max,
+            aoi_k: c.aoi_k,
+            player_capacity: c.player_capacity,
+            raid_object_capacity: c.raid_object_capacity,
+            raid_burst_capacity: c.raid_burst_capacity,
+            cell_member_capacity: c.cell_member_capacity,
+            grid_shards: c.grid_shards,
+            tick_ms: c.tick_ms,
+            player_hp: c.player_hp,
+            starting_gold: c.starting_gold,
+            fault_injection: 0,
+            _reserved: [0; 7],
+        }
+    }
+}
+
+impl From<&MmoConfig> for CoreConfig {
+    fn from(c: &MmoConfig) -> Self {
+        Self {
+            world_size_m: c.world_size_m,
+            cell_size_m: c.cell_size_m,
+            cell_hysteresis_m: c.cell_hysteresis_m,
+            max_speed_m_per_s: c.max_speed_m_per_s,
+            speed_slack_m: c.speed_slack_m,
+            clock_slack_ms: c.clock_slack_ms,
+            contact_radius_m: c.contact_radius_m,
+            contacts_per_move_max: c.contacts_per_move_max,
+            aoi_k: c.aoi_k,
+            player_capacity: c.player_capacity,
+            raid_object_capacity: c.raid_object_capacity,
+            raid_burst_capacity: c.raid_burst_capacity,
+            cell_member_capacity: c.cell_member_capacity,
+            grid_shards: c.grid_shards,
+            tick_ms: c.tick_ms,
+            player_hp: c.player_hp,
+            starting_gold: c.starting_gold,
+        }
+    }
+}
+
+/// Writes the default configuration into `*out`.
+///
+/// # Safety
+/// `out` must be NULL or point to writable memory for one `MmoConfig`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mmo_config_default(out: *mut MmoConfig) -> MmoStatus {
+    boundary(|| {
+        let out = check!(out_ptr(out));
+        // SAFETY: checked by out_ptr; writable per the contract.
+        unsafe { out.write(MmoConfig::from(&CoreConfig::default())) };
+        MMO_OK
+    })
+}
