@@ -20,7 +20,7 @@ FUZZ_BUILD  := build/fuzz
 FUZZ_RUNS   ?= 2000000
 
 LOOM_TARGET := target/loom
-LOOM_TESTS  := --test loom_health --test loom_capacity --test loom_tick_board
+LOOM_TESTS  := --test loom_health --test loom_capacity --test loom_tick_board --test loom_snapshot_board
 
 .PHONY: all build rust-build cpp-build run test deps check-format lint docs unit-tests loom bench bench-smoke \
         header header-check cpp-test cpp-asan cpp-tsan cpp-valgrind fuzz compare compare-quick loadtest-smoke clean

@@ -1,8 +1,9 @@
 //! **grid**: one move with a cell change followed by the 3x3 proximity query, the core's
-//! hottest grid path, with the core's `DashMap` grid against one `RwLock<HashMap>` around the
-//! whole grid and a single-writer-per-region design (each thread owns its region's cells
-//! outright, no lock at all). 1 and 2 threads, each moving its own 2,000 entities back and
-//! forth across a cell boundary inside its own half of the world.
+//! hottest grid path, with the core's grid (positions in a lock-free table, membership in a
+//! `DashMap`) against one `RwLock<HashMap>` around the whole grid and a single-writer-per-region
+//! design (each thread owns its region's cells outright, no lock at all). 1 and 2 threads, each
+//! moving its own 2,000 entities back and forth across a cell boundary inside its own half of
+//! the world.
 //!
 //! What it shows: the `RwLock` makes every move wait for every other thread's moves and
 //! queries; `DashMap` spreads them over 128 shard locks; the single-writer design is the
@@ -13,8 +14,8 @@
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use mmo_benches::timed_rounds;
 use mmo_core::CoreConfig;
-use mmo_core::grid::{CellKey, Grid, Member, NEVER_EXPIRES};
-use mmo_core::records::EntityKind;
+use mmo_core::grid::{CellKey, Grid, PlayerMember};
+use mmo_core::locks::LockWaits;
 use parking_lot::RwLock;
 use rustc_hash::FxHashMap;
 use std::hint::black_box;
@@ -49,8 +50,21 @@ fn entity_id(t: usize, j: usize) -> u64 {
     (t * ENTITIES_PER_THREAD + j + 1) as u64
 }
 
+/// An entity as the alternatives' cells hold it: id and position.
+#[derive(Clone, Copy)]
+struct Member {
+    id: u64,
+    x_m: f32,
+    y_m: f32,
+}
+
 fn member(id: u64, x: f32, y: f32) -> Member {
-    Member { id, x_m: x, y_m: y, expires_tick: NEVER_EXPIRES, kind: EntityKind::Player }
+    Member { id, x_m: x, y_m: y }
+}
+
+/// The core grid's movement slot of an entity (its index in the position table).
+fn slot_of(id: u64) -> u32 {
+    (id - 1) as u32
 }
 
 /// A thread's walk: which entity moves next and which side it is on.
@@ -121,20 +135,29 @@ fn bench_grid(c: &mut Criterion) {
         group.throughput(Throughput::Elements((MOVES_PER_ROUND * threads) as u64));
 
         // The core's grid.
-        let config = CoreConfig { world_size_m: CELL_M * CELLS_PER_SIDE as f32, cell_size_m: CELL_M, ..CoreConfig::default() };
+        let config = CoreConfig {
+            world_size_m: CELL_M * CELLS_PER_SIDE as f32,
+            cell_size_m: CELL_M,
+            player_capacity: (ENTITIES_PER_THREAD * threads) as u32,
+            ..CoreConfig::default()
+        };
         let grid = Grid::new(&config);
         for t in 0..threads {
             for j in 0..ENTITIES_PER_THREAD {
                 let (x, y) = spot(threads, t, j, false);
-                grid.insert(grid.cell_of(x, y), member(entity_id(t, j), x, y));
+                let id = entity_id(t, j);
+                grid.insert_player(grid.cell_of(x, y), PlayerMember { id, slot: slot_of(id) }, x, y, &mut LockWaits::default());
             }
         }
         group.bench_function(BenchmarkId::new("dashmap", threads), |b| {
             b.iter_custom(|iters| {
                 walk_shared_grid(threads, iters, |id, (fx, fy), (x, y)| {
-                    assert!(grid.relocate(grid.cell_of(fx, fy), grid.cell_of(x, y), id, x, y));
+                    let mut waits = LockWaits::default();
+                    grid.positions().set(slot_of(id), x, y);
+                    let moved = PlayerMember { id, slot: slot_of(id) };
+                    assert!(grid.relocate_player(grid.cell_of(fx, fy), grid.cell_of(x, y), moved, &mut waits));
                     let mut contacts = 0;
-                    grid.for_each_near(x, y, CONTACT_RADIUS_M, id, |_, _| contacts += 1);
+                    grid.for_each_near(x, y, CONTACT_RADIUS_M, id, &mut waits, |_, _, _| contacts += 1);
                     contacts
                 })
             })

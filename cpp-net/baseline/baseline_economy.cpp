@@ -180,7 +180,7 @@ std::optional<Balance> Economy::balance(const Wallet& wallet) const {
   return Balance{wallet.gold, wallet.items};
 }
 
-Outcome Economy::execute(const MmoEconomyOp& op, const WalletPtr& initiator, const Counterparty& counterparty) {
+Outcome Economy::execute(const MmoEconomyOp& op, const WalletPtr& initiator, const Counterparty& counterparty, LockWaits& waits) {
   if (op.transaction_id == 0) return Outcome{MMO_ECONOMY_STATUS_INVALID_TRANSACTION, false, 0};
   Wallet& me = *initiator;
   // The counterparty's wallet when it is another one (economy.rs `other`).
@@ -190,9 +190,9 @@ Outcome Economy::execute(const MmoEconomyOp& op, const WalletPtr& initiator, con
   // Lock the one or two stripes in ascending index, so opposite trades cannot deadlock.
   const size_t mine = me.stripe;
   const size_t theirs = other != nullptr ? other->stripe : mine;
-  std::unique_lock first(stripes_[std::min(mine, theirs)].mutex);
+  std::unique_lock first = waits.unique(stripes_[std::min(mine, theirs)].mutex);
   std::unique_lock<std::mutex> second;
-  if (theirs != mine) second = std::unique_lock(stripes_[std::max(mine, theirs)].mutex);
+  if (theirs != mine) second = waits.unique(stripes_[std::max(mine, theirs)].mutex);
 
   if (!me.open) return Outcome{MMO_ECONOMY_STATUS_PLAYER_DEPARTED, false, 0};
   Decision decided;

@@ -24,6 +24,7 @@
 #include <optional>
 #include <unordered_map>
 
+#include "baseline/baseline_util.hpp"
 #include "mmo_core.h"
 
 namespace mmo::baseline {
@@ -98,7 +99,8 @@ class Economy {
   bool close_wallet(const WalletPtr& wallet);
   std::optional<Balance> balance(const Wallet& wallet) const;
   // Decides one operation whose player id and session the caller has checked.
-  Outcome execute(const MmoEconomyOp& op, const WalletPtr& initiator, const Counterparty& counterparty);
+  // Waits on the stripe locks are added to `waits`.
+  Outcome execute(const MmoEconomyOp& op, const WalletPtr& initiator, const Counterparty& counterparty, LockWaits& waits);
   // Locks every stripe (ascending) and reads the whole economy at one instant.
   Audit audit() const;
 

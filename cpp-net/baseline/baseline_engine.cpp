@@ -20,7 +20,7 @@ namespace baseline {
 namespace {
 
 static_assert(sizeof(MmoMoveRecord) == 72 && sizeof(MmoMoveEvent) == 32 && sizeof(MmoEconomyOp) == 48, "records as mmo_core.h");
-static_assert(sizeof(MmoEconomyResult) == 32 && sizeof(MmoAoiEntry) == 24 && sizeof(MmoConfig) == 80, "records as mmo_core.h");
+static_assert(sizeof(MmoEconomyResult) == 32 && sizeof(MmoAoiEntry) == 24 && sizeof(MmoConfig) == 88, "records as mmo_core.h");
 static_assert(sizeof(BodyState::payload) == sizeof(MmoMoveRecord::payload));
 
 [[noreturn]] void refuse(const char* why) { throw std::runtime_error(std::string("invalid baseline engine config: ") + why); }
@@ -84,10 +84,13 @@ void validate_config(const MmoConfig& c) {
   if (!(std::isfinite(c.speed_slack_m) && c.speed_slack_m >= 0.0f)) refuse("speed_slack_m must be finite and non-negative");
   if (c.contacts_per_move_max > 32) refuse("contacts_per_move_max above CONTACTS_PER_MOVE_MAX");
   if (c.aoi_k == 0 || c.aoi_k > 64) refuse("aoi_k must be in 1..=AOI_K_MAX");
+  if (!finite_positive(c.aoi_radius_m) || c.aoi_radius_m > c.world_size_m) refuse("aoi_radius_m must be positive and at most world_size_m");
+  if (!finite_positive(c.snapshot_cell_m) || std::ceil(c.world_size_m / c.snapshot_cell_m) > 65'536.0f) {
+    refuse("snapshot_cell_m must be positive, with world_size_m / snapshot_cell_m at most 65536");
+  }
   if (c.player_capacity == 0 || c.player_capacity > (1u << 24)) refuse("player_capacity must be in 1..=16M");
   if (c.raid_object_capacity > (1u << 24)) refuse("raid_object_capacity must be at most 16M");
   if (c.raid_burst_capacity == 0 || c.raid_burst_capacity > 65'536) refuse("raid_burst_capacity must be in 1..=65536");
-  if (c.cell_member_capacity > 65'536) refuse("cell_member_capacity must be at most 65536");
   if (c.grid_shards < 2 || c.grid_shards > 4096 || (c.grid_shards & (c.grid_shards - 1)) != 0) {
     refuse("grid_shards must be a power of two in 2..=4096");
   }
@@ -141,7 +144,9 @@ MmoStatus BaselineEngine::join(float x_m, float y_m, uint8_t faction, MmoJoinTic
   auto wallet = economy_.open_wallet(id, config_.starting_gold);
   auto player = std::make_shared<Player>(id, token, faction, config_.player_hp, entity, std::move(wallet), body);
   // In the grid before the player can be found, so the first move finds its registration.
-  grid_.insert(cell, entity);
+  LockWaits grid_waits;
+  grid_.insert(cell, entity, grid_waits);
+  add_lock_waits(Counter::lock_grid_contended, Counter::lock_grid_wait_ns, grid_waits);
   {
     std::unique_lock lock(players_mutex_);
     players_.emplace(id, std::move(player));
@@ -165,11 +170,14 @@ MmoStatus BaselineEngine::leave(uint64_t player_id, uint64_t session_token) {
     stats_.bump(Counter::leaves_refused);
     return refused;
   }
+  LockWaits grid_waits, body_waits;
   {
-    std::lock_guard body_lock(player->body_mutex);
+    const auto body_lock = body_waits.unique(player->body_mutex);
     player->body.alive = false;
-    grid_.remove(player->body.cell, player->entity);
+    grid_.remove(player->body.cell, player->entity, grid_waits);
   }
+  add_lock_waits(Counter::lock_grid_contended, Counter::lock_grid_wait_ns, grid_waits);
+  add_lock_waits(Counter::lock_body_contended, Counter::lock_body_wait_ns, body_waits);
   economy_.close_wallet(player->wallet);  // holdings go to the departed totals
   {
     std::unique_lock lock(players_mutex_);
@@ -193,7 +201,16 @@ struct BaselineEngine::MoveTally {
   uint64_t crossings = 0;
   uint64_t contacts = 0;
   uint64_t truncated = 0;
+  LockWaits grid_waits;
+  LockWaits body_waits;
+  uint64_t moves_waited_grid = 0;
+  uint64_t moves_waited_body = 0;
 };
+
+void BaselineEngine::add_lock_waits(Counter contended, Counter wait_ns, const LockWaits& waits) {
+  stats_.add(contended, waits.contended);
+  stats_.add(wait_ns, waits.wait_ns);
+}
 
 MmoStatus BaselineEngine::apply_moves(std::span<const MmoMoveRecord> moves, uint64_t now_ms, std::span<MmoMoveEvent> events,
                                       size_t& events_written) {
@@ -233,6 +250,10 @@ MmoStatus BaselineEngine::apply_moves(std::span<const MmoMoveRecord> moves, uint
   stats_.add(Counter::cell_crossings, tally.crossings);
   stats_.add(Counter::contacts_reported, tally.contacts);
   stats_.add(Counter::contacts_truncated, tally.truncated);
+  add_lock_waits(Counter::lock_grid_contended, Counter::lock_grid_wait_ns, tally.grid_waits);
+  add_lock_waits(Counter::lock_body_contended, Counter::lock_body_wait_ns, tally.body_waits);
+  stats_.add(Counter::moves_waited_grid, tally.moves_waited_grid);
+  stats_.add(Counter::moves_waited_body, tally.moves_waited_body);
   events_written = total;
   return MMO_OK;
 }
@@ -264,8 +285,9 @@ uint8_t BaselineEngine::apply_move(const MmoMoveRecord& rec, uint64_t now_ms, st
   if (!player) return MMO_REJECT_REASON_UNKNOWN_PLAYER;
   if (player->session_token != rec.session_token) return MMO_REJECT_REASON_WRONG_SESSION;
   const float x = rec.x_m, y = rec.y_m;
+  const uint64_t grid_waited = tally.grid_waits.contended, body_waited = tally.body_waits.contended;
   {
-    std::lock_guard body_lock(player->body_mutex);
+    const auto body_lock = tally.body_waits.unique(player->body_mutex);
     BodyState& body = player->body;
     if (!body.alive) return MMO_REJECT_REASON_UNKNOWN_PLAYER;  // left while we looked it up
     if (const uint8_t reason = check_move(body, rec, now_ms); reason != 0) return reason;
@@ -281,8 +303,8 @@ uint8_t BaselineEngine::apply_move(const MmoMoveRecord& rec, uint64_t now_ms, st
     const CellKey cell = grid_.cell_with_hysteresis(body.cell, x, y);
     if (cell != body.cell) {
       // Remove, release, insert: never in two cells, briefly in none.
-      grid_.remove(body.cell, player->entity);
-      grid_.insert(cell, player->entity);
+      grid_.remove(body.cell, player->entity, tally.grid_waits);
+      grid_.insert(cell, player->entity, tally.grid_waits);
       body.cell = cell;
       tally.crossings += 1;
     }
@@ -295,7 +317,7 @@ uint8_t BaselineEngine::apply_move(const MmoMoveRecord& rec, uint64_t now_ms, st
   slots[0] = ack;
   written = 1;
   const size_t cap = slots.size();
-  grid_.for_each_near(x, y, config_.contact_radius_m, rec.player_id, [&](const GridEntity& other, Vec2, float distance_m) {
+  grid_.for_each_near(x, y, config_.contact_radius_m, rec.player_id, tally.grid_waits, [&](const GridEntity& other, Vec2, float distance_m) {
     if (written < cap) {
       MmoMoveEvent contact{};
       contact.player_id = rec.player_id;
@@ -310,6 +332,8 @@ uint8_t BaselineEngine::apply_move(const MmoMoveRecord& rec, uint64_t now_ms, st
     }
   });
   tally.contacts += written - 1;
+  tally.moves_waited_grid += tally.grid_waits.contended > grid_waited ? 1 : 0;
+  tally.moves_waited_body += tally.body_waits.contended > body_waited ? 1 : 0;
   return 0;
 }
 
@@ -354,14 +378,16 @@ MmoStatus BaselineEngine::apply_economy(std::span<const MmoEconomyOp> ops, std::
     stats_.bump(Counter::economy_batches_refused);
     return MMO_ERR_BUFFER_TOO_SMALL;  // nothing applied
   }
-  for (size_t i = 0; i < ops.size(); ++i) results[i] = economy_one(ops[i]);
+  LockWaits waits;
+  for (size_t i = 0; i < ops.size(); ++i) results[i] = economy_one(ops[i], waits);
+  add_lock_waits(Counter::lock_economy_contended, Counter::lock_economy_wait_ns, waits);
   results_written = ops.size();
   return MMO_OK;
 }
 
 // engine.rs economy_one: player and session here, counterparty resolved to a wallet, then
 // the economy decides (and records) the rest.
-MmoEconomyResult BaselineEngine::economy_one(const MmoEconomyOp& op) {
+MmoEconomyResult BaselineEngine::economy_one(const MmoEconomyOp& op, LockWaits& waits) {
   MmoEconomyResult result{};
   result.transaction_id = op.transaction_id;
   result.player_id = op.player_id;
@@ -387,7 +413,7 @@ MmoEconomyResult BaselineEngine::economy_one(const MmoEconomyOp& op) {
   } else {
     counterparty.kind = Counterparty::Kind::kUnknown;
   }
-  const Outcome outcome = economy_.execute(op, player->wallet, counterparty);
+  const Outcome outcome = economy_.execute(op, player->wallet, counterparty, waits);
   stats_.bump(outcome.duplicate ? Counter::economy_duplicates : counter_for_economy(outcome.status));
   result.status = outcome.status;
   result.duplicate = outcome.duplicate ? 1 : 0;
@@ -396,18 +422,51 @@ MmoEconomyResult BaselineEngine::economy_one(const MmoEconomyOp& op) {
 }
 
 MmoStatus BaselineEngine::area_of_interest(uint64_t player_id, std::span<MmoAoiEntry> entries, size_t& written) {
-  const auto player = find_player(player_id);
-  if (!player) return MMO_ERR_UNKNOWN_PLAYER;
-  float x = 0.0f, y = 0.0f;
-  {
-    std::lock_guard body_lock(player->body_mutex);
-    if (!player->body.alive) return MMO_ERR_UNKNOWN_PLAYER;
-    x = player->body.x_m;
-    y = player->body.y_m;
+  // The caller's candidate buffer, kept per thread and reused (reserved once it has grown).
+  thread_local std::vector<AoiCandidate> scratch;
+  if (!find_player(player_id)) {
+    stats_.bump(Counter::aoi_not_in_snapshot);
+    return MMO_ERR_UNKNOWN_PLAYER;
+  }
+  const std::shared_ptr<const WorldSnapshot> snapshot = snapshot_.load(std::memory_order_acquire);
+  const SnapshotEntry* viewer = snapshot ? snapshot->find(player_id) : nullptr;
+  if (viewer == nullptr) {
+    stats_.bump(Counter::aoi_not_in_snapshot);
+    return MMO_ERR_NOT_IN_SNAPSHOT;
   }
   const size_t k = std::min(entries.size(), size_t{config_.aoi_k});
   stats_.bump(Counter::aoi_queries);
-  written = grid_.nearest_k(x, y, player_id, entries.first(k));
+  written = snapshot->nearest(*viewer, entries.first(k), scratch);
+  return MMO_OK;
+}
+
+MmoStatus BaselineEngine::area_of_interest_batch(std::span<const uint64_t> players, uint32_t k, std::span<MmoAoiEntry> entries,
+                                                 std::span<uint32_t> counts, MmoAoiBatchInfo& info) {
+  thread_local std::vector<AoiCandidate> scratch;
+  if (k > 64) return MMO_ERR_INVALID_ARGUMENT;
+  if (overlap(players, entries) || overlap(players, counts) || overlap(entries, counts)) return MMO_ERR_INVALID_ARGUMENT;
+  if (entries.size() / std::max<size_t>(k, 1) < players.size() && k != 0) return MMO_ERR_BUFFER_TOO_SMALL;
+  if (counts.size() < players.size()) return MMO_ERR_BUFFER_TOO_SMALL;
+  const std::shared_ptr<const WorldSnapshot> snapshot = snapshot_.load(std::memory_order_acquire);
+  const size_t per_player = std::min<size_t>(k, config_.aoi_k);
+  MmoAoiBatchInfo result{};
+  if (snapshot) {
+    result.tick = snapshot->tick();
+    result.now_ms = snapshot->now_ms();
+  }
+  for (size_t i = 0; i < players.size(); ++i) {
+    // A departed player may still be in the snapshot; only live players get an answer.
+    const SnapshotEntry* viewer = snapshot && find_player(players[i]) ? snapshot->find(players[i]) : nullptr;
+    if (viewer == nullptr) {
+      counts[i] = MMO_AOI_NOT_IN_SNAPSHOT;
+      continue;
+    }
+    counts[i] = static_cast<uint32_t>(snapshot->nearest(*viewer, entries.subspan(i * k, per_player), scratch));
+    result.found += 1;
+  }
+  stats_.add(Counter::aoi_queries, result.found);
+  stats_.add(Counter::aoi_not_in_snapshot, players.size() - result.found);
+  info = result;
   return MMO_OK;
 }
 

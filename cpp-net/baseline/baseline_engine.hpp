@@ -9,7 +9,9 @@
 // - wallets are std::shared_ptr<Wallet> in 64 mutex-guarded stripes (baseline_economy.hpp);
 // - raid bursts are kept until they expire as std::vectors of their objects, in a
 //   std::multimap keyed by expiry tick;
-// - counters are one block of std::atomic<uint64_t> (baseline_stats.hpp).
+// - counters are one block of std::atomic<uint64_t> (baseline_stats.hpp);
+// - the area of interest reads a per-tick copy of the world published as a
+//   std::shared_ptr<const WorldSnapshot> (baseline_snapshot.hpp).
 //
 // Observable behaviour matches the Rust core call for call: every status, every event and its
 // order (Ack then its Contacts, or one Reject), every rejection reason and its precedence, the
@@ -24,7 +26,10 @@
 //   not reached), and which contacts a move keeps when more than contacts_per_move_max are in
 //   range (the count kept and the number truncated match);
 // - the order of AoI entries at exactly equal distance, and which of them are kept at the
-//   aoi_k cut-off (the distances returned match);
+//   aoi_k cut-off, because both engines break such ties by id and ids differ (the distances
+//   returned match);
+// - the lock wait counters (lock_*_contended, lock_*_wait_ns, moves_waited_*), which count
+//   each engine's own locks;
 // - anything decided by thread interleaving.
 //
 // Threads: every method may be called from any thread at once; tick() is meant for one tick
@@ -51,6 +56,7 @@
 
 #include "baseline/baseline_economy.hpp"
 #include "baseline/baseline_grid.hpp"
+#include "baseline/baseline_snapshot.hpp"
 #include "baseline/baseline_stats.hpp"
 #include "engine/engine.hpp"
 
@@ -114,7 +120,7 @@ class BaselineEngine final : public Engine {
   explicit BaselineEngine(const MmoConfig& config);
 
   std::string_view name() const override { return "baseline"; }
-  MmoStatus prewarm_thread() override { return MMO_OK; }  // nothing is pre-warmed per thread
+  MmoStatus prewarm_thread(uint32_t) override { return MMO_OK; }  // nothing is pre-warmed per thread
   MmoStatus join(float x_m, float y_m, uint8_t faction, MmoJoinTicket& out) override;
   MmoStatus leave(uint64_t player_id, uint64_t session_token) override;
   size_t move_events_required(size_t moves) const override;
@@ -125,6 +131,8 @@ class BaselineEngine final : public Engine {
   MmoStatus apply_economy(std::span<const MmoEconomyOp> ops, std::span<MmoEconomyResult> results, size_t& results_written) override;
   MmoStatus tick(uint64_t now_ms, MmoTickInfo& out) override;
   MmoStatus area_of_interest(uint64_t player_id, std::span<MmoAoiEntry> entries, size_t& written) override;
+  MmoStatus area_of_interest_batch(std::span<const uint64_t> players, uint32_t k, std::span<MmoAoiEntry> entries,
+                                   std::span<uint32_t> counts, MmoAoiBatchInfo& info) override;
   MmoStatus stats(MmoStats& out) const override;
   MmoStatus economy_audit(MmoEconomyAudit& out) const override;
   MmoStatus player_view(uint64_t player_id, MmoPlayerView& out) const override;
@@ -149,7 +157,10 @@ class BaselineEngine final : public Engine {
   uint8_t apply_move(const MmoMoveRecord& rec, uint64_t now_ms, std::span<MmoMoveEvent> slots, MoveTally& tally, size_t& written);
   uint8_t check_move(const BodyState& prev, const MmoMoveRecord& rec, uint64_t now_ms) const;
   MmoStatus damage_inner(uint64_t attacker_id, uint64_t session_token, uint64_t target_id, int32_t amount, MmoDamageResult& out);
-  MmoEconomyResult economy_one(const MmoEconomyOp& op);
+  MmoEconomyResult economy_one(const MmoEconomyOp& op, LockWaits& waits);
+  // The tick's copy of the world, published for area-of-interest readers.
+  void publish_snapshot(uint32_t tick, uint64_t now_ms, LockWaits& waits);
+  void add_lock_waits(Counter contended, Counter wait_ns, const LockWaits& waits);
   MmoStatus validate_raid(const MmoRaidSpawnRequest& request) const;
 
   const MmoConfig config_;
@@ -174,6 +185,9 @@ class BaselineEngine final : public Engine {
 
   std::mutex tick_mutex_;
   uint32_t tick_ = 0;                      // guarded by tick_mutex_
+  // The latest world snapshot: stored by the tick, loaded (a reference-counted copy of the
+  // pointer) by every area-of-interest query. Null before the first tick.
+  std::atomic<std::shared_ptr<const WorldSnapshot>> snapshot_;
   std::atomic<uint32_t> current_tick_{0};  // the last finished tick, for raid spawn
 };
 

@@ -84,24 +84,25 @@ class Grid {
   // `current` grown by the hysteresis margin on every side.
   CellKey cell_with_hysteresis(CellKey current, float x, float y) const;
 
-  void insert(CellKey cell, const EntityPtr& entity);
+  // Every method takes its stripe lock through `waits`, which counts and times a held lock.
+  void insert(CellKey cell, const EntityPtr& entity, LockWaits& waits);
   // Removes `entity` from `cell`; false if it was not there.
-  bool remove(CellKey cell, const EntityPtr& entity);
+  bool remove(CellKey cell, const EntityPtr& entity, LockWaits& waits);
   // Bulk insert/remove into one cell under one lock (a raid burst's share of that cell).
-  void insert_all(CellKey cell, const std::vector<EntityPtr>& entities);
-  size_t remove_all(CellKey cell, const std::vector<EntityPtr>& entities);
+  void insert_all(CellKey cell, const std::vector<EntityPtr>& entities, LockWaits& waits);
+  size_t remove_all(CellKey cell, const std::vector<EntityPtr>& entities, LockWaits& waits);
 
   // Calls visit(entity, position, distance_m) for every entity other than `exclude_id` within
   // `radius_m` of (x, y), visiting only the cells such an entity can be registered in (the
   // square (x, y) +- (radius + hysteresis)), one stripe shared lock at a time. `visit` must not
   // touch the grid.
   template <class Visit>
-  void for_each_near(float x, float y, float radius_m, uint64_t exclude_id, Visit&& visit) const;
+  void for_each_near(float x, float y, float radius_m, uint64_t exclude_id, LockWaits& waits, Visit&& visit) const;
 
-  // Writes the nearest out.size() entities (other than `exclude_id`) of the 3x3 cells around
-  // (x, y)'s cell into `out`, nearest first; returns how many. Among entities at exactly the
-  // same distance the order (and, at the cut-off, which are kept) is unspecified.
-  size_t nearest_k(float x, float y, uint64_t exclude_id, std::span<MmoAoiEntry> out) const;
+  // Calls visit(entity, position) for every entity in the grid, one stripe's shared lock at a
+  // time (the tick's copy of the world for its snapshot). `visit` must not touch the grid.
+  template <class Visit>
+  void for_each_entity(LockWaits& waits, Visit&& visit) const;
 
   // Audit and test helpers (walk the whole grid, allocate).
   struct Census {
@@ -119,21 +120,33 @@ class Grid {
     mutable std::shared_mutex mutex;
     std::unordered_map<CellKey, Cell> cells;  // guarded by mutex
   };
-  Stripe& stripe_of(CellKey cell) const { return stripes_[cell & stripe_mask_]; }
-  Cell& cell_locked(Stripe& stripe, CellKey cell);  // creates it (reserved) on first use
+  // The stripe of a cell: the key's bits mixed by a multiplicative hash, so a cell's vertical
+  // neighbours (key +- cells_per_side) land on unrelated stripes, not on the same column's.
+  Stripe& stripe_of(CellKey cell) const { return stripes_[(cell * 0x9E3779B1u) >> stripe_shift_]; }
+  Cell& cell_locked(Stripe& stripe, CellKey cell);  // creates it on first use
 
   uint32_t cells_per_side_;
   float cell_size_m_;
   float inv_cell_size_;
   float hysteresis_m_;
   float world_size_m_;
-  size_t member_capacity_;
-  uint32_t stripe_mask_;
+  uint32_t stripe_count_;
+  uint32_t stripe_shift_;  // 32 - log2(stripe_count_)
   std::unique_ptr<Stripe[]> stripes_;
 };
 
 template <class Visit>
-void Grid::for_each_near(float x, float y, float radius_m, uint64_t exclude_id, Visit&& visit) const {
+void Grid::for_each_entity(LockWaits& waits, Visit&& visit) const {
+  for (uint32_t s = 0; s < stripe_count_; ++s) {
+    const auto lock = waits.shared(stripes_[s].mutex);
+    for (const auto& [key, members] : stripes_[s].cells) {
+      for (const EntityPtr& e : members) visit(*e, e->position.load(std::memory_order_relaxed));
+    }
+  }
+}
+
+template <class Visit>
+void Grid::for_each_near(float x, float y, float radius_m, uint64_t exclude_id, LockWaits& waits, Visit&& visit) const {
   // As grid.rs's for_each_near: the cells overlapping (x, y) +- (radius + hysteresis).
   const float r2 = radius_m * radius_m;
   const float reach = radius_m + hysteresis_m_;
@@ -143,7 +156,7 @@ void Grid::for_each_near(float x, float y, float radius_m, uint64_t exclude_id, 
     for (uint32_t cx = cx0; cx <= cx1; ++cx) {
       const CellKey key = cy * cells_per_side_ + cx;
       const Stripe& stripe = stripe_of(key);
-      std::shared_lock lock(stripe.mutex);
+      const auto lock = waits.shared(stripe.mutex);
       const auto it = stripe.cells.find(key);
       if (it == stripe.cells.end()) continue;
       for (const EntityPtr& e : it->second) {

@@ -119,7 +119,9 @@ MmoStatus BaselineEngine::raid_spawn(const MmoRaidSpawnRequest& req, MmoRaidRepo
       for (const EntityPtr& e : objects) objects_.emplace(e->id, std::static_pointer_cast<RaidObject>(e));
     }
   }
-  for (const auto& [cell, objects] : burst.shares) grid_.insert_all(cell, objects);
+  LockWaits grid_waits;
+  for (const auto& [cell, objects] : burst.shares) grid_.insert_all(cell, objects, grid_waits);
+  add_lock_waits(Counter::lock_grid_contended, Counter::lock_grid_wait_ns, grid_waits);
   {
     std::lock_guard lock(bursts_mutex_);
     pending_bursts_.emplace(expires_tick, std::move(burst));
@@ -142,9 +144,10 @@ MmoStatus BaselineEngine::tick(uint64_t now_ms, MmoTickInfo& out) {
     pending_bursts_.erase(pending_bursts_.begin(), end);
   }
   uint32_t expired = 0;
+  LockWaits grid_waits;
   for (const Burst& burst : due) {
     uint32_t freed = 0;
-    for (const auto& [cell, objects] : burst.shares) freed += static_cast<uint32_t>(grid_.remove_all(cell, objects));
+    for (const auto& [cell, objects] : burst.shares) freed += static_cast<uint32_t>(grid_.remove_all(cell, objects, grid_waits));
     {
       std::unique_lock lock(objects_mutex_);
       for (const auto& [cell, objects] : burst.shares) {
@@ -156,6 +159,9 @@ MmoStatus BaselineEngine::tick(uint64_t now_ms, MmoTickInfo& out) {
     expired += freed;
   }
   MmoTickInfo info{};
+  publish_snapshot(tick_, now_ms, grid_waits);
+  info.snapshot_entities = static_cast<uint32_t>(snapshot_.load(std::memory_order_relaxed)->size());
+  add_lock_waits(Counter::lock_grid_contended, Counter::lock_grid_wait_ns, grid_waits);
   info.now_ms = now_ms;
   info.tick = tick_;
   info.players_live = players_live_.load(std::memory_order_acquire);
@@ -167,6 +173,18 @@ MmoStatus BaselineEngine::tick(uint64_t now_ms, MmoTickInfo& out) {
   stats_.add(Counter::raid_objects_despawned, expired);
   out = info;
   return MMO_OK;
+}
+
+// The conventional per-tick copy: every entity out of the grid under its stripe locks into a
+// fresh vector, indexed and published as a shared_ptr (see baseline_snapshot.hpp).
+void BaselineEngine::publish_snapshot(uint32_t tick, uint64_t now_ms, LockWaits& waits) {
+  std::vector<SnapshotEntry> entries;
+  entries.reserve(players_live_.load(std::memory_order_relaxed) + objects_live_.load(std::memory_order_relaxed));
+  grid_.for_each_entity(waits, [&](const GridEntity& e, Vec2 p) { entries.push_back(SnapshotEntry{e.id, p.x_m, p.y_m, e.kind}); });
+  snapshot_.store(std::make_shared<const WorldSnapshot>(tick, now_ms, config_.world_size_m, config_.snapshot_cell_m, config_.aoi_radius_m,
+                                                        std::move(entries)),
+                  std::memory_order_release);
+  stats_.bump(Counter::snapshots_published);
 }
 
 }  // namespace mmo::baseline

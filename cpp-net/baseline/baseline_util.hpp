@@ -3,9 +3,12 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <mutex>
+#include <shared_mutex>
 
 namespace mmo::baseline {
 
@@ -40,5 +43,36 @@ inline bool try_acquire(std::atomic<uint32_t>& in_use, uint32_t units, uint32_t 
     if (in_use.compare_exchange_weak(current, next, std::memory_order_acq_rel, std::memory_order_relaxed)) return true;
   }
 }
+
+// Waits on one kind of lock, tallied per batch and added to the lock_* counters once: the
+// same measurement the Rust core makes (rust-core/src/locks.rs), so the two engines' wait
+// figures compare. A lock is tried first; only a held one reads the clock.
+struct LockWaits {
+  uint64_t contended = 0;
+  uint64_t wait_ns = 0;
+
+  template <class Lock>
+  void acquire(Lock& lock) {
+    if (lock.try_lock()) return;
+    const auto since = std::chrono::steady_clock::now();
+    lock.lock();
+    contended += 1;
+    wait_ns += static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - since).count());
+  }
+  // An exclusive lock on `m`, counting the wait if it was held.
+  template <class M>
+  std::unique_lock<M> unique(M& m) {
+    std::unique_lock<M> lock(m, std::defer_lock);
+    acquire(lock);
+    return lock;
+  }
+  // A shared lock on `m`, counting the wait if a writer held it.
+  template <class M>
+  std::shared_lock<M> shared(M& m) {
+    std::shared_lock<M> lock(m, std::defer_lock);
+    acquire(lock);
+    return lock;
+  }
+};
 
 }  // namespace mmo::baseline

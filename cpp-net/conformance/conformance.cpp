@@ -301,6 +301,8 @@ class Runner {
     f("max_speed_m_per_s", config_.max_speed_m_per_s);
     f("speed_slack_m", config_.speed_slack_m);
     f("contact_radius_m", config_.contact_radius_m);
+    f("aoi_radius_m", config_.aoi_radius_m);
+    f("snapshot_cell_m", config_.snapshot_cell_m);
     u("clock_slack_ms", config_.clock_slack_ms);
     u("contacts_per_move_max", config_.contacts_per_move_max);
     u("aoi_k", config_.aoi_k);

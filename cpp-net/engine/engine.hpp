@@ -5,7 +5,9 @@
 // codes are the C ABI's (ffi/include/mmo_core.h): the Rust core takes them as they are and
 // the C++ baseline (cpp-net/baseline/, its own issue) implements the same semantics on them.
 // Every method may be called from any thread concurrently, except tick(), which one tick
-// thread calls.
+// thread calls. The area of interest is answered from the world snapshot the latest tick
+// published ("as of tick T", docs/protocol.md): a player who joined after it gets
+// MMO_ERR_NOT_IN_SNAPSHOT (or MMO_AOI_NOT_IN_SNAPSHOT in a batch) until the next tick.
 #pragma once
 
 #include <cstddef>
@@ -22,8 +24,10 @@ class Engine {
  public:
   virtual ~Engine() = default;
   virtual std::string_view name() const = 0;
-  // Called once by each thread before it serves (the Rust core pre-warms its arenas).
-  virtual MmoStatus prewarm_thread() = 0;
+  // Called once by each thread that will join players or spawn raids (the network workers),
+  // before it serves; `threads_sharing` is how many such threads there are (the Rust core
+  // pre-warms this thread's share of its arenas).
+  virtual MmoStatus prewarm_thread(uint32_t threads_sharing) = 0;
   virtual MmoStatus join(float x_m, float y_m, uint8_t faction, MmoJoinTicket& out) = 0;
   virtual MmoStatus leave(uint64_t player_id, uint64_t session_token) = 0;
   // Event capacity a batch of `moves` records needs.
@@ -35,6 +39,12 @@ class Engine {
   virtual MmoStatus apply_economy(std::span<const MmoEconomyOp> ops, std::span<MmoEconomyResult> results, size_t& results_written) = 0;
   virtual MmoStatus tick(uint64_t now_ms, MmoTickInfo& out) = 0;
   virtual MmoStatus area_of_interest(uint64_t player_id, std::span<MmoAoiEntry> entries, size_t& written) = 0;
+  // The areas of interest of several players from one snapshot: player i's entries (at most
+  // min(k, aoi_k)) go to entries[i * k ...], their count to counts[i] (MMO_AOI_NOT_IN_SNAPSHOT
+  // if the player is not in the snapshot). entries must hold players.size() * k, counts
+  // players.size(); k at most 64.
+  virtual MmoStatus area_of_interest_batch(std::span<const uint64_t> players, uint32_t k, std::span<MmoAoiEntry> entries,
+                                           std::span<uint32_t> counts, MmoAoiBatchInfo& info) = 0;
   virtual MmoStatus stats(MmoStats& out) const = 0;
   virtual MmoStatus economy_audit(MmoEconomyAudit& out) const = 0;
   virtual MmoStatus player_view(uint64_t player_id, MmoPlayerView& out) const = 0;

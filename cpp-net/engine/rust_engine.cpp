@@ -23,7 +23,7 @@ class RustEngine final : public Engine {
   RustEngine& operator=(const RustEngine&) = delete;
 
   std::string_view name() const override { return "rust"; }
-  MmoStatus prewarm_thread() override { return mmo_engine_prewarm_thread(engine_); }
+  MmoStatus prewarm_thread(uint32_t threads_sharing) override { return mmo_engine_prewarm_thread(engine_, threads_sharing); }
   MmoStatus join(float x_m, float y_m, uint8_t faction, MmoJoinTicket& out) override { return mmo_join(engine_, x_m, y_m, faction, &out); }
   MmoStatus leave(uint64_t player_id, uint64_t session_token) override { return mmo_leave(engine_, player_id, session_token); }
   size_t move_events_required(size_t moves) const override {
@@ -43,6 +43,11 @@ class RustEngine final : public Engine {
   MmoStatus tick(uint64_t now_ms, MmoTickInfo& out) override { return mmo_tick(engine_, now_ms, &out); }
   MmoStatus area_of_interest(uint64_t player_id, std::span<MmoAoiEntry> entries, size_t& written) override {
     return mmo_area_of_interest(engine_, player_id, entries.data(), entries.size(), &written);
+  }
+  MmoStatus area_of_interest_batch(std::span<const uint64_t> players, uint32_t k, std::span<MmoAoiEntry> entries, std::span<uint32_t> counts,
+                                   MmoAoiBatchInfo& info) override {
+    return mmo_area_of_interest_batch(engine_, players.data(), players.size(), k, entries.data(), entries.size(), counts.data(),
+                                      counts.size(), &info);
   }
   MmoStatus stats(MmoStats& out) const override { return mmo_stats(engine_, &out); }
   MmoStatus economy_audit(MmoEconomyAudit& out) const override { return mmo_economy_audit(engine_, &out); }

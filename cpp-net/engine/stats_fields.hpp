@@ -13,7 +13,9 @@
   X(raid_refused_invalid) X(damage_applied) X(kills) X(damage_rejected) X(economy_applied) X(economy_duplicates)                   \
   X(economy_invalid_amount) X(economy_overflow) X(economy_self_trade) X(economy_unknown_item) X(economy_insufficient_funds)        \
   X(economy_insufficient_items) X(economy_unknown_player) X(economy_player_departed) X(economy_wrong_session) X(economy_too_old)   \
-  X(economy_bad_kind) X(economy_invalid_transaction) X(ticks) X(aoi_queries)
+  X(economy_bad_kind) X(economy_invalid_transaction) X(ticks) X(aoi_queries) X(aoi_not_in_snapshot) X(snapshots_published)         \
+  X(snapshots_skipped) X(lock_grid_contended) X(lock_grid_wait_ns) X(lock_body_contended) X(lock_body_wait_ns)                    \
+  X(lock_economy_contended) X(lock_economy_wait_ns) X(moves_waited_grid) X(moves_waited_body)
 
 #define MMO_STATS_COUNT_FIELD(f) +1
 static_assert(sizeof(MmoStats) == 8 * (0 MMO_STATS_FIELDS(MMO_STATS_COUNT_FIELD)), "MMO_STATS_FIELDS must list every MmoStats field");

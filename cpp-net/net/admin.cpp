@@ -109,8 +109,8 @@ size_t Server::format_stats(char* out, size_t capacity) const {
   auto total = [&](const Counter WorkerCounters::* field) { return worker_total(field); };
   for (size_t r = 0; r < kDropReasonCount; ++r) line("drop_", drop_reason_name(static_cast<DropReason>(r)), drops_total(r));
   line("", "datagrams_received", total(&WorkerCounters::datagrams_received));
-  line("", "datagrams_sent", total(&WorkerCounters::datagrams_sent) + aoi_snapshots_sent_.get());
-  line("", "send_failures", total(&WorkerCounters::send_failures) + aoi_send_failures_.get());
+  line("", "datagrams_sent", total(&WorkerCounters::datagrams_sent));
+  line("", "send_failures", total(&WorkerCounters::send_failures));
   line("", "challenges_sent", total(&WorkerCounters::challenges_sent));
   line("", "joins_accepted", total(&WorkerCounters::joins_accepted));
   line("", "join_retransmits", total(&WorkerCounters::join_retransmits));
@@ -123,7 +123,9 @@ size_t Server::format_stats(char* out, size_t capacity) const {
   line("", "raid_triggers", total(&WorkerCounters::raid_triggers));
   line("", "stats_requests", total(&WorkerCounters::stats_requests));
   line("", "pongs_sent", total(&WorkerCounters::pongs_sent));
-  line("", "aoi_snapshots_sent", aoi_snapshots_sent_.get());
+  line("", "aoi_snapshots_sent", total(&WorkerCounters::aoi_snapshots_sent));
+  line("", "aoi_rounds_overrun", total(&WorkerCounters::aoi_rounds_overrun));
+  line("", "rx_timestamps_missing", total(&WorkerCounters::rx_timestamps_missing));
   line("", "ticks_late", ticks_late_.get());
   const LatencyFigures f = merged_latency();
   line("", "update_latency_count", f.update.count);
@@ -167,7 +169,7 @@ std::string Server::stats_line() const {
                 "update_latency_us p50=%llu p99=%llu p999=%llu max=%llu",
                 static_cast<unsigned long long>(now_us() / 1000), static_cast<unsigned long long>(sessions),
                 static_cast<unsigned long long>(received), static_cast<unsigned long long>(s.moves_applied),
-                static_cast<unsigned long long>(drops), static_cast<unsigned long long>(aoi_snapshots_sent_.get()),
+                static_cast<unsigned long long>(drops), static_cast<unsigned long long>(worker_total(&WorkerCounters::aoi_snapshots_sent)),
                 static_cast<unsigned long long>(s.raid_bursts), static_cast<unsigned long long>(f.update.p50),
                 static_cast<unsigned long long>(f.update.p99), static_cast<unsigned long long>(f.update.p999),
                 static_cast<unsigned long long>(f.update.max));

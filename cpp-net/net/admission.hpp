@@ -146,6 +146,9 @@ class SessionTable {
   // nullptr when full.
   Session* insert(const Session& session);
   void remove(Session* session);
+  // The session in pool slot `i` (i < capacity()), or nullptr if the slot is free: lets a
+  // caller walk the table in steps, resuming where it stopped.
+  Session* at(size_t i) { return used_[i] ? &pool_[i] : nullptr; }
   // Visits every live session (up to capacity() of them).
   template <typename F>
   void for_each(F&& f) {

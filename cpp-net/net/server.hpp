@@ -5,13 +5,15 @@
 // Threads and what they share:
 // - N workers, each with its own SO_REUSEPORT UDP socket and epoll loop. The kernel hashes
 //   each (source address, port) to one socket, so each client's session lives in exactly one
-//   worker's SessionTable. A worker drains up to 64 datagrams per recvmmsg, admits them
-//   (admission.hpp), hands the batch's moves to the engine in one call and its economy
-//   requests in another, and flushes every reply with one sendmmsg.
-// - One tick thread: runs the engine's tick at the tick rate, then sends each joined client
-//   its area-of-interest snapshot through the socket of the worker that owns the session.
-//   To know who is joined it copies each worker's roster under that worker's session mutex
-//   (the only lock the two share; a worker holds it while it handles one batch).
+//   worker's SessionTable, which only that worker touches (no lock). A worker drains up to 64
+//   datagrams per recvmmsg, admits them (admission.hpp), hands the batch's moves to the engine
+//   in one call and its economy requests in another, and flushes every reply with one
+//   sendmmsg. After each tick it sends its own sessions their area-of-interest snapshots,
+//   read from the engine's published world snapshot in chunks of 64 players (one engine call
+//   and one sendmmsg per chunk), draining its socket between chunks.
+// - One tick thread: runs the engine's tick at the tick rate (expiry, world snapshot) and then
+//   wakes every worker through its eventfd. It touches no session and takes no lock a worker
+//   takes: no worker ever waits on the tick.
 // - The reporter (whoever calls format_stats/stats_line: the main thread, or a worker
 //   answering STATS_REQUEST) reads counters (relaxed atomics, one writer each) and merges the
 //   workers' latency histograms under each worker's latency mutex.
@@ -72,6 +74,12 @@ struct alignas(128) WorkerCounters {
   Counter raid_triggers;
   Counter stats_requests;
   Counter pongs_sent;
+  Counter aoi_snapshots_sent;
+  // Ticks whose area-of-interest round this worker had not finished when the next tick woke it
+  // (the rest of that round is skipped: the newer snapshot supersedes it).
+  Counter aoi_rounds_overrun;
+  // Datagrams whose kernel receive timestamp was missing (their latency starts at the read).
+  Counter rx_timestamps_missing;
   Counter drops[kDropReasonCount];
 };
 
@@ -125,8 +133,6 @@ class Server {
   uint64_t start_ns_ = 0;
   /// Written by the tick thread; read by the reporter.
   Counter ticks_late_;
-  Counter aoi_snapshots_sent_;
-  Counter aoi_send_failures_;
   /// Tick durations (µs). Written by the tick thread under tick_latency_mutex_.
   mutable std::mutex tick_latency_mutex_;
   MmoLatency* tick_latency_ = nullptr;

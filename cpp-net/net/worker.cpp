@@ -1,79 +1,203 @@
 // worker.cpp: an I/O worker's loop: drain the socket with recvmmsg, admit each datagram,
 // hand the batch's moves and economy requests to the engine (one call each), answer with one
-// sendmmsg. Admin messages (raid trigger, stats) are handled in admin.cpp.
+// sendmmsg; after each tick, send its sessions their areas of interest in chunks, draining the
+// socket between chunks. Admin messages (raid trigger, stats) are handled in admin.cpp.
 #include "net/worker.hpp"
 
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <stdexcept>
 #include <variant>
 
 namespace mmo::net {
 
+namespace {
+
+constexpr uint64_t kTickEvent = 1;    // epoll data: the tick's eventfd
+constexpr uint64_t kSocketEvent = 2;  // epoll data: the UDP socket
+
+uint64_t realtime_ns() {
+  timespec ts{};
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000ULL + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+// The kernel's receive timestamp of a message (SO_TIMESTAMPNS, CLOCK_REALTIME), or 0.
+uint64_t receive_timestamp_ns(const msghdr& hdr) {
+  for (const cmsghdr* c = CMSG_FIRSTHDR(&hdr); c != nullptr; c = CMSG_NXTHDR(const_cast<msghdr*>(&hdr), const_cast<cmsghdr*>(c))) {
+    if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_TIMESTAMPNS && c->cmsg_len >= CMSG_LEN(sizeof(timespec))) {
+      timespec ts{};
+      std::memcpy(&ts, CMSG_DATA(c), sizeof ts);
+      return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000ULL + static_cast<uint64_t>(ts.tv_nsec);
+    }
+  }
+  return 0;
+}
+
+void epoll_add(int epfd, int fd, uint64_t tag) {
+  epoll_event ev{};
+  ev.events = EPOLLIN;
+  ev.data.u64 = tag;
+  if (epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &ev) != 0) throw std::runtime_error(std::string("epoll_ctl: ") + std::strerror(errno));
+}
+
+}  // namespace
+
+Worker::Worker(Server& server, int fd, const AdmissionConfig& admission_config)
+    : server_(server), fd_(fd), admission_(admission_config, server.cookies_, &server.directory_) {
+  epfd_ = epoll_create1(EPOLL_CLOEXEC);
+  if (epfd_ < 0) throw std::runtime_error(std::string("epoll_create1: ") + std::strerror(errno));
+  tick_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  if (tick_fd_ < 0) throw std::runtime_error(std::string("eventfd: ") + std::strerror(errno));
+  epoll_add(epfd_, fd_, kSocketEvent);
+  epoll_add(epfd_, tick_fd_, kTickEvent);
+  // The kernel stamps each datagram as it arrives; its wait in the socket buffer counts.
+  const int one = 1;
+  if (setsockopt(fd_, SOL_SOCKET, SO_TIMESTAMPNS, &one, sizeof one) != 0) {
+    throw std::runtime_error(std::string("setsockopt SO_TIMESTAMPNS: ") + std::strerror(errno));
+  }
+  for (size_t i = 0; i < kBatchMax; ++i) {
+    rx_iov_[i] = {rx_buffers_[i].data(), rx_buffers_[i].size()};
+    rx_msgs_[i].msg_hdr.msg_iov = &rx_iov_[i];
+    rx_msgs_[i].msg_hdr.msg_iovlen = 1;
+    rx_msgs_[i].msg_hdr.msg_name = &rx_addrs_[i];
+    rx_msgs_[i].msg_hdr.msg_control = rx_control_[i].bytes;
+  }
+  events_.resize(server.engine().move_events_required(kBatchMax));
+  aoi_entries_.resize(kAoiChunk * wire::kAoiEntriesMax);
+  update_latency_ = new_latency();
+  raid_latency_ = new_latency();
+}
+
+Worker::~Worker() {
+  mmo_latency_free(update_latency_);
+  mmo_latency_free(raid_latency_);
+  if (tick_fd_ >= 0) close(tick_fd_);
+  if (epfd_ >= 0) close(epfd_);
+  if (fd_ >= 0) close(fd_);
+}
+
+void Worker::notify_tick() {
+  const uint64_t one = 1;
+  // Cannot block (EFD_NONBLOCK); fails only if the counter would overflow, which a worker
+  // that reads it every wake-up never lets happen.
+  [[maybe_unused]] const ssize_t n = write(tick_fd_, &one, sizeof one);
+}
+
 void Worker::run() {
-  server_.engine().prewarm_thread();
+  server_.engine().prewarm_thread(server_.threads());
   std::array<epoll_event, 4> ready{};
   while (!server_.stopping_.load(std::memory_order_acquire)) {
-    const int n = epoll_wait(epfd_, ready.data(), static_cast<int>(ready.size()), kEpollTimeoutMs);
-    if (n > 0) {
-      for (int round = 0; round < kDrainRoundsMax; ++round) {
-        // The kernel writes back each name length and flags; reset them before each call.
-        for (auto& m : rx_msgs_) {
-          m.msg_hdr.msg_namelen = sizeof(sockaddr_in);
-          m.msg_hdr.msg_flags = 0;
+    // With an area-of-interest round under way, only peek at the sockets between chunks.
+    const int n = epoll_wait(epfd_, ready.data(), static_cast<int>(ready.size()), aoi_pending_ ? 0 : kEpollTimeoutMs);
+    for (int i = 0; i < n; ++i) {
+      if (ready[i].data.u64 == kTickEvent) {
+        uint64_t ticks = 0;
+        if (read(tick_fd_, &ticks, sizeof ticks) == sizeof ticks) {
+          if (aoi_pending_) counters.aoi_rounds_overrun.add();
+          aoi_pending_ = true;
+          aoi_cursor_ = 0;
         }
-        const int got = recvmmsg(fd_, rx_msgs_.data(), kBatchMax, MSG_DONTWAIT, nullptr);
-        if (got <= 0) break;
-        handle_batch(static_cast<size_t>(got));
-        if (static_cast<size_t>(got) < kBatchMax) break;
+      } else {
+        drain_socket();
       }
     }
+    if (aoi_pending_) send_aoi_chunk();
     const uint64_t now_ms = server_.now_us() / 1000;
     if (now_ms >= next_idle_scan_ms_) {
-      std::lock_guard lock(session_mutex);
       expire_idle_sessions(now_ms);
       next_idle_scan_ms_ = now_ms + 1000;
     }
   }
 }
 
+void Worker::drain_socket() {
+  for (int round = 0; round < kDrainRoundsMax; ++round) {
+    // The kernel writes back each name length, control length and flags; reset them first.
+    for (auto& m : rx_msgs_) {
+      m.msg_hdr.msg_namelen = sizeof(sockaddr_in);
+      m.msg_hdr.msg_controllen = sizeof(RxControl::bytes);
+      m.msg_hdr.msg_flags = 0;
+    }
+    const int got = recvmmsg(fd_, rx_msgs_.data(), kBatchMax, MSG_DONTWAIT, nullptr);
+    if (got <= 0) break;
+    handle_batch(static_cast<size_t>(got));
+    if (static_cast<size_t>(got) < kBatchMax) break;
+  }
+}
+
 void Worker::handle_batch(size_t count) {
   const uint64_t t0_us = server_.now_us();
+  const uint64_t read_ns = realtime_ns();
   counters.datagrams_received.add(count);
-  batch_moves_ = 0;
-  {
-    std::lock_guard lock(session_mutex);
-    wire::Decoded<wire::ClientMessage> decoded;
-    for (size_t i = 0; i < count; ++i) {
-      const mmsghdr& m = rx_msgs_[i];
-      size_t len = m.msg_len;
-      // A datagram larger than the buffer arrives cut; it is oversized either way.
-      if ((m.msg_hdr.msg_flags & MSG_TRUNC) != 0) len = kRxBufferSize;
-      if (m.msg_hdr.msg_namelen < sizeof(sockaddr_in) || rx_addrs_[i].sin_family != AF_INET) continue;
-      const SourceAddress source{rx_addrs_[i].sin_addr.s_addr, rx_addrs_[i].sin_port};
-      const Admitted a = admission_.admit({rx_buffers_[i].data(), len}, source, t0_us, decoded);
-      if (!a.ok) {
-        counters.drops[static_cast<size_t>(a.reason)].add();
-        continue;
-      }
-      handle(decoded.message, source, a.session, t0_us);
+  wire::Decoded<wire::ClientMessage> decoded;
+  for (size_t i = 0; i < count; ++i) {
+    const mmsghdr& m = rx_msgs_[i];
+    size_t len = m.msg_len;
+    // A datagram larger than the buffer arrives cut; it is oversized either way.
+    if ((m.msg_hdr.msg_flags & MSG_TRUNC) != 0) len = kRxBufferSize;
+    if (m.msg_hdr.msg_namelen < sizeof(sockaddr_in) || rx_addrs_[i].sin_family != AF_INET) continue;
+    const SourceAddress source{rx_addrs_[i].sin_addr.s_addr, rx_addrs_[i].sin_port};
+    const Admitted a = admission_.admit({rx_buffers_[i].data(), len}, source, t0_us, decoded);
+    if (!a.ok) {
+      counters.drops[static_cast<size_t>(a.reason)].add();
+      continue;
     }
-    flush_engine_batches(t0_us / 1000);
-    sessions_live.store(static_cast<uint32_t>(admission_.sessions().size()), std::memory_order_relaxed);
+    uint64_t arrival_ns = receive_timestamp_ns(m.msg_hdr);
+    if (arrival_ns == 0) {
+      counters.rx_timestamps_missing.add();
+      arrival_ns = read_ns;
+    }
+    handle(decoded.message, source, a.session, t0_us, arrival_ns);
   }
-  const uint64_t t1_us = server_.now_us();
-  if (batch_moves_ > 0) {
-    std::lock_guard lock(latency_mutex);
-    mmo_latency_record(update_latency_, t1_us - t0_us, batch_moves_);
-  }
+  flush_engine_batches(t0_us / 1000);
+  sessions_live.store(static_cast<uint32_t>(admission_.sessions().size()), std::memory_order_relaxed);
+  flush_replies();
+}
+
+void Worker::flush_replies() {
   const auto [sent, failed] = tx_.flush(fd_);
   counters.datagrams_sent.add(sent);
   counters.send_failures.add(failed);
-  for (size_t i = 0; i < pending_stats_count_; ++i) send_stats(pending_stats_[i].first, pending_stats_[i].second);
-  pending_stats_count_ = 0;
 }
 
-void Worker::handle(const wire::ClientMessage& message, SourceAddress source, Session* session, uint64_t now_us) {
+void Worker::send_aoi_chunk() {
+  SessionTable& sessions = admission_.sessions();
+  size_t n = 0;
+  while (aoi_cursor_ < sessions.capacity() && n < kAoiChunk) {
+    if (const Session* s = sessions.at(aoi_cursor_)) {
+      aoi_players_[n] = s->player_id;
+      aoi_sources_[n] = s->source;
+      ++n;
+    }
+    ++aoi_cursor_;
+  }
+  if (aoi_cursor_ >= sessions.capacity()) aoi_pending_ = false;
+  if (n == 0) return;
+  constexpr uint32_t k = static_cast<uint32_t>(wire::kAoiEntriesMax);
+  MmoAoiBatchInfo info{};
+  const MmoStatus status = server_.engine().area_of_interest_batch({aoi_players_.data(), n}, k, aoi_entries_, {aoi_counts_.data(), n}, info);
+  if (status != MMO_OK) return;
+  aoi_datagram_.tick = info.tick;
+  aoi_datagram_.server_time_ms = info.now_ms;
+  for (size_t i = 0; i < n; ++i) {
+    if (aoi_counts_[i] == MMO_AOI_NOT_IN_SNAPSHOT) continue;  // joined after the tick, or left
+    aoi_datagram_.count = static_cast<uint16_t>(std::min<size_t>(aoi_counts_[i], wire::kAoiEntriesMax));
+    const MmoAoiEntry* entries = aoi_entries_.data() + i * k;
+    for (size_t e = 0; e < aoi_datagram_.count; ++e) {
+      aoi_datagram_.entries[e] = {entries[e].entity_id, entries[e].x_m, entries[e].y_m, entries[e].kind};
+    }
+    tx_.commit(aoi_sources_[i], wire::encode(aoi_datagram_, tx_.slot()));
+    counters.aoi_snapshots_sent.add();
+  }
+  flush_replies();
+}
+
+void Worker::handle(const wire::ClientMessage& message, SourceAddress source, Session* session, uint64_t now_us, uint64_t arrival_ns) {
   const uint64_t now_ms = now_us / 1000;
   std::visit(
       [&](const auto& m) {
@@ -97,6 +221,7 @@ void Worker::handle(const wire::ClientMessage& message, SourceAddress source, Se
           r.facing_rad = m.facing_rad;
           std::memcpy(r.payload, m.payload.data(), wire::kPayloadSize);
           move_replies_[move_count_] = source;
+          move_arrival_ns_[move_count_] = arrival_ns;
           ++move_count_;
           counters.moves_forwarded.add();
         } else if constexpr (std::is_same_v<T, wire::EconomyRequest>) {
@@ -125,7 +250,8 @@ void Worker::handle(const wire::ClientMessage& message, SourceAddress source, Se
         } else if constexpr (std::is_same_v<T, wire::RaidTrigger>) {
           on_raid_trigger(m, source);
         } else if constexpr (std::is_same_v<T, wire::StatsRequest>) {
-          if (pending_stats_count_ < pending_stats_.size()) pending_stats_[pending_stats_count_++] = {source, m.request_id};
+          // Answered at once, each of them: nothing here holds a lock the reporter needs.
+          send_stats(source, m.request_id);
           counters.stats_requests.add();
         }
       },
@@ -188,6 +314,16 @@ void Worker::flush_engine_batches(uint64_t now_ms) {
     size_t written = 0;
     const MmoStatus status = server_.engine().apply_moves({moves_.data(), move_count_}, now_ms, events_, written);
     if (status == MMO_OK) {
+      // Server-side update latency: from each datagram's arrival in the kernel to the end of
+      // its batch's apply.
+      const uint64_t applied_ns = realtime_ns();
+      {
+        std::lock_guard lock(latency_mutex);
+        for (size_t r = 0; r < move_count_; ++r) {
+          const uint64_t arrival_ns = move_arrival_ns_[r];
+          mmo_latency_record(update_latency_, applied_ns > arrival_ns ? (applied_ns - arrival_ns) / 1000 : 0, 1);
+        }
+      }
       size_t e = 0;
       for (size_t r = 0; r < move_count_; ++r) {
         wire::MoveAck ack;
@@ -207,7 +343,6 @@ void Worker::flush_engine_batches(uint64_t now_ms) {
         }
         tx_.commit(move_replies_[r], wire::encode(ack, tx_.slot()));
       }
-      batch_moves_ += move_count_;
     }
     move_count_ = 0;
   }

@@ -4,6 +4,8 @@
 #pragma once
 
 #include <sys/epoll.h>
+#include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <array>
@@ -23,44 +25,26 @@
 
 namespace mmo::net {
 
+// One I/O worker. Only its own thread touches its sessions, buffers and engine batches; other
+// threads read its counters (relaxed atomics) and merge its histograms (under latency_mutex),
+// and the tick thread writes its eventfd.
 class Worker {
  public:
-  Worker(Server& server, int fd, const AdmissionConfig& admission_config)
-      : server_(server), fd_(fd), admission_(admission_config, server.cookies_, &server.directory_) {
-    epfd_ = epoll_create1(EPOLL_CLOEXEC);
-    if (epfd_ < 0) throw std::runtime_error(std::string("epoll_create1: ") + std::strerror(errno));
-    epoll_event ev{};
-    ev.events = EPOLLIN;
-    ev.data.fd = fd_;
-    if (epoll_ctl(epfd_, EPOLL_CTL_ADD, fd_, &ev) != 0) throw std::runtime_error(std::string("epoll_ctl: ") + std::strerror(errno));
-    for (size_t i = 0; i < kBatchMax; ++i) {
-      rx_iov_[i] = {rx_buffers_[i].data(), rx_buffers_[i].size()};
-      rx_msgs_[i].msg_hdr.msg_iov = &rx_iov_[i];
-      rx_msgs_[i].msg_hdr.msg_iovlen = 1;
-      rx_msgs_[i].msg_hdr.msg_name = &rx_addrs_[i];
-    }
-    events_.resize(server.engine().move_events_required(kBatchMax));
-    update_latency_ = new_latency();
-    raid_latency_ = new_latency();
-  }
-  ~Worker() {
-    mmo_latency_free(update_latency_);
-    mmo_latency_free(raid_latency_);
-    if (epfd_ >= 0) close(epfd_);
-    if (fd_ >= 0) close(fd_);
-  }
+  // Takes ownership of `fd`. Throws std::runtime_error if epoll or the eventfd cannot be set up.
+  Worker(Server& server, int fd, const AdmissionConfig& admission_config);
+  ~Worker();
   Worker(const Worker&) = delete;
   Worker& operator=(const Worker&) = delete;
 
   void run();
+  // Called by the tick thread after it published a world snapshot: wakes this worker to send
+  // its sessions their areas of interest.
+  void notify_tick();
 
-  /// Written by this worker; read by the reporter and the tick thread.
+  /// Written by this worker; read by the reporter.
   WorkerCounters counters;
-  /// Sessions live on this worker. Written by this worker under session_mutex.
+  /// Sessions live on this worker. Written by this worker; read by the reporter.
   std::atomic<uint32_t> sessions_live{0};
-  /// Guards admission_ (its session table): this worker holds it per batch; the tick thread
-  /// holds it to copy the roster.
-  std::mutex session_mutex;
   /// Guards the two histograms: this worker records under it once per batch; the reporter
   /// merges under it.
   mutable std::mutex latency_mutex;
@@ -68,18 +52,20 @@ class Worker {
   MmoLatency* raid_latency_ = nullptr;
 
   int fd() const { return fd_; }
-  // Appends (player id, source) of every session; caller holds session_mutex.
-  template <typename F>
-  void for_each_session(F&& f) {
-    admission_.sessions().for_each([&](const Session& s) { f(s.player_id, s.source); });
-  }
 
  private:
+  // Sessions per area-of-interest chunk: one engine call and one sendmmsg each.
+  static constexpr size_t kAoiChunk = kBatchMax;
+
+  void drain_socket();
   void handle_batch(size_t count);
-  void handle(const wire::ClientMessage& message, SourceAddress source, Session* session, uint64_t now_us);
+  void handle(const wire::ClientMessage& message, SourceAddress source, Session* session, uint64_t now_us, uint64_t arrival_ns);
   void on_join_confirm(const wire::JoinConfirm& m, SourceAddress source, uint64_t now_us);
   void flush_engine_batches(uint64_t now_ms);
   void expire_idle_sessions(uint64_t now_ms);
+  // Sends the next chunk of this tick's area-of-interest round.
+  void send_aoi_chunk();
+  void flush_replies();
   // Admin messages (admin.cpp).
   void on_raid_trigger(const wire::RaidTrigger& m, SourceAddress source);
   void send_stats(SourceAddress to, uint32_t request_id);
@@ -88,30 +74,44 @@ class Worker {
   Server& server_;
   int fd_;
   int epfd_ = -1;
+  int tick_fd_ = -1;  // eventfd the tick thread writes after each published snapshot
   Admission admission_;
   SendBatch tx_;
 
   std::array<std::array<uint8_t, kRxBufferSize>, kBatchMax> rx_buffers_{};
   std::array<iovec, kBatchMax> rx_iov_{};
   std::array<sockaddr_in, kBatchMax> rx_addrs_{};
+  // Each message's control data: the kernel's receive timestamp (SO_TIMESTAMPNS).
+  struct alignas(cmsghdr) RxControl {
+    uint8_t bytes[CMSG_SPACE(sizeof(timespec))];
+  };
+  std::array<RxControl, kBatchMax> rx_control_{};
   std::array<mmsghdr, kBatchMax> rx_msgs_{};
 
   // The batch's moves and economy requests, and who to answer.
   std::array<MmoMoveRecord, kBatchMax> moves_{};
   std::array<SourceAddress, kBatchMax> move_replies_{};
+  // Each move's datagram's kernel receive time (CLOCK_REALTIME, ns): its latency starts there.
+  std::array<uint64_t, kBatchMax> move_arrival_ns_{};
   size_t move_count_ = 0;
   std::vector<MmoMoveEvent> events_;
   std::array<MmoEconomyOp, kBatchMax> ops_{};
   std::array<SourceAddress, kBatchMax> op_replies_{};
   std::array<MmoEconomyResult, kBatchMax> results_{};
   size_t op_count_ = 0;
-  // STATS_REQUESTs are answered after the batch, outside session_mutex.
-  std::array<std::pair<SourceAddress, uint32_t>, 4> pending_stats_{};
-  size_t pending_stats_count_ = 0;
   std::array<char, wire::kStatsReplyMax> stats_text_{};
   std::array<uint8_t, wire::kStatsReplyMax> stats_datagram_{};
   uint64_t next_idle_scan_ms_ = 0;
-  uint64_t batch_moves_ = 0;
+
+  // This tick's area-of-interest round: the next session pool slot to visit, and the chunk's
+  // buffers.
+  bool aoi_pending_ = false;
+  size_t aoi_cursor_ = 0;
+  std::array<uint64_t, kAoiChunk> aoi_players_{};
+  std::array<SourceAddress, kAoiChunk> aoi_sources_{};
+  std::array<uint32_t, kAoiChunk> aoi_counts_{};
+  std::vector<MmoAoiEntry> aoi_entries_;
+  wire::AoiSnapshot aoi_datagram_;
 };
 
 }  // namespace mmo::net

@@ -42,7 +42,8 @@ MmoConfig default_config() {
   c.player_capacity = 8192;
   c.raid_object_capacity = 32768;
   c.raid_burst_capacity = 256;
-  c.cell_member_capacity = 16;
+  c.aoi_radius_m = 48.0f;
+  c.snapshot_cell_m = 8.0f;
   c.grid_shards = 128;
   c.tick_ms = 50;
   c.player_hp = 1000;
@@ -180,7 +181,8 @@ TEST(BaselineConfig, RefusesExactlyWhatTheRustCoreRefuses) {
   const std::vector<std::pair<Mutation, bool>> cases = {
       {[](MmoConfig& c) { c.world_size_m = NAN; }, false},
       {[](MmoConfig& c) { c.world_size_m = 1'000'001.0f; }, false},
-      {[](MmoConfig& c) { c.world_size_m = 1'000'000.0f, c.cell_size_m = 1000.0f; }, true},
+      {[](MmoConfig& c) { c.world_size_m = 1'000'000.0f, c.cell_size_m = 1000.0f, c.snapshot_cell_m = 16.0f; }, true},
+      {[](MmoConfig& c) { c.world_size_m = 1'000'000.0f, c.cell_size_m = 1000.0f; }, false},  // 125,000 snapshot cells a side
       {[](MmoConfig& c) { c.world_size_m = -1.0f; }, false},
       {[](MmoConfig& c) { c.cell_size_m = c.world_size_m / 3000.0f; }, false},
       {[](MmoConfig& c) { c.cell_size_m = 2.0f, c.contact_radius_m = 1.0f, c.cell_hysteresis_m = 1.0f; }, true},  // 2048 cells
@@ -206,7 +208,12 @@ TEST(BaselineConfig, RefusesExactlyWhatTheRustCoreRefuses) {
       {[](MmoConfig& c) { c.raid_object_capacity = 0; }, true},
       {[](MmoConfig& c) { c.raid_burst_capacity = 0; }, false},
       {[](MmoConfig& c) { c.raid_burst_capacity = 65'537; }, false},
-      {[](MmoConfig& c) { c.cell_member_capacity = 65'537; }, false},
+      {[](MmoConfig& c) { c.aoi_radius_m = 0.0f; }, false},
+      {[](MmoConfig& c) { c.aoi_radius_m = 1025.0f; }, false},
+      {[](MmoConfig& c) { c.aoi_radius_m = 1024.0f; }, true},
+      {[](MmoConfig& c) { c.snapshot_cell_m = 0.0f; }, false},
+      {[](MmoConfig& c) { c.snapshot_cell_m = 1024.0f / 70'000.0f; }, false},
+      {[](MmoConfig& c) { c.snapshot_cell_m = 1.0f; }, true},
       {[](MmoConfig& c) { c.grid_shards = 100; }, false},
       {[](MmoConfig& c) { c.grid_shards = 1; }, false},
       {[](MmoConfig& c) { c.grid_shards = 8192; }, false},
@@ -505,6 +512,8 @@ TEST(BaselineAoi, NearestFirstCappedAndExcludingTheViewer) {
   const Who viewer = join(e, 109.25f, 100.0f);
   std::array<MmoAoiEntry, 64> out{};
   size_t n = 0;
+  EXPECT_EQ(e.area_of_interest(viewer.id, out, n), MMO_ERR_NOT_IN_SNAPSHOT) << "no tick yet";
+  tick(e, 0);
   ASSERT_EQ(e.area_of_interest(viewer.id, out, n), MMO_OK);
   ASSERT_EQ(n, 5u);  // aoi_k caps a larger buffer
   const std::vector<float> want = {0.25f, 0.75f, 1.25f, 1.75f, 2.25f};
@@ -524,6 +533,7 @@ TEST(BaselineAoi, NearestFirstCappedAndExcludingTheViewer) {
   EXPECT_EQ(e.area_of_interest(viewer.id ^ 0x100, out, untouched), MMO_ERR_UNKNOWN_PLAYER);
   EXPECT_EQ(untouched, 77u);
   EXPECT_EQ(stats_of(e).aoi_queries, 3u);
+  EXPECT_EQ(stats_of(e).aoi_not_in_snapshot, 2u);  // before the tick, and the unknown player
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -540,6 +550,7 @@ TEST(BaselineRaid, SpawnsInsideTheSquareAndExpiresOnTime) {
   EXPECT_EQ(e.live_raid_objects(), 11000u);
   EXPECT_EQ(e.grid().census().objects, 11000u);
   const Who p = join(e, 500.0f, 500.0f, 1);
+  EXPECT_EQ(tick(e, 50).snapshot_entities, 11001u) << "the next tick's snapshot holds them";
   std::array<MmoAoiEntry, 64> aoi{};
   size_t n = 0;
   ASSERT_EQ(e.area_of_interest(p.id, aoi, n), MMO_OK);
@@ -550,7 +561,7 @@ TEST(BaselineRaid, SpawnsInsideTheSquareAndExpiresOnTime) {
     EXPECT_TRUE(aoi[i].x_m >= 460.0f && aoi[i].x_m <= 540.0f && aoi[i].y_m >= 460.0f && aoi[i].y_m <= 540.0f);
     EXPECT_EQ(e.raid_object_hp(aoi[i].entity_id), 50);
   }
-  for (const uint64_t now_ms : {50, 100, 150}) EXPECT_EQ(tick(e, now_ms).objects_expired, 0u) << "alive for at least 120 ms";
+  for (const uint64_t now_ms : {100, 150}) EXPECT_EQ(tick(e, now_ms).objects_expired, 0u) << "alive for at least 120 ms";
   const MmoTickInfo info = tick(e, 200);
   EXPECT_EQ(info.tick, 5u);
   EXPECT_EQ(info.objects_expired, 11000u);
@@ -660,12 +671,14 @@ TEST(BaselineDamage, OutcomesRefusalsAndFriendlyFire) {
   // Raid objects: hits, kills, and the object's faction.
   MmoRaidReport report{};
   MmoRaidSpawnRequest req = raid(10.0f, 10.0f, 1, 10'000);
+  req.half_extent_m = 1.0f;  // within the area of interest's radius
   req.hp = 10;
   req.faction = 1;
   ASSERT_EQ(e.raid_spawn(req, report), MMO_OK);
   req.faction = 5;
   req.center_x_m = 20.0f;
   ASSERT_EQ(e.raid_spawn(req, report), MMO_OK);
+  tick(e, 0);
   std::array<MmoAoiEntry, 8> aoi{};
   size_t n = 0;
   ASSERT_EQ(e.area_of_interest(a.id, aoi, n), MMO_OK);
@@ -1319,6 +1332,10 @@ TEST(BaselineDifferential, RaidSpawnPositionsAreBitIdentical) {
       MmoJoinTicket tr{}, tb{};
       ASSERT_EQ(rust->join(px, py, 1, tr), MMO_OK);
       ASSERT_EQ(base->join(px, py, 1, tb), MMO_OK);
+      MmoTickInfo ia{}, ib{};
+      ASSERT_EQ(rust->tick(static_cast<uint64_t>(probe) * 50, ia), MMO_OK);
+      ASSERT_EQ(base->tick(static_cast<uint64_t>(probe) * 50, ib), MMO_OK);
+      ASSERT_EQ(ia.snapshot_entities, ib.snapshot_entities);
       std::array<MmoAoiEntry, 64> ea{}, eb{};
       size_t na = 0, nb = 0;
       ASSERT_EQ(rust->area_of_interest(tr.player_id, ea, na), MMO_OK);
@@ -1410,7 +1427,7 @@ struct Shared {
 
 WorkerLog stress_worker(BaselineEngine& e, size_t index, std::vector<std::atomic<uint64_t>>& directory, std::vector<Shared>& shared,
                         std::atomic<uint64_t>& clock) {
-  e.prewarm_thread();
+  e.prewarm_thread(2);
   Rng rng{0x9E3779B9 + index * 7919};
   WorkerLog log;
   std::vector<Mine> mine;

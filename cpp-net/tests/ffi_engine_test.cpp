@@ -133,12 +133,13 @@ TEST(FfiEngine, NullEngineIsRefusedEverywhere) {
     EXPECT_EQ(mmo_stats(nullptr, &stats), MMO_ERR_NULL_POINTER);
     EXPECT_EQ(mmo_tick(nullptr, 0, &info), MMO_ERR_NULL_POINTER);
     EXPECT_EQ(mmo_apply_moves(nullptr, nullptr, 0, 0, nullptr, 0, &n), MMO_ERR_NULL_POINTER);
-    EXPECT_EQ(mmo_engine_prewarm_thread(nullptr), MMO_ERR_NULL_POINTER);
+    EXPECT_EQ(mmo_engine_prewarm_thread(nullptr, 1), MMO_ERR_NULL_POINTER);
 }
 
 TEST(FfiMoves, JoinMoveAckAndContact) {
     Engine e;
-    ASSERT_EQ(mmo_engine_prewarm_thread(e.get()), MMO_OK);
+    ASSERT_EQ(mmo_engine_prewarm_thread(e.get(), 1), MMO_OK);
+    EXPECT_EQ(mmo_engine_prewarm_thread(e.get(), 0), MMO_ERR_INVALID_ARGUMENT);
     auto a = e.join(100.0f, 100.0f);
     auto b = e.join(104.0f, 100.0f, 2);
     ASSERT_NE(a.player_id, b.player_id);
@@ -256,13 +257,17 @@ TEST(FfiRaid, SpawnExpireAndBadRequests) {
     EXPECT_EQ(s.raid_refused_capacity, 1u);
 }
 
-TEST(FfiAoi, NearestFirstAndUnknownPlayer) {
+TEST(FfiAoi, NearestFirstAsOfTheLastTickAndUnknownPlayer) {
     Engine e;
     auto a = e.join(200.0f, 200.0f);
     auto near = e.join(201.0f, 200.0f);
     e.join(205.0f, 200.0f);
     MmoAoiEntry entries[8];
     size_t n = 0;
+    EXPECT_EQ(mmo_area_of_interest(e.get(), a.player_id, entries, 8, &n), MMO_ERR_NOT_IN_SNAPSHOT) << "no tick yet";
+    MmoTickInfo info{};
+    ASSERT_EQ(mmo_tick(e.get(), 50, &info), MMO_OK);
+    EXPECT_EQ(info.snapshot_entities, 3u);
     ASSERT_EQ(mmo_area_of_interest(e.get(), a.player_id, entries, 8, &n), MMO_OK);
     ASSERT_EQ(n, 2u);
     EXPECT_EQ(entries[0].entity_id, near.player_id);
@@ -270,6 +275,21 @@ TEST(FfiAoi, NearestFirstAndUnknownPlayer) {
     EXPECT_EQ(mmo_area_of_interest(e.get(), 999999, entries, 8, &n), MMO_ERR_UNKNOWN_PLAYER);
     ASSERT_EQ(mmo_area_of_interest(e.get(), a.player_id, nullptr, 0, &n), MMO_OK);
     EXPECT_EQ(n, 0u);
+    // The batch form, as a network worker calls it: one snapshot for every player of a chunk.
+    const uint64_t players[3] = {a.player_id, 999999, near.player_id};
+    MmoAoiEntry batch[3 * 4];
+    uint32_t counts[3] = {};
+    MmoAoiBatchInfo batch_info{};
+    ASSERT_EQ(mmo_area_of_interest_batch(e.get(), players, 3, 4, batch, 12, counts, 3, &batch_info), MMO_OK);
+    EXPECT_EQ(counts[0], 2u);
+    EXPECT_EQ(counts[1], MMO_AOI_NOT_IN_SNAPSHOT);
+    EXPECT_EQ(counts[2], 2u);
+    EXPECT_EQ(batch[0].entity_id, near.player_id);
+    EXPECT_EQ(batch[8].entity_id, a.player_id);
+    EXPECT_EQ(batch_info.tick, info.tick);
+    EXPECT_EQ(batch_info.now_ms, 50u);
+    EXPECT_EQ(batch_info.found, 2u);
+    EXPECT_EQ(mmo_area_of_interest_batch(e.get(), players, 3, 4, batch, 11, counts, 3, &batch_info), MMO_ERR_BUFFER_TOO_SMALL);
 }
 
 TEST(FfiEconomy, RetransmitsApplyOnceAndBooksBalance) {

@@ -46,8 +46,12 @@
 #endif
 
 
+// `counts[i]` of `mmo_area_of_interest_batch` for a player not in the snapshot (unknown,
+// departed, or joined after the snapshot's tick).
+#define MMO_AOI_NOT_IN_SNAPSHOT 4294967295
+
 // Version of this ABI. Bumped on any change to a function signature or record layout.
-#define MMO_ABI_VERSION 1
+#define MMO_ABI_VERSION 2
 
 // What an event written by a move batch reports.
 enum MmoEventKind
@@ -209,6 +213,10 @@ typedef struct MmoConfig {
   float speed_slack_m;
   // Contact radius, metres.
   float contact_radius_m;
+  // Area-of-interest radius, metres.
+  float aoi_radius_m;
+  // Side of a world-snapshot cell, metres.
+  float snapshot_cell_m;
   // Client clock credit beyond the server's, milliseconds.
   uint32_t clock_slack_ms;
   // Contact events per move, at most.
@@ -221,8 +229,6 @@ typedef struct MmoConfig {
   uint32_t raid_object_capacity;
   // Raid bursts alive at once, at most.
   uint32_t raid_burst_capacity;
-  // Heap room a grid cell reserves when it first outgrows its inline members.
-  uint32_t cell_member_capacity;
   // Lock shards of the grid map (power of two).
   uint32_t grid_shards;
   // Tick period, milliseconds.
@@ -387,8 +393,9 @@ typedef struct MmoTickInfo {
   uint32_t objects_expired;
   // Raid bursts alive after the tick.
   uint32_t bursts_live;
-  // Zero.
-  uint32_t _reserved;
+  // Entities in the world snapshot this tick published (0 if it published none because
+  // readers held every spare buffer; counted in `MmoStats::snapshots_skipped`).
+  uint32_t snapshot_entities;
 } MmoTickInfo;
 
 // One entity in an area-of-interest snapshot.
@@ -406,6 +413,16 @@ typedef struct MmoAoiEntry {
   // Zero.
   uint8_t _reserved[3];
 } MmoAoiEntry;
+
+// What an area-of-interest batch read, from `mmo_area_of_interest_batch`.
+typedef struct MmoAoiBatchInfo {
+  // Server time of the snapshot's tick, milliseconds.
+  uint64_t now_ms;
+  // Tick of the snapshot the batch read (0: none published yet).
+  uint32_t tick;
+  // Players of the batch found in the snapshot.
+  uint32_t found;
+} MmoAoiBatchInfo;
 
 // A point-in-time reading of every counter (see the module doc for what "point in time"
 // means). `#[repr(C)]`: the FFI hands it out as is (C name `MmoStats`). Written out rather
@@ -495,6 +512,29 @@ typedef struct MmoStats {
   uint64_t ticks;
   // Area-of-interest snapshots built.
   uint64_t aoi_queries;
+  // Area-of-interest queries that found no entry for their player in the latest world
+  // snapshot (unknown or departed player, or one who joined after the snapshot's tick).
+  uint64_t aoi_not_in_snapshot;
+  // World snapshots published by the tick.
+  uint64_t snapshots_published;
+  // Ticks that published no snapshot because readers pinned every spare buffer.
+  uint64_t snapshots_skipped;
+  // Grid shard acquisitions that found the shard locked (moves, joins, leaves, spawns, expiry, snapshot builds).
+  uint64_t lock_grid_contended;
+  // Nanoseconds spent waiting for grid shards.
+  uint64_t lock_grid_wait_ns;
+  // Body lock acquisitions that found the lock held.
+  uint64_t lock_body_contended;
+  // Nanoseconds spent waiting for body locks.
+  uint64_t lock_body_wait_ns;
+  // Economy shard acquisitions that found the shard locked.
+  uint64_t lock_economy_contended;
+  // Nanoseconds spent waiting for economy shards.
+  uint64_t lock_economy_wait_ns;
+  // Moves that waited at least once for a grid shard.
+  uint64_t moves_waited_grid;
+  // Moves that waited for their body lock.
+  uint64_t moves_waited_body;
 } MmoStats;
 
 // A consistent reading of the economy's gold (saturating at `UINT64_MAX`), from
@@ -604,6 +644,10 @@ typedef struct MmoLatencySummary {
 // Attacker and target are of the same faction.
 #define MMO_ERR_FRIENDLY_FIRE 1014
 
+// The player is live but not in the latest world snapshot (joined after the last tick, or no
+// tick has run yet); its area of interest exists from the next tick.
+#define MMO_ERR_NOT_IN_SNAPSHOT 1015
+
 // An earlier call panicked while changing this engine's state; it must be recreated.
 #define MMO_ERR_POISONED 1098
 
@@ -642,12 +686,14 @@ MmoStatus mmo_engine_new(const struct MmoConfig *config, struct MmoEngine **out_
 // `engine` must be NULL or a pointer from `mmo_engine_new` not yet freed.
 void mmo_engine_free(struct MmoEngine *engine);
 
-// Pre-warms the calling thread's arena shards: every thread that will join players or spawn
-// raids calls this once at start-up (a network worker does both).
+// Pre-warms the calling thread's arena shards to its share of the capacities: every thread
+// that will join players or spawn raids calls this once at start-up (a network worker does
+// both), with `threads_sharing` the number of such threads (at least 1). Threads that never
+// join or spawn (a tick driver) do not call it.
 //
 // # Safety
 // `engine` must be NULL or a live engine.
-MmoStatus mmo_engine_prewarm_thread(const struct MmoEngine *engine);
+MmoStatus mmo_engine_prewarm_thread(const struct MmoEngine *engine, uint32_t threads_sharing);
 
 // Joins a player at `(x_m, y_m)` in `faction`; writes the ticket to `*out_ticket`.
 //
@@ -729,7 +775,9 @@ MmoStatus mmo_apply_economy(const struct MmoEngine *engine,
 MmoStatus mmo_tick(const struct MmoEngine *engine, uint64_t now_ms, struct MmoTickInfo *out_info);
 
 // Writes the nearest entities around a player into `entries` (at most
-// `min(capacity, aoi_k)`), nearest first; writes the count to `*out_written`.
+// `min(capacity, aoi_k)`, within the AoI radius), nearest first, as of the latest world
+// snapshot; writes the count to `*out_written`. `MMO_ERR_NOT_IN_SNAPSHOT` for a live player
+// who joined after the latest tick (or before the first).
 //
 // # Safety
 // `entries`/`capacity` is a borrowed output slice; `out_written` writable or NULL.
@@ -738,6 +786,27 @@ MmoStatus mmo_area_of_interest(const struct MmoEngine *engine,
                                struct MmoAoiEntry *entries,
                                size_t capacity,
                                size_t *out_written);
+
+// The areas of interest of `players_len` players from one pinned world snapshot (what a
+// network worker calls once per chunk of its sessions after each tick). Player `i`'s entries
+// (at most `min(k, aoi_k)`, nearest first) go to `entries[i * k ..]` and their count to
+// `counts[i]`, or `MMO_AOI_NOT_IN_SNAPSHOT` for a player not in the snapshot. `k` is at
+// most 64; `entries_capacity` must be at least `players_len * k` and `counts_capacity` at
+// least `players_len`, or nothing is written (`MMO_ERR_BUFFER_TOO_SMALL`). Writes the
+// snapshot's tick to `*out_info`. Allocates nothing.
+//
+// # Safety
+// `players`/`players_len`, `entries`/`entries_capacity` and `counts`/`counts_capacity` are
+// borrowed slices (see the rules) that must not overlap; `out_info` writable or NULL.
+MmoStatus mmo_area_of_interest_batch(const struct MmoEngine *engine,
+                                     const uint64_t *players,
+                                     size_t players_len,
+                                     uint32_t k,
+                                     struct MmoAoiEntry *entries,
+                                     size_t entries_capacity,
+                                     uint32_t *counts,
+                                     size_t counts_capacity,
+                                     struct MmoAoiBatchInfo *out_info);
 
 // Writes every counter to `*out_stats` (readable while other threads apply work).
 //

@@ -148,10 +148,7 @@ pub(crate) unsafe fn batch<I, O>(
         Ok(p) => p,
         Err(status) => return status,
     };
-    let input_bytes = inputs.as_ptr_range();
-    let output_bytes = outputs.as_ptr_range();
-    let overlap = (input_bytes.start as usize) < (output_bytes.end as usize) && (output_bytes.start as usize) < (input_bytes.end as usize);
-    if overlap {
+    if overlaps(inputs, outputs) {
         return MMO_ERR_INVALID_ARGUMENT;
     }
     match apply(inputs, outputs) {
@@ -162,6 +159,12 @@ pub(crate) unsafe fn batch<I, O>(
         }
         Err(BatchError::OutputTooSmall { .. }) => MMO_ERR_BUFFER_TOO_SMALL,
     }
+}
+
+/// Whether two borrowed slices share any byte.
+pub(crate) fn overlaps<A, B>(a: &[A], b: &[B]) -> bool {
+    let (a, b) = (a.as_ptr_range(), b.as_ptr_range());
+    (a.start as usize) < (b.end as usize) && (b.start as usize) < (a.end as usize)
 }
 
 /// Evaluates a `Result<T, MmoStatus>`, returning the status from the enclosing closure on error.

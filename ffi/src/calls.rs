@@ -58,9 +58,27 @@ pub struct MmoTickInfo {
     pub objects_expired: u32,
     /// Raid bursts alive after the tick.
     pub bursts_live: u32,
-    /// Zero.
-    pub _reserved: u32,
+    /// Entities in the world snapshot this tick published (0 if it published none because
+    /// readers held every spare buffer; counted in `MmoStats::snapshots_skipped`).
+    pub snapshot_entities: u32,
 }
+
+/// What an area-of-interest batch read, from [`mmo_area_of_interest_batch`].
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct MmoAoiBatchInfo {
+    /// Server time of the snapshot's tick, milliseconds.
+    pub now_ms: u64,
+    /// Tick of the snapshot the batch read (0: none published yet).
+    pub tick: u32,
+    /// Players of the batch found in the snapshot.
+    pub found: u32,
+}
+
+/// `counts[i]` of [`mmo_area_of_interest_batch`] for a player not in the snapshot (unknown,
+/// departed, or joined after the snapshot's tick).
+pub const MMO_AOI_NOT_IN_SNAPSHOT: u32 = 0xFFFF_FFFF;
+const _: () = assert!(MMO_AOI_NOT_IN_SNAPSHOT == mmo_core::snapshot::NOT_IN_SNAPSHOT);
 
 /// What a damage call did: `outcome` is 1 (hit), 2 (killed: this call brought hp to zero)
 /// or 3 (already dead).
@@ -125,6 +143,7 @@ const _: () = assert!(mmo_core::config::ITEM_KINDS == 16);
 const _: () = assert!(size_of::<MmoJoinTicket>() == 16);
 const _: () = assert!(size_of::<MmoRaidReport>() == 16);
 const _: () = assert!(size_of::<MmoTickInfo>() == 32 && offset_of!(MmoTickInfo, tick) == 8);
+const _: () = assert!(size_of::<MmoAoiBatchInfo>() == 16 && offset_of!(MmoAoiBatchInfo, found) == 12);
 const _: () = assert!(size_of::<MmoDamageResult>() == 8 && offset_of!(MmoDamageResult, outcome) == 4);
 const _: () = assert!(size_of::<MmoEconomyAudit>() == 40 && offset_of!(MmoEconomyAudit, conserved) == 36);
 const _: () = assert!(size_of::<MmoPlayerView>() == 160 && offset_of!(MmoPlayerView, gold) == 24);
@@ -192,17 +211,22 @@ pub unsafe extern "C" fn mmo_engine_free(engine: *mut MmoEngine) {
     }));
 }
 
-/// Pre-warms the calling thread's arena shards: every thread that will join players or spawn
-/// raids calls this once at start-up (a network worker does both).
+/// Pre-warms the calling thread's arena shards to its share of the capacities: every thread
+/// that will join players or spawn raids calls this once at start-up (a network worker does
+/// both), with `threads_sharing` the number of such threads (at least 1). Threads that never
+/// join or spawn (a tick driver) do not call it.
 ///
 /// # Safety
 /// `engine` must be NULL or a live engine.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn mmo_engine_prewarm_thread(engine: *const MmoEngine) -> MmoStatus {
+pub unsafe extern "C" fn mmo_engine_prewarm_thread(engine: *const MmoEngine, threads_sharing: u32) -> MmoStatus {
     // SAFETY: forwarded contract.
     unsafe {
         engine_boundary(engine, Access::Mutates, |h| {
-            h.engine.prewarm_current_thread();
+            if threads_sharing == 0 {
+                return MMO_ERR_INVALID_ARGUMENT;
+            }
+            h.engine.prewarm_current_thread(threads_sharing);
             MMO_OK
         })
     }
@@ -395,7 +419,7 @@ pub unsafe extern "C" fn mmo_tick(engine: *const MmoEngine, now_ms: u64, out_inf
                 objects_live: i.objects_live,
                 objects_expired: i.objects_expired,
                 bursts_live: i.bursts_live,
-                _reserved: 0,
+                snapshot_entities: i.snapshot_entities,
             });
             MMO_OK
         })
@@ -403,7 +427,9 @@ pub unsafe extern "C" fn mmo_tick(engine: *const MmoEngine, now_ms: u64, out_inf
 }
 
 /// Writes the nearest entities around a player into `entries` (at most
-/// `min(capacity, aoi_k)`), nearest first; writes the count to `*out_written`.
+/// `min(capacity, aoi_k)`, within the AoI radius), nearest first, as of the latest world
+/// snapshot; writes the count to `*out_written`. [`MMO_ERR_NOT_IN_SNAPSHOT`] for a live player
+/// who joined after the latest tick (or before the first).
 ///
 /// # Safety
 /// `entries`/`capacity` is a borrowed output slice; `out_written` writable or NULL.
@@ -426,6 +452,54 @@ pub unsafe extern "C" fn mmo_area_of_interest(
                     MMO_OK
                 }
                 Err(AoiError::UnknownPlayer) => MMO_ERR_UNKNOWN_PLAYER,
+                Err(AoiError::NotInSnapshot) => MMO_ERR_NOT_IN_SNAPSHOT,
+            }
+        })
+    }
+}
+
+/// The areas of interest of `players_len` players from one pinned world snapshot (what a
+/// network worker calls once per chunk of its sessions after each tick). Player `i`'s entries
+/// (at most `min(k, aoi_k)`, nearest first) go to `entries[i * k ..]` and their count to
+/// `counts[i]`, or [`MMO_AOI_NOT_IN_SNAPSHOT`] for a player not in the snapshot. `k` is at
+/// most 64; `entries_capacity` must be at least `players_len * k` and `counts_capacity` at
+/// least `players_len`, or nothing is written ([`MMO_ERR_BUFFER_TOO_SMALL`]). Writes the
+/// snapshot's tick to `*out_info`. Allocates nothing.
+///
+/// # Safety
+/// `players`/`players_len`, `entries`/`entries_capacity` and `counts`/`counts_capacity` are
+/// borrowed slices (see the rules) that must not overlap; `out_info` writable or NULL.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mmo_area_of_interest_batch(
+    engine: *const MmoEngine,
+    players: *const u64,
+    players_len: usize,
+    k: u32,
+    entries: *mut AoiEntry,
+    entries_capacity: usize,
+    counts: *mut u32,
+    counts_capacity: usize,
+    out_info: *mut MmoAoiBatchInfo,
+) -> MmoStatus {
+    // SAFETY: forwarded contract.
+    unsafe {
+        engine_boundary(engine, Access::Reads, |h| {
+            if k > mmo_core::config::AOI_K_MAX {
+                return MMO_ERR_INVALID_ARGUMENT;
+            }
+            let players = check!(input(players, players_len));
+            let entries = check!(output(entries, entries_capacity));
+            let counts = check!(output(counts, counts_capacity));
+            let info_out = check!(out_ptr(out_info));
+            if overlaps(players, entries) || overlaps(players, counts) || overlaps(entries, counts) {
+                return MMO_ERR_INVALID_ARGUMENT;
+            }
+            match h.engine.area_of_interest_batch(players, k as usize, entries, counts) {
+                Ok(info) => {
+                    info_out.write(MmoAoiBatchInfo { now_ms: info.now_ms, tick: info.tick, found: info.found });
+                    MMO_OK
+                }
+                Err(_) => MMO_ERR_BUFFER_TOO_SMALL,
             }
         })
     }

@@ -23,6 +23,10 @@ pub struct MmoConfig {
     pub speed_slack_m: f32,
     /// Contact radius, metres.
     pub contact_radius_m: f32,
+    /// Area-of-interest radius, metres.
+    pub aoi_radius_m: f32,
+    /// Side of a world-snapshot cell, metres.
+    pub snapshot_cell_m: f32,
     /// Client clock credit beyond the server's, milliseconds.
     pub clock_slack_ms: u32,
     /// Contact events per move, at most.
@@ -35,8 +39,6 @@ pub struct MmoConfig {
     pub raid_object_capacity: u32,
     /// Raid bursts alive at once, at most.
     pub raid_burst_capacity: u32,
-    /// Heap room a grid cell reserves when it first outgrows its inline members.
-    pub cell_member_capacity: u32,
     /// Lock shards of the grid map (power of two).
     pub grid_shards: u32,
     /// Tick period, milliseconds.
@@ -52,8 +54,8 @@ pub struct MmoConfig {
     pub _reserved: [u8; 7],
 }
 
-const _: () = assert!(size_of::<MmoConfig>() == 80 && align_of::<MmoConfig>() == 8);
-const _: () = assert!(offset_of!(MmoConfig, starting_gold) == 64 && offset_of!(MmoConfig, fault_injection) == 72);
+const _: () = assert!(size_of::<MmoConfig>() == 88 && align_of::<MmoConfig>() == 8);
+const _: () = assert!(offset_of!(MmoConfig, starting_gold) == 72 && offset_of!(MmoConfig, fault_injection) == 80);
 
 impl From<&CoreConfig> for MmoConfig {
     fn from(c: &CoreConfig) -> Self {
@@ -64,13 +66,14 @@ impl From<&CoreConfig> for MmoConfig {
             max_speed_m_per_s: c.max_speed_m_per_s,
             speed_slack_m: c.speed_slack_m,
             contact_radius_m: c.contact_radius_m,
+            aoi_radius_m: c.aoi_radius_m,
+            snapshot_cell_m: c.snapshot_cell_m,
             clock_slack_ms: c.clock_slack_ms,
             contacts_per_move_max: c.contacts_per_move_max,
             aoi_k: c.aoi_k,
             player_capacity: c.player_capacity,
             raid_object_capacity: c.raid_object_capacity,
             raid_burst_capacity: c.raid_burst_capacity,
-            cell_member_capacity: c.cell_member_capacity,
             grid_shards: c.grid_shards,
             tick_ms: c.tick_ms,
             player_hp: c.player_hp,
@@ -91,12 +94,13 @@ impl From<&MmoConfig> for CoreConfig {
             speed_slack_m: c.speed_slack_m,
             clock_slack_ms: c.clock_slack_ms,
             contact_radius_m: c.contact_radius_m,
+            aoi_radius_m: c.aoi_radius_m,
+            snapshot_cell_m: c.snapshot_cell_m,
             contacts_per_move_max: c.contacts_per_move_max,
             aoi_k: c.aoi_k,
             player_capacity: c.player_capacity,
             raid_object_capacity: c.raid_object_capacity,
             raid_burst_capacity: c.raid_burst_capacity,
-            cell_member_capacity: c.cell_member_capacity,
             grid_shards: c.grid_shards,
             tick_ms: c.tick_ms,
             player_hp: c.player_hp,

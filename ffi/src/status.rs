@@ -1,7 +1,7 @@
 //! Status codes: what every fallible call returns, their names, and the ABI version.
 
 /// Version of this ABI. Bumped on any change to a function signature or record layout.
-pub const MMO_ABI_VERSION: u32 = 1;
+pub const MMO_ABI_VERSION: u32 = 2;
 
 /// Result of a call: [`MMO_OK`] or an error code in 1001..=1099.
 pub type MmoStatus = u32;
@@ -36,6 +36,9 @@ pub const MMO_ERR_ABI_MISMATCH: MmoStatus = 1012;
 pub const MMO_ERR_UNKNOWN_TARGET: MmoStatus = 1013;
 /// Attacker and target are of the same faction.
 pub const MMO_ERR_FRIENDLY_FIRE: MmoStatus = 1014;
+/// The player is live but not in the latest world snapshot (joined after the last tick, or no
+/// tick has run yet); its area of interest exists from the next tick.
+pub const MMO_ERR_NOT_IN_SNAPSHOT: MmoStatus = 1015;
 /// An earlier call panicked while changing this engine's state; it must be recreated.
 pub const MMO_ERR_POISONED: MmoStatus = 1098;
 /// The core panicked during this call (caught; see [`MMO_ERR_POISONED`]).
@@ -59,6 +62,7 @@ pub(crate) fn status_name(status: MmoStatus) -> &'static [u8] {
         MMO_ERR_ABI_MISMATCH => b"MMO_ERR_ABI_MISMATCH\0",
         MMO_ERR_UNKNOWN_TARGET => b"MMO_ERR_UNKNOWN_TARGET\0",
         MMO_ERR_FRIENDLY_FIRE => b"MMO_ERR_FRIENDLY_FIRE\0",
+        MMO_ERR_NOT_IN_SNAPSHOT => b"MMO_ERR_NOT_IN_SNAPSHOT\0",
         MMO_ERR_POISONED => b"MMO_ERR_POISONED\0",
         MMO_ERR_PANIC => b"MMO_ERR_PANIC\0",
         _ => b"MMO_UNKNOWN_STATUS\0",

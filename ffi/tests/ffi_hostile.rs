@@ -31,7 +31,7 @@ fn null_engine_is_refused_by_every_engine_call() {
     let mut n = 0usize;
     // SAFETY: every call is given a NULL engine, which the boundary must refuse first.
     unsafe {
-        assert_eq!(mmo_engine_prewarm_thread(null()), MMO_ERR_NULL_POINTER);
+        assert_eq!(mmo_engine_prewarm_thread(null(), 1), MMO_ERR_NULL_POINTER);
         assert_eq!(mmo_join(null(), 1.0, 1.0, 1, p.cast()), MMO_ERR_NULL_POINTER);
         assert_eq!(mmo_leave(null(), 1, 1), MMO_ERR_NULL_POINTER);
         assert_eq!(mmo_move_events_required(null(), 1, &mut n), MMO_ERR_NULL_POINTER);
@@ -41,6 +41,7 @@ fn null_engine_is_refused_by_every_engine_call() {
         assert_eq!(mmo_apply_economy(null(), null(), 0, null_mut(), 0, &mut n), MMO_ERR_NULL_POINTER);
         assert_eq!(mmo_tick(null(), 0, p.cast()), MMO_ERR_NULL_POINTER);
         assert_eq!(mmo_area_of_interest(null(), 1, null_mut(), 0, &mut n), MMO_ERR_NULL_POINTER);
+        assert_eq!(mmo_area_of_interest_batch(null(), null(), 0, 8, null_mut(), 0, null_mut(), 0, p.cast()), MMO_ERR_NULL_POINTER);
         assert_eq!(mmo_stats(null(), p.cast()), MMO_ERR_NULL_POINTER);
         assert_eq!(mmo_economy_audit(null(), p.cast()), MMO_ERR_NULL_POINTER);
         assert_eq!(mmo_player_view(null(), 1, p.cast()), MMO_ERR_NULL_POINTER);
@@ -82,6 +83,64 @@ fn null_and_misaligned_outputs_are_refused_and_nothing_changes() {
         let mut records = [MoveRecord::default(); 4];
         let alias = records.as_mut_ptr().cast::<MoveEvent>();
         assert_eq!(mmo_apply_moves(e, records.as_ptr(), 1, 0, alias, 2, &mut n), MMO_ERR_INVALID_ARGUMENT);
+        mmo_engine_free(e);
+    }
+}
+
+/// The area-of-interest batch: every way its four pointers and two capacities can be wrong is
+/// refused with nothing written; a well-formed batch marks unknown players and players who
+/// joined after the tick, and fills the rest.
+#[test]
+fn area_of_interest_batch_refuses_bad_buffers_and_marks_absent_players() {
+    let e = engine();
+    let (mut a, mut b, mut late) = (MmoJoinTicket::default(), MmoJoinTicket::default(), MmoJoinTicket::default());
+    let mut info = MmoAoiBatchInfo { now_ms: 77, tick: 77, found: 77 };
+    // SAFETY: live engine; buffers are valid, or NULL / misaligned / short / overlapping on purpose.
+    unsafe {
+        assert_eq!(mmo_join(e, 500.0, 500.0, 1, &mut a), MMO_OK);
+        assert_eq!(mmo_join(e, 503.0, 500.0, 1, &mut b), MMO_OK);
+        let players = [a.player_id, b.player_id, 999, 0];
+        let mut entries = [AoiEntry::default(); 4 * 4];
+        let mut counts = [7u32; 4];
+        let mut raw = [0u64; 64];
+        let ep = entries.as_mut_ptr();
+        let cp = counts.as_mut_ptr();
+        assert_eq!(mmo_area_of_interest_batch(e, null(), 4, 4, ep, 16, cp, 4, &mut info), MMO_ERR_NULL_POINTER);
+        assert_eq!(mmo_area_of_interest_batch(e, players.as_ptr(), 4, 4, null_mut(), 16, cp, 4, &mut info), MMO_ERR_NULL_POINTER);
+        assert_eq!(mmo_area_of_interest_batch(e, players.as_ptr(), 4, 4, ep, 16, null_mut(), 4, &mut info), MMO_ERR_NULL_POINTER);
+        assert_eq!(mmo_area_of_interest_batch(e, players.as_ptr(), 4, 4, ep, 16, cp, 4, null_mut()), MMO_ERR_NULL_POINTER);
+        assert_eq!(
+            mmo_area_of_interest_batch(e, players.as_ptr(), 4, 4, misaligned(&mut raw), 16, cp, 4, &mut info),
+            MMO_ERR_MISALIGNED_POINTER
+        );
+        assert_eq!(mmo_area_of_interest_batch(e, players.as_ptr(), 4, 4, ep, 15, cp, 4, &mut info), MMO_ERR_BUFFER_TOO_SMALL);
+        assert_eq!(mmo_area_of_interest_batch(e, players.as_ptr(), 4, 4, ep, 16, cp, 3, &mut info), MMO_ERR_BUFFER_TOO_SMALL);
+        assert_eq!(mmo_area_of_interest_batch(e, players.as_ptr(), 4, 65, ep, 16, cp, 4, &mut info), MMO_ERR_INVALID_ARGUMENT);
+        assert_eq!(
+            mmo_area_of_interest_batch(e, players.as_ptr(), 4, 1, cp.cast(), 4, cp, 4, &mut info),
+            MMO_ERR_INVALID_ARGUMENT,
+            "overlap"
+        );
+        assert_eq!(mmo_area_of_interest_batch(e, players.as_ptr(), usize::MAX, 1, ep, 16, cp, 4, &mut info), MMO_ERR_INVALID_ARGUMENT);
+        assert_eq!(counts, [7; 4], "nothing written on failure");
+        assert_eq!((info.tick, info.found), (77, 77));
+        // Before any tick: nobody is in a snapshot.
+        assert_eq!(mmo_area_of_interest_batch(e, players.as_ptr(), 4, 4, ep, 16, cp, 4, &mut info), MMO_OK);
+        assert_eq!(counts, [MMO_AOI_NOT_IN_SNAPSHOT; 4]);
+        assert_eq!((info.tick, info.found), (0, 0));
+        let mut tick = MmoTickInfo::default();
+        assert_eq!(mmo_tick(e, 1_000, &mut tick), MMO_OK);
+        assert_eq!(tick.snapshot_entities, 2);
+        assert_eq!(mmo_join(e, 501.0, 500.0, 1, &mut late), MMO_OK);
+        let with_late = [a.player_id, late.player_id, 999, b.player_id];
+        assert_eq!(mmo_area_of_interest_batch(e, with_late.as_ptr(), 4, 4, ep, 16, cp, 4, &mut info), MMO_OK);
+        assert_eq!(counts, [1, MMO_AOI_NOT_IN_SNAPSHOT, MMO_AOI_NOT_IN_SNAPSHOT, 1]);
+        assert_eq!((info.tick, info.now_ms, info.found), (1, 1_000, 2));
+        assert_eq!((entries[0].entity_id, entries[0].distance_m), (b.player_id, 3.0));
+        assert_eq!(entries[12].entity_id, a.player_id);
+        let mut n = 9usize;
+        assert_eq!(mmo_area_of_interest(e, late.player_id, ep, 4, &mut n), MMO_ERR_NOT_IN_SNAPSHOT);
+        assert_eq!(n, 9);
         mmo_engine_free(e);
     }
 }
@@ -178,6 +237,7 @@ fn every_status_has_its_own_name() {
         MMO_ERR_ABI_MISMATCH,
         MMO_ERR_UNKNOWN_TARGET,
         MMO_ERR_FRIENDLY_FIRE,
+        MMO_ERR_NOT_IN_SNAPSHOT,
         MMO_ERR_POISONED,
         MMO_ERR_PANIC,
     ];

@@ -4,11 +4,14 @@
 //! - **Raid objects** (adds, projectiles, loot) live in a second arena, pre-warmed to
 //!   `raid_object_capacity`. A raid spawn creates N of them around a point in one call, each
 //!   registered in the grid with its expiry tick.
+//! - **Spawning** creates a cell's share of objects (arena inserts, positions) in chunks of
+//!   [`SPAWN_CHUNK`] outside any lock, then appends each chunk to the cell with one copy under
+//!   the cell's lock.
 //! - **Expiry**: a burst is remembered only as `(expires_tick, rectangle of cells)`, a fixed
 //!   12-byte [`BurstExpiry`]. The spawner hands it to the tick through a bounded lock-free
 //!   `ArrayQueue`; the tick keeps a pre-sized heap ordered by expiry and, when a burst is due,
-//!   sweeps each cell of its rectangle once (`retain`), freeing the arena slot of every object
-//!   whose expiry has passed. Nothing about a burst is heap-allocated, so a burst costs the
+//!   moves each cell's due objects out with one compaction pass under the cell's lock and frees
+//!   their arena slots after releasing it. Nothing about a burst is heap-allocated, so a burst costs the
 //!   same whichever threads spawn and expire it, and the object count released is exactly
 //!   what the sweep removed (an overlapping burst's due objects are freed by whichever sweep
 //!   reaches them first, and counted there).
@@ -29,7 +32,8 @@
 use crate::arena::{ArenaConfig, RaidArenaConfig, key_from_object_id, object_id_from_key};
 use crate::capacity::CapacityGate;
 use crate::config::{CoreConfig, RAID_BURST_MAX};
-use crate::grid::{Grid, Member};
+use crate::grid::{Grid, ObjectMember};
+use crate::locks::LockWaits;
 use crate::records::{EntityKind, RaidSpawnRequest};
 use crate::sync::{AtomicI32, Ordering};
 use crossbeam_queue::ArrayQueue;
@@ -168,6 +172,10 @@ pub struct ExpiryReport {
     pub objects: u32,
 }
 
+/// Objects a raid spawn creates before it appends them to their cell under the cell's lock
+/// (12 KiB of stack).
+pub const SPAWN_CHUNK: usize = 512;
+
 /// Small, fast, seedable generator for spawn positions (SplitMix64).
 struct SpawnRng(u64);
 
@@ -273,7 +281,7 @@ impl Combat {
     /// Objects are generated cell by cell: each cell the square overlaps gets a share of the
     /// count proportional to its overlap (cumulative rounding, so the shares add up exactly),
     /// and the cell's lock is taken once for its whole share. No sort, no per-object lock.
-    pub fn raid_spawn(&self, req: &RaidSpawnRequest, now_tick: u32, grid: &Grid) -> Result<RaidReport, RaidError> {
+    pub fn raid_spawn(&self, req: &RaidSpawnRequest, now_tick: u32, grid: &Grid, waits: &mut LockWaits) -> Result<RaidReport, RaidError> {
         let kind = self.validate(req)?;
         if !self.object_gate.try_acquire(req.count) {
             return Err(RaidError::CapacityExceeded);
@@ -326,17 +334,22 @@ impl Combat {
                 // Clamp the overlap so a share on a cell with (numerically) no area still
                 // lands inside it.
                 let (ox1, oy1) = (ox1.max(ox0), oy1.max(oy0));
-                grid.with_cell_mut(cell, share as usize, |members| {
-                    for _ in 0..share {
+                let mut chunk = [ObjectMember { id: 0, x_m: 0.0, y_m: 0.0, expires_tick, kind }; SPAWN_CHUNK];
+                let mut left = share as usize;
+                while left > 0 {
+                    let n = left.min(SPAWN_CHUNK);
+                    for member in &mut chunk[..n] {
                         let x = (ox0 + rng.unit() * (ox1 - ox0)).min(top);
                         let y = (oy0 + rng.unit() * (oy1 - oy0)).min(top);
                         let key = self
                             .objects
                             .insert(RaidObject { health: Health::new(req.hp), kind, faction: req.faction, expires_tick })
                             .expect("raid object arena shard exhausted (capacity is gated)");
-                        members.push(Member { id: object_id_from_key(key), x_m: x, y_m: y, expires_tick, kind });
+                        *member = ObjectMember { id: object_id_from_key(key), x_m: x, y_m: y, expires_tick, kind };
                     }
-                });
+                    grid.append_objects(cell, &chunk[..n], waits);
+                    left -= n;
+                }
             }
         }
         debug_assert_eq!(placed_before, req.count);
@@ -357,8 +370,16 @@ impl Combat {
     }
 
     /// Sweeps every burst in `heap` due at `now_tick`: each cell of its rectangle loses its
-    /// expired objects, whose arena slots are freed. Tick thread only.
-    pub(crate) fn expire_due(&self, heap: &mut ExpiryHeap, now_tick: u32, grid: &Grid) -> ExpiryReport {
+    /// expired objects (moved into `expired`, the tick's scratch, under the cell's lock), whose
+    /// arena slots are then freed outside it. Tick thread only.
+    pub(crate) fn expire_due(
+        &self,
+        heap: &mut ExpiryHeap,
+        now_tick: u32,
+        grid: &Grid,
+        expired: &mut Vec<ObjectMember>,
+        waits: &mut LockWaits,
+    ) -> ExpiryReport {
         let mut report = ExpiryReport::default();
         while let Some(&Reverse(due)) = heap.peek() {
             if due.expires_tick > now_tick {
@@ -368,14 +389,17 @@ impl Combat {
             let mut freed = 0u32;
             for cy in u32::from(due.cy0)..=u32::from(due.cy1) {
                 for cx in u32::from(due.cx0)..=u32::from(due.cx1) {
-                    grid.expire_cell(cy * grid.cells_per_side() + cx, now_tick, |member| {
+                    expired.clear();
+                    grid.take_expired(cy * grid.cells_per_side() + cx, now_tick, expired, waits);
+                    for member in expired.iter() {
                         let key = key_from_object_id(member.id).expect("only raid objects expire");
                         let removed = self.objects.remove(key);
                         debug_assert!(removed, "raid object freed twice");
-                        freed += 1;
-                    });
+                    }
+                    freed += expired.len() as u32;
                 }
             }
+            expired.clear();
             self.object_gate.release(freed);
             self.burst_gate.release(1);
             report.bursts += 1;
@@ -384,8 +408,14 @@ impl Combat {
         report
     }
 
+    /// The cell rectangles of the bursts in `heap` (the live ones the tick knows), for the
+    /// snapshot build.
+    pub(crate) fn live_burst_areas(heap: &ExpiryHeap) -> impl Iterator<Item = BurstExpiry> + '_ {
+        heap.iter().map(|Reverse(b)| *b)
+    }
+
     /// Grows the calling thread's shards so it can own `players` combatants and spawn
-    /// `objects` raid objects without allocating.
+    /// `objects` raid objects without allocating (0 leaves that arena alone).
     pub(crate) fn prewarm_current_thread(&self, players: usize, objects: usize) {
         crate::arena::prewarm(&self.combatants, players, || Combatant { health: Health::new(0), faction: 0, owner: 0 });
         crate::arena::prewarm(&self.objects, objects, || RaidObject {

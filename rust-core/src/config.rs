@@ -11,6 +11,8 @@ pub const CONTACTS_PER_MOVE_MAX: u32 = 32;
 pub const RAID_BURST_MAX: u32 = 65_536;
 /// Most grid cells along one side of the world.
 pub const MAX_CELLS_PER_SIDE: u32 = 2_048;
+/// Most world-snapshot cells along one side of the world (so a cell key fits a `u32`).
+pub const MAX_SNAPSHOT_CELLS_PER_SIDE: u32 = 65_536;
 /// Number of item kinds the economy knows (kinds `0..ITEM_KINDS`).
 pub const ITEM_KINDS: usize = 16;
 /// Largest gold or item amount one economy operation may carry (and the most gold a wallet
@@ -42,15 +44,19 @@ pub struct CoreConfig {
     pub contacts_per_move_max: u32,
     /// Entities in one area-of-interest snapshot. Default 32, at most [`AOI_K_MAX`].
     pub aoi_k: u32,
+    /// How far a player's area of interest reaches, metres: the `aoi_k` nearest entities
+    /// within this radius, as of the last tick. Default 48.
+    pub aoi_radius_m: f32,
+    /// Side of a cell of the tick's world snapshot, metres: the grid the area-of-interest query
+    /// walks. Smaller cells read fewer entities per query in a crowd and more cells in open
+    /// ground. Default 8.
+    pub snapshot_cell_m: f32,
     /// Most players joined at once (pre-warmed). Default 8,192.
     pub player_capacity: u32,
     /// Most raid objects alive at once (pre-warmed). Default 32,768.
     pub raid_object_capacity: u32,
     /// Most raid bursts alive at once. Default 256.
     pub raid_burst_capacity: u32,
-    /// Members a grid cell reserves heap room for when it first outgrows its inline room
-    /// ([`crate::grid::CELL_INLINE_MEMBERS`]). Default 16.
-    pub cell_member_capacity: u32,
     /// Number of lock shards in the grid's map (power of two). Default 128.
     pub grid_shards: u32,
     /// Tick period in milliseconds (raid lifetimes are rounded up to whole ticks). Default 50.
@@ -73,10 +79,11 @@ impl Default for CoreConfig {
             contact_radius_m: 8.0,
             contacts_per_move_max: 8,
             aoi_k: 32,
+            aoi_radius_m: 48.0,
+            snapshot_cell_m: 8.0,
             player_capacity: 8_192,
             raid_object_capacity: 32_768,
             raid_burst_capacity: 256,
-            cell_member_capacity: 16,
             grid_shards: 128,
             tick_ms: 50,
             player_hp: 1_000,
@@ -107,8 +114,7 @@ impl CoreConfig {
         if !finite_positive(self.cell_size_m) || self.cell_size_m > self.world_size_m {
             return Err(ConfigError("cell_size_m must be positive and at most world_size_m"));
         }
-        // The grid's map is sized for every cell up front (so it never resizes under load):
-        // cap the cell count so that reservation stays reasonable (2048² cells, ~128 MiB).
+        // Cell keys are u32 and every cell's coordinates must fit the burst rectangles' u16s.
         let cells_per_side = (self.world_size_m / self.cell_size_m).ceil();
         if cells_per_side > MAX_CELLS_PER_SIDE as f32 {
             return Err(ConfigError("world_size_m / cell_size_m must be at most MAX_CELLS_PER_SIDE (2048)"));
@@ -136,6 +142,14 @@ impl CoreConfig {
         if self.aoi_k == 0 || self.aoi_k > AOI_K_MAX {
             return Err(ConfigError("aoi_k must be in 1..=AOI_K_MAX"));
         }
+        if !finite_positive(self.aoi_radius_m) || self.aoi_radius_m > self.world_size_m {
+            return Err(ConfigError("aoi_radius_m must be positive and at most world_size_m"));
+        }
+        // Snapshot cell keys are u32: at most 65,536 cells along a side.
+        if !finite_positive(self.snapshot_cell_m) || (self.world_size_m / self.snapshot_cell_m).ceil() > MAX_SNAPSHOT_CELLS_PER_SIDE as f32
+        {
+            return Err(ConfigError("snapshot_cell_m must be positive, with world_size_m / snapshot_cell_m at most 65536"));
+        }
         if self.player_capacity == 0 || self.player_capacity > 1 << 24 {
             return Err(ConfigError("player_capacity must be in 1..=16M"));
         }
@@ -144,9 +158,6 @@ impl CoreConfig {
         }
         if self.raid_burst_capacity == 0 || self.raid_burst_capacity > 65_536 {
             return Err(ConfigError("raid_burst_capacity must be in 1..=65536"));
-        }
-        if self.cell_member_capacity > 65_536 {
-            return Err(ConfigError("cell_member_capacity must be at most 65536"));
         }
         if !self.grid_shards.is_power_of_two() || self.grid_shards < 2 || self.grid_shards > 4096 {
             return Err(ConfigError("grid_shards must be a power of two in 2..=4096"));
@@ -181,7 +192,11 @@ mod tests {
 
     #[test]
     fn rejects_each_bad_field() {
-        let bad: [fn(&mut CoreConfig); 13] = [
+        let bad: [fn(&mut CoreConfig); 17] = [
+            |c| c.aoi_radius_m = 0.0,
+            |c| c.aoi_radius_m = f32::NAN,
+            |c| c.snapshot_cell_m = -8.0,
+            |c| c.snapshot_cell_m = c.world_size_m / 70_000.0,
             |c| c.world_size_m = f32::NAN,
             |c| c.cell_size_m = c.world_size_m / 3_000.0,
             |c| c.cell_size_m = 0.0,

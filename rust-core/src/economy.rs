@@ -33,9 +33,11 @@
 //! ## Locks
 //!
 //! The shard mutexes are the only locks. None is global: movement, combat and the tick never
-//! take them, and an economy operation takes at most two of the 64.
+//! take them, and an economy operation takes at most two of the 64. Waits on them are counted
+//! and timed ([`crate::locks`]).
 
 use crate::config::{AMOUNT_MAX, ITEM_KINDS};
+use crate::locks::LockWaits;
 use crate::records::{EconomyKind, EconomyOp, EconomyStatus};
 use crossbeam_utils::CachePadded;
 use parking_lot::{Mutex, MutexGuard};
@@ -298,7 +300,8 @@ impl Economy {
 
     /// Decides one authenticated operation from `initiator`'s wallet. The caller has checked
     /// the player id and session; everything else is decided (and recorded) here.
-    pub fn execute(&self, op: &EconomyOp, initiator: WalletHandle, counterparty: Counterparty) -> Outcome {
+    /// Waits on the shard locks are added to `waits`.
+    pub fn execute(&self, op: &EconomyOp, initiator: WalletHandle, counterparty: Counterparty, waits: &mut LockWaits) -> Outcome {
         let refuse = |status| Outcome { status, duplicate: false, gold_after: 0 };
         if op.transaction_id == 0 {
             return refuse(EconomyStatus::InvalidTransaction);
@@ -315,14 +318,14 @@ impl Economy {
         // Lock in ascending shard index.
         let (mut mine, mut theirs): (MutexGuard<'_, EconomyShard>, Option<MutexGuard<'_, EconomyShard>>) = match other_shard {
             Some(s) if s < initiator.shard as usize => {
-                let theirs = self.shards[s].lock();
-                (my_shard_lock.lock(), Some(theirs))
+                let theirs = waits.lock(&self.shards[s]);
+                (waits.lock(my_shard_lock), Some(theirs))
             }
             Some(s) => {
-                let mine = my_shard_lock.lock();
-                (mine, Some(self.shards[s].lock()))
+                let mine = waits.lock(my_shard_lock);
+                (mine, Some(waits.lock(&self.shards[s])))
             }
-            None => (my_shard_lock.lock(), None),
+            None => (waits.lock(my_shard_lock), None),
         };
         let mine = &mut *mine;
         // Borrow the initiator's wallet and, if any, the counterparty's (same or other shard).
@@ -513,10 +516,10 @@ mod tests {
         let (a, b) = (eco.open_wallet(100), eco.open_wallet(100));
         assert!(eco.close_wallet(b));
         assert!(!eco.close_wallet(b), "closing twice is refused");
-        let out = eco.execute(&transfer(1, 10), a, Counterparty::Wallet(b));
+        let out = eco.execute(&transfer(1, 10), a, Counterparty::Wallet(b), &mut LockWaits::default());
         assert_eq!(out.status, EconomyStatus::PlayerDeparted);
         assert!(eco.close_wallet(a));
-        let out = eco.execute(&transfer(2, 10), a, Counterparty::Absent);
+        let out = eco.execute(&transfer(2, 10), a, Counterparty::Absent, &mut LockWaits::default());
         assert_eq!(out.status, EconomyStatus::PlayerDeparted);
         let audit = eco.audit();
         assert!(audit.is_conserved());
@@ -530,7 +533,7 @@ mod tests {
         let handles: Vec<WalletHandle> = (0..65).map(|_| eco.open_wallet(50)).collect();
         let (a, b) = (handles[0], handles[64]);
         assert_eq!(a.shard, b.shard);
-        let out = eco.execute(&transfer(1, 20), a, Counterparty::Wallet(b));
+        let out = eco.execute(&transfer(1, 20), a, Counterparty::Wallet(b), &mut LockWaits::default());
         assert_eq!((out.status, out.gold_after), (EconomyStatus::Applied, 30));
         assert_eq!(eco.balance(b).unwrap().gold, 70);
         assert!(eco.audit().is_conserved());

@@ -6,16 +6,22 @@
 //! player records -> economy shards in ascending order), and no entry point holds a lock
 //! while calling into a service that could take a lock held by its caller, so there is no
 //! deadlock cycle. The locks that exist are listed in each module's doc; none is taken by
-//! every update.
+//! every update, and every wait on one is counted ([`crate::locks`]).
+//!
+//! The area of interest is answered from the tick's published world snapshot
+//! ([`crate::snapshot`]), never from the live grid: [`Engine::tick`] builds and publishes it,
+//! [`Engine::area_of_interest`] and [`Engine::area_of_interest_batch`] pin it.
 
 use crate::capacity::CapacityGate;
 use crate::combat::{Combat, DamageOutcome, ExpiryHeap, RaidError, RaidReport};
-use crate::config::{ConfigError, CoreConfig, ITEM_KINDS};
+use crate::config::{AOI_K_MAX, ConfigError, CoreConfig, ITEM_KINDS};
 use crate::economy::{Counterparty, Economy, EconomyAudit};
-use crate::grid::{Grid, Member, NEVER_EXPIRES};
+use crate::grid::{Grid, ObjectMember, PlayerMember};
+use crate::locks::{LockKind, LockWaits};
 use crate::movement::{MoveRules, Movement};
 use crate::players::{JoinTicket, PlayerRecord, Players, new_session_token};
-use crate::records::{AoiEntry, EconomyOp, EconomyResult, EntityKind, EventKind, MoveEvent, MoveRecord, RaidSpawnRequest, RejectReason};
+use crate::records::{AoiEntry, EconomyOp, EconomyResult, EventKind, MoveEvent, MoveRecord, RaidSpawnRequest, RejectReason};
+use crate::snapshot::{NOT_IN_SNAPSHOT, SnapshotBoard, SnapshotBuilder, SnapshotGeometry, SnapshotWriter, WorldSnapshot};
 use crate::stats::{Counter, Stats, StatsSnapshot};
 use crate::tick::{TickBoard, TickInfo};
 use parking_lot::Mutex;
@@ -55,6 +61,20 @@ pub enum BatchError {
 pub enum AoiError {
     /// No live player has that id.
     UnknownPlayer,
+    /// The player is live but not in the latest world snapshot: it joined after the last tick
+    /// (or no tick has run yet). Its area of interest exists from the next tick on.
+    NotInSnapshot,
+}
+
+/// What an area-of-interest batch read.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct AoiBatchInfo {
+    /// Tick of the snapshot the batch read (0: none published yet).
+    pub tick: u32,
+    /// Server time of that tick, milliseconds.
+    pub now_ms: u64,
+    /// Players of the batch found in the snapshot.
+    pub found: u32,
 }
 
 /// Why a damage call was refused.
@@ -110,6 +130,15 @@ struct TickState {
     tick: u32,
     /// Bursts waiting to expire, soonest first; pre-sized to the burst limit.
     expiry: ExpiryHeap,
+    /// The right to publish world snapshots.
+    writer: SnapshotWriter,
+    /// Scratch for building snapshots (grows to the world's size once).
+    builder: SnapshotBuilder,
+    /// Scratch for one cell's expired raid objects (grows to the largest cell's once).
+    expired: Vec<ObjectMember>,
+    /// One bit per grid cell: cells already gathered into this tick's snapshot (cleared again
+    /// after each build).
+    gathered: Vec<u64>,
 }
 
 /// The game state. See the crate docs for the path of a move through it.
@@ -118,10 +147,15 @@ pub struct Engine {
     rules: MoveRules,
     /// Player records. Written by join/leave; read by every request.
     players: Players,
-    /// Bodies. Written by each player's mover and leave; read by AoI.
+    /// Bodies by slot. Written by each player's mover, join and leave.
     movement: Movement,
-    /// The collision grid. Written by movers, raid spawn, the tick; read by queries.
+    /// The collision grid and player positions. Written by movers, raid spawn, the tick; read
+    /// by contact queries and the snapshot build.
     grid: Grid,
+    /// The published world snapshot. Written by the tick; read by area-of-interest queries.
+    snapshots: SnapshotBoard<WorldSnapshot>,
+    /// The snapshot's grid and the AoI radius.
+    geometry: SnapshotGeometry,
     /// Combatants, raid objects, bursts.
     combat: Combat,
     /// Wallets.
@@ -142,13 +176,20 @@ struct MoveTally {
     crossings: u64,
     contacts: u64,
     truncated: u64,
+    grid_waits: LockWaits,
+    body_waits: LockWaits,
+    moves_waited_grid: u64,
+    moves_waited_body: u64,
 }
 
 impl Engine {
-    /// Validates `config`, builds every service and pre-warms the calling thread's arena
-    /// shards (other threads call [`Engine::prewarm_current_thread`] when they start).
+    /// Validates `config` and builds every service. Nothing is pre-warmed here: each thread
+    /// that will join players or spawn raids calls [`Engine::prewarm_current_thread`].
     pub fn new(config: CoreConfig) -> Result<Self, ConfigError> {
         config.validate()?;
+        let geometry = SnapshotGeometry::new(config.world_size_m, config.snapshot_cell_m, config.aoi_radius_m);
+        let (snapshots, writer) = SnapshotBoard::new(|| WorldSnapshot::empty(geometry));
+        let cells = (config.cells_per_side() as usize).pow(2);
         let engine = Self {
             rules: MoveRules {
                 max_speed_m_per_ms: config.max_speed_m_per_s / 1000.0,
@@ -156,27 +197,40 @@ impl Engine {
                 clock_slack_ms: config.clock_slack_ms,
             },
             players: Players::new(config.player_capacity),
-            movement: Movement::new(),
+            movement: Movement::new(config.player_capacity),
             grid: Grid::new(&config),
+            snapshots,
+            geometry,
             combat: Combat::new(&config),
             economy: Economy::new(config.player_capacity),
-            tick_state: Mutex::new(TickState { tick: 0, expiry: BinaryHeap::with_capacity(config.raid_burst_capacity as usize) }),
+            tick_state: Mutex::new(TickState {
+                tick: 0,
+                expiry: BinaryHeap::with_capacity(config.raid_burst_capacity as usize),
+                writer,
+                builder: SnapshotBuilder::default(),
+                expired: Vec::new(),
+                gathered: vec![0; cells.div_ceil(64)],
+            }),
             board: TickBoard::new(),
             stats: Stats::new(),
             config,
         };
-        engine.prewarm_current_thread();
         Ok(engine)
     }
 
-    /// Grows the calling thread's arena shards to the configured capacities, so joins and raid
-    /// spawns made from this thread reuse memory instead of allocating. Each network worker
-    /// calls this once at start-up.
-    pub fn prewarm_current_thread(&self) {
+    /// Grows the calling thread's arena shards to its share of the configured capacities,
+    /// so joins and raid spawns made from this thread reuse memory instead of allocating.
+    /// `threads_sharing` is how many threads split the joins (the network workers); each
+    /// takes a quarter more than an even share, since clients do not hash evenly. Threads that
+    /// never join players or spawn raids (the tick) do not call this.
+    pub fn prewarm_current_thread(&self, threads_sharing: u32) {
         let c = &self.config;
-        self.players.prewarm_current_thread(c.player_capacity as usize);
-        self.movement.prewarm_current_thread(c.player_capacity as usize);
-        self.combat.prewarm_current_thread(c.player_capacity as usize, c.raid_object_capacity as usize);
+        let share = |capacity: u32| {
+            let even = (capacity as usize).div_ceil(threads_sharing.max(1) as usize);
+            (even + even / 4).min(capacity as usize)
+        };
+        self.players.prewarm_current_thread(share(c.player_capacity));
+        self.combat.prewarm_current_thread(share(c.player_capacity), share(c.raid_object_capacity));
     }
 
     /// The configuration in force.
@@ -207,15 +261,19 @@ impl Engine {
         let player_id = Players::id_of_vacant(&vacant);
         let session_token = new_session_token();
         let cell = self.grid.cell_of(x_m, y_m);
-        let body_key = self.movement.spawn(player_id, x_m, y_m, cell).expect("body arena shard exhausted (capacity is gated)");
+        let slot = self.movement.claim_slot().expect("a movement slot for every admitted player");
         let combatant_key = self
             .combat
             .add_combatant(player_id, faction, self.config.player_hp)
             .expect("combatant arena shard exhausted (capacity is gated)");
         let wallet = self.economy.open_wallet(self.config.starting_gold);
-        // Registered in the grid before the record is visible, so the first move finds it.
-        self.grid.insert(cell, Member { id: player_id, x_m, y_m, expires_tick: NEVER_EXPIRES, kind: EntityKind::Player });
-        vacant.insert(PlayerRecord::new(session_token, body_key, combatant_key, wallet, faction));
+        // Position and cell first, then the body (which marks the slot occupied for the
+        // snapshot), then the record: the first move finds everything in place.
+        let mut waits = LockWaits::default();
+        self.grid.insert_player(cell, PlayerMember { id: player_id, slot }, x_m, y_m, &mut waits);
+        self.movement.spawn(slot, player_id, x_m, y_m, cell);
+        vacant.insert(PlayerRecord::new(session_token, slot, combatant_key, wallet, faction));
+        self.stats.add_waits(LockKind::Grid, waits);
         self.stats.bump(Counter::Joins);
         Ok(JoinTicket { player_id, session_token })
     }
@@ -234,18 +292,22 @@ impl Engine {
         if !player.claim_leave() {
             return refuse(LeaveError::UnknownPlayer);
         }
-        let (body_key, combatant_key, wallet) = (player.body_key, player.combatant_key, player.wallet);
+        let (slot, combatant_key, wallet) = (player.slot, player.combatant_key, player.wallet);
         drop(player);
-        if let Some(body) = self.movement.get(body_key) {
-            let mut state = body.state.lock();
+        let (mut grid_waits, mut body_waits) = (LockWaits::default(), LockWaits::default());
+        {
+            let mut state = body_waits.lock(&self.movement.body(slot).state);
+            debug_assert!(state.alive && state.player_id == player_id, "a live record's slot holds its body");
             state.alive = false;
-            let removed = self.grid.remove(state.cell, player_id);
-            debug_assert!(removed.is_some(), "a live body is registered in its cell");
+            let removed = self.grid.remove_player(state.cell, player_id, &mut grid_waits);
+            debug_assert!(removed, "a live body is registered in its cell");
         }
-        self.movement.despawn(body_key);
+        self.movement.release(slot);
         self.combat.remove_combatant(combatant_key);
         self.economy.close_wallet(wallet);
         self.players.remove(player_id);
+        self.stats.add_waits(LockKind::Grid, grid_waits);
+        self.stats.add_waits(LockKind::Body, body_waits);
         self.stats.bump(Counter::Leaves);
         Ok(())
     }
@@ -301,22 +363,30 @@ impl Engine {
         s.add(Counter::CellCrossings, tally.crossings);
         s.add(Counter::ContactsReported, tally.contacts);
         s.add(Counter::ContactsTruncated, tally.truncated);
+        s.add_waits(LockKind::Grid, tally.grid_waits);
+        s.add_waits(LockKind::Body, tally.body_waits);
+        s.add(Counter::MovesWaitedGrid, tally.moves_waited_grid);
+        s.add(Counter::MovesWaitedBody, tally.moves_waited_body);
         Ok(report)
     }
 
-    /// One move: rules, body, grid, then the proximity query. Returns events written.
+    /// One move: rules, body, position (and cell on a crossing), then the proximity query.
+    /// Returns events written.
     #[inline]
     fn apply_move(&self, rec: &MoveRecord, now_ms: u64, out: &mut [MoveEvent], tally: &mut MoveTally) -> Result<usize, RejectReason> {
         let player = self.players.get(rec.player_id).ok_or(RejectReason::UnknownPlayer)?;
         if player.session_token != rec.session_token {
             return Err(RejectReason::WrongSession);
         }
-        let body = self.movement.get(player.body_key).ok_or(RejectReason::UnknownPlayer)?;
+        let slot = player.slot;
         drop(player);
         let (x, y) = (rec.x_m, rec.y_m);
+        let (grid_waited, body_waited) = (tally.grid_waits.contended, tally.body_waits.contended);
         {
-            let mut state = body.state.lock();
-            if !state.alive {
+            let mut state = tally.body_waits.lock(&self.movement.body(slot).state);
+            // The record was looked up without holding it: a leave (and a join reusing the
+            // slot) may have happened since. The body says whose it is now.
+            if !state.alive || state.player_id != rec.player_id {
                 return Err(RejectReason::UnknownPlayer);
             }
             self.rules.check(&state, rec, now_ms, self.grid.in_world(x, y))?;
@@ -328,31 +398,29 @@ impl Engine {
             state.last_server_ms = now_ms;
             state.has_moved = true;
             state.payload = rec.payload;
+            // A move in its cell writes only its position: no cell lock, no search.
+            self.grid.positions().set(slot, x, y);
             let cell = self.grid.cell_with_hysteresis(state.cell, x, y);
             if cell != state.cell {
-                let moved = self.grid.relocate(state.cell, cell, rec.player_id, x, y);
+                let moved = self.grid.relocate_player(state.cell, cell, PlayerMember { id: rec.player_id, slot }, &mut tally.grid_waits);
                 debug_assert!(moved, "a live body is registered in its cell");
                 state.cell = cell;
                 tally.crossings += 1;
-            } else {
-                let updated = self.grid.update_position(cell, rec.player_id, x, y);
-                debug_assert!(updated, "a live body is registered in its cell");
             }
         }
-        drop(body);
         tally.applied += 1;
         out[0] = MoveEvent { player_id: rec.player_id, sequence: rec.sequence, kind: EventKind::Ack as u8, ..MoveEvent::default() };
         let mut written = 1;
         let cap = out.len();
-        self.grid.for_each_near(x, y, self.config.contact_radius_m, rec.player_id, |m, distance_m| {
+        self.grid.for_each_near(x, y, self.config.contact_radius_m, rec.player_id, &mut tally.grid_waits, |other_id, kind, distance_m| {
             if written < cap {
                 out[written] = MoveEvent {
                     player_id: rec.player_id,
-                    other_id: m.id,
+                    other_id,
                     sequence: rec.sequence,
                     distance_m,
                     kind: EventKind::Contact as u8,
-                    detail: m.kind as u8,
+                    detail: kind as u8,
                     _reserved: [0; 6],
                 };
                 written += 1;
@@ -361,12 +429,17 @@ impl Engine {
             }
         });
         tally.contacts += (written - 1) as u64;
+        tally.moves_waited_grid += u64::from(tally.grid_waits.contended > grid_waited);
+        tally.moves_waited_body += u64::from(tally.body_waits.contended > body_waited);
         Ok(written)
     }
 
     /// Spawns a raid burst. Whole or nothing.
     pub fn raid_spawn(&self, req: &RaidSpawnRequest) -> Result<RaidReport, RaidError> {
-        match self.combat.raid_spawn(req, self.board.current_tick(), &self.grid) {
+        let mut waits = LockWaits::default();
+        let result = self.combat.raid_spawn(req, self.board.current_tick(), &self.grid, &mut waits);
+        self.stats.add_waits(LockKind::Grid, waits);
+        match result {
             Ok(report) => {
                 self.stats.bump(Counter::RaidBursts);
                 self.stats.add(Counter::RaidObjectsSpawned, u64::from(report.spawned));
@@ -424,13 +497,15 @@ impl Engine {
             self.stats.bump(Counter::EconomyBatchesRefused);
             return Err(BatchError::OutputTooSmall { required: ops.len() });
         }
+        let mut waits = LockWaits::default();
         for (op, slot) in ops.iter().zip(out.iter_mut()) {
-            *slot = self.economy_one(op);
+            *slot = self.economy_one(op, &mut waits);
         }
+        self.stats.add_waits(LockKind::Economy, waits);
         Ok(ops.len())
     }
 
-    fn economy_one(&self, op: &EconomyOp) -> EconomyResult {
+    fn economy_one(&self, op: &EconomyOp, waits: &mut LockWaits) -> EconomyResult {
         use crate::records::EconomyStatus;
         let result = |status: EconomyStatus, duplicate: bool, gold_balance: u64| EconomyResult {
             transaction_id: op.transaction_id,
@@ -455,19 +530,22 @@ impl Engine {
             id if id == op.player_id => Counterparty::Initiator,
             id => self.players.get(id).map_or(Counterparty::Unknown, |c| Counterparty::Wallet(c.wallet)),
         };
-        let outcome = self.economy.execute(op, initiator, counterparty);
+        let outcome = self.economy.execute(op, initiator, counterparty, waits);
         self.stats.bump(if outcome.duplicate { Counter::EconomyDuplicates } else { Counter::for_economy(outcome.status) });
         result(outcome.status, outcome.duplicate, outcome.gold_after)
     }
 
-    /// Runs one tick at server time `now_ms`: expires due raid bursts and publishes the
-    /// tick's summary. Meant for one tick driver; concurrent callers serialise.
+    /// Runs one tick at server time `now_ms`: expires due raid bursts, builds the world
+    /// snapshot and publishes it with the tick's summary. Meant for one tick driver;
+    /// concurrent callers serialise.
     pub fn tick(&self, now_ms: u64) -> TickInfo {
         let mut state = self.tick_state.lock();
         let state = &mut *state;
         state.tick = state.tick.wrapping_add(1);
+        let mut waits = LockWaits::default();
         self.combat.collect_new_bursts(&mut state.expiry);
-        let expired = self.combat.expire_due(&mut state.expiry, state.tick, &self.grid);
+        let expired = self.combat.expire_due(&mut state.expiry, state.tick, &self.grid, &mut state.expired, &mut waits);
+        let snapshot_entities = self.publish_snapshot(state, now_ms, &mut waits);
         let info = TickInfo {
             tick: state.tick,
             now_ms,
@@ -475,11 +553,63 @@ impl Engine {
             objects_live: self.combat.live_objects(),
             objects_expired: expired.objects,
             bursts_live: self.combat.live_bursts(),
+            snapshot_entities: snapshot_entities.unwrap_or(0),
         };
         self.board.publish(&info);
         self.stats.bump(Counter::Ticks);
         self.stats.add(Counter::RaidObjectsDespawned, u64::from(expired.objects));
+        self.stats.add_waits(LockKind::Grid, waits);
         info
+    }
+
+    /// Gathers every player (from the movement slots and the position table) and every raid
+    /// object of the live bursts (one read lock per cell of their rectangles, each cell once)
+    /// into the snapshot builder, and publishes the result. Returns the entities published,
+    /// or `None` if readers pinned every spare buffer (the publication is skipped).
+    fn publish_snapshot(&self, state: &mut TickState, now_ms: u64, waits: &mut LockWaits) -> Option<u32> {
+        let g = &self.geometry;
+        let builder = &mut state.builder;
+        builder.clear();
+        let slots = self.movement.slots_used();
+        for slot in 0..slots {
+            let id = self.movement.occupant(slot);
+            if id != 0 {
+                let (x, y) = self.grid.positions().get(slot);
+                builder.add_player(g, slot, id, x, y);
+            }
+        }
+        let side = self.grid.cells_per_side();
+        let mut visit_bursts = |gather: bool| {
+            for burst in Combat::live_burst_areas(&state.expiry) {
+                for cy in u32::from(burst.cy0)..=u32::from(burst.cy1) {
+                    for cx in u32::from(burst.cx0)..=u32::from(burst.cx1) {
+                        let cell = cy * side + cx;
+                        let (word, bit) = ((cell / 64) as usize, 1u64 << (cell % 64));
+                        if gather && state.gathered[word] & bit == 0 {
+                            state.gathered[word] |= bit;
+                            self.grid.for_each_object(cell, waits, |m| builder.add_object(g, m.id, m.x_m, m.y_m, m.kind));
+                        } else if !gather {
+                            state.gathered[word] &= !bit;
+                        }
+                    }
+                }
+            }
+        };
+        visit_bursts(true);
+        visit_bursts(false);
+        match self.snapshots.begin_write(&mut state.writer) {
+            Some(mut slot) => {
+                state.builder.build_into(&mut slot, state.tick, now_ms, slots as usize);
+                let entities = slot.len() as u32;
+                self.snapshots.publish(slot);
+                self.stats.bump(Counter::SnapshotsPublished);
+                Some(entities)
+            }
+            None => {
+                self.stats.bump(Counter::SnapshotsSkipped);
+                None
+            }
+        }
     }
 
     /// The latest tick's summary (consistent: all fields from the same tick).
@@ -487,22 +617,72 @@ impl Engine {
         self.board.read()
     }
 
-    /// Writes the nearest entities around a player (at most `min(out.len(), aoi_k)`),
-    /// nearest first; returns how many.
+    /// Writes the nearest entities around a player within the AoI radius (at most
+    /// `min(out.len(), aoi_k)`), nearest first, as of the latest world snapshot; returns how
+    /// many.
     pub fn area_of_interest(&self, player_id: u64, out: &mut [AoiEntry]) -> Result<usize, AoiError> {
-        let player = self.players.get(player_id).ok_or(AoiError::UnknownPlayer)?;
-        let body = self.movement.get(player.body_key).ok_or(AoiError::UnknownPlayer)?;
-        drop(player);
-        let (x, y, alive) = {
-            let s = body.state.lock();
-            (s.x_m, s.y_m, s.alive)
-        };
-        if !alive {
+        let Some(slot) = self.players.get(player_id).map(|p| p.slot) else {
+            self.stats.bump(Counter::AoiNotInSnapshot);
             return Err(AoiError::UnknownPlayer);
-        }
+        };
         let k = out.len().min(self.config.aoi_k as usize);
-        self.stats.bump(Counter::AoiQueries);
-        Ok(self.grid.nearest_k(x, y, player_id, &mut out[..k]))
+        let result = match self.snapshots.pin() {
+            Some(snapshot) => snapshot.entity_of_slot(slot, player_id).map(|viewer| snapshot.nearest(viewer, &mut out[..k])),
+            None => None,
+        };
+        match result {
+            Some(n) => {
+                self.stats.bump(Counter::AoiQueries);
+                Ok(n)
+            }
+            None => {
+                self.stats.bump(Counter::AoiNotInSnapshot);
+                Err(AoiError::NotInSnapshot)
+            }
+        }
+    }
+
+    /// The area of interest of every player in `players` from one pinned snapshot: player `i`'s
+    /// entries go to `out[i * k ..][.. min(k, aoi_k)]` and their count to `counts[i]`, or
+    /// [`NOT_IN_SNAPSHOT`] for a player not in the snapshot (unknown, or joined after it).
+    /// `k` is at most [`AOI_K_MAX`]; `out` must hold `players.len() * k` entries and `counts`
+    /// `players.len()`, or nothing is written. Allocates nothing.
+    pub fn area_of_interest_batch(
+        &self,
+        players: &[u64],
+        k: usize,
+        out: &mut [AoiEntry],
+        counts: &mut [u32],
+    ) -> Result<AoiBatchInfo, BatchError> {
+        let k = k.min(AOI_K_MAX as usize);
+        let required = players.len().saturating_mul(k);
+        if out.len() < required || counts.len() < players.len() {
+            return Err(BatchError::OutputTooSmall { required });
+        }
+        let per_player = k.min(self.config.aoi_k as usize);
+        let mut info = AoiBatchInfo::default();
+        let snapshot = self.snapshots.pin();
+        if let Some(s) = &snapshot {
+            info.tick = s.tick;
+            info.now_ms = s.now_ms;
+        }
+        for (i, &player_id) in players.iter().enumerate() {
+            let viewer = snapshot.as_ref().and_then(|s| {
+                let slot = self.players.get(player_id)?.slot;
+                s.entity_of_slot(slot, player_id)
+            });
+            counts[i] = match (viewer, &snapshot) {
+                (Some(viewer), Some(s)) => {
+                    info.found += 1;
+                    s.nearest(viewer, &mut out[i * k..i * k + per_player]) as u32
+                }
+                _ => NOT_IN_SNAPSHOT,
+            };
+        }
+        drop(snapshot);
+        self.stats.add(Counter::AoiQueries, u64::from(info.found));
+        self.stats.add(Counter::AoiNotInSnapshot, (players.len() as u64).saturating_sub(u64::from(info.found)));
+        Ok(info)
     }
 
     /// All counters (see [`crate::stats`] for the consistency they give).
@@ -518,9 +698,8 @@ impl Engine {
     /// One player's state, or `None` if not joined.
     pub fn player(&self, player_id: u64) -> Option<PlayerView> {
         let player = self.players.get(player_id)?;
-        let body = self.movement.get(player.body_key)?;
-        let state = *body.state.lock();
-        if !state.alive {
+        let state = *self.movement.body(player.slot).state.lock();
+        if !state.alive || state.player_id != player_id {
             return None;
         }
         let hp = self.combat.combatant(player.combatant_key).map_or(0, |c| c.health.hp());

@@ -1,95 +1,157 @@
-//! The spatial collision grid: cell key -> the entities in that cell, in a `DashMap`.
+//! The spatial collision grid: where every player and raid object is, for contact queries.
 //!
-//! The world is a square of `cells_per_side`² cells. Each cell's members are a
-//! [`CellMembers`] array holding a copy of the member's id, kind and position, so proximity
-//! and area-of-interest queries read one contiguous array per cell and never chase an arena
-//! pointer. The first [`CELL_INLINE_MEMBERS`] members live inline in the map's own slot, so a
-//! cell touched for the first time (a player walking into new ground) costs no allocation;
-//! only a crowded cell (a raid's) moves its members to the heap, and keeps that room.
+//! Two structures, each written by the cheapest thing that can keep it right:
+//!
+//! - **Player positions**: a dense table of packed `(x, y)` atomics, one per movement slot
+//!   ([`PositionTable`]). A move writes its player's position there with one atomic store: no
+//!   lock, no search. Readers (contact queries, the tick's snapshot) load it.
+//! - **Cell membership**: a `DashMap` of cell key -> [`Cell`]. A cell lists its players as
+//!   `(id, slot)` (the position is read from the table, so a move that stays in its cell never
+//!   touches its cell) and its raid objects with their positions inline (objects never move).
+//!   Membership changes only when a player crosses into another cell (beyond the hysteresis
+//!   margin), joins or leaves, and when raid bursts spawn or expire.
+//!
+//! The area of interest does not read this grid at all: it reads the tick's published world
+//! snapshot ([`crate::snapshot`]), so no reader scans crowded cells under their locks.
 //!
 //! Concurrency contract:
-//! - Writers: the thread applying an entity's move (holding that entity's body lock, so one
-//!   entity's grid entries are only ever changed by one thread at a time), raid spawn (its new
-//!   objects) and the tick (expiring objects). Each write locks one `DashMap` shard (the map
-//!   has [`crate::CoreConfig::grid_shards`] of them), never the whole map, and never holds a
-//!   cell while touching another cell: a relocation is "remove from the old cell, release,
-//!   insert into the new cell". Holding a `Ref` of one cell while locking another can
-//!   deadlock when both hash to the same shard; no code here does it.
-//! - Readers: proximity and AoI queries take one shard read lock per visited cell, one cell at
-//!   a time. A reader may see a moving entity at its previous or its new position, and during
-//!   a relocation may miss it for that instant; it never sees an entity in two cells.
-//! - The map is created with room for every cell of the world (each shard reserves its share,
-//!   which hashbrown rounds up), so it does not resize when cells are first touched (a resize
-//!   under load stalls a shard for milliseconds); `map_never_resizes_when_every_cell_is_used`
-//!   checks this for the default world. A cell's members start inline; when a cell first
-//!   outgrows its inline room it reserves [`crate::CoreConfig::cell_member_capacity`] (or what
-//!   the burst needs) on the heap and keeps that capacity when members leave, so steady play
-//!   stops allocating once each crowded cell has seen its busiest moment.
-//! - Locks: the `DashMap` shard locks. None is global: a cell maps to one of
-//!   `grid_shards` shards, and concurrent updates in different shards never meet.
+//! - Writers of a player's position and membership: the thread applying that player's move,
+//!   holding the player's body lock (so one player's grid state only changes on one thread at
+//!   a time), and join/leave. Raid spawn appends objects; the tick removes expired ones.
+//! - Each membership write locks one `DashMap` shard (the map has
+//!   [`crate::CoreConfig::grid_shards`] of them), never two at once: a crossing is "remove from
+//!   the old cell, release, insert into the new cell", so the player is briefly in no cell,
+//!   never in two. Holding a `Ref` of one cell while locking another could deadlock when both
+//!   hash to the same shard; no code here does it.
+//! - Readers (contact queries) take one shard read lock per visited cell, one cell at a time,
+//!   and load player positions from the table. A reader may see a moving player at its
+//!   previous or its new position, or miss it for the instant of a crossing.
+//! - Nothing slow happens under a cell lock: raid spawn creates its objects (arena inserts)
+//!   before it locks a cell and appends them with one copy; expiry moves the due objects out
+//!   with one compaction pass and frees their arena slots after it releases the cell.
+//! - Crowded cells grow geometrically (`Vec`'s doubling) and keep their room, so once a cell
+//!   has seen its busiest moment it never reallocates under its lock again. A cell's first
+//!   [`CELL_INLINE_PLAYERS`] players live inline in the map's slot, so walking into untouched
+//!   ground allocates only the map entry's share of a shard's table.
+//! - Every shard lock is taken through [`LockWaits`]: a held lock is counted and its wait
+//!   timed, so "moves never wait on the grid" is a measured figure.
+//!
+//! Memory follows use: the map is pre-sized for the cells the configured players can occupy
+//! (at most one each, plus the world's cell count if that is smaller), not for every cell of
+//! a large world; beyond that a shard grows on its own, stalling only that shard.
 
 use crate::config::CoreConfig;
-use crate::records::{AoiEntry, EntityKind};
+use crate::locks::LockWaits;
+use crate::records::EntityKind;
 use dashmap::DashMap;
+use dashmap::try_result::TryResult;
 use rustc_hash::FxBuildHasher;
 use smallvec::SmallVec;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Instant;
 
-/// Members a cell holds inline, in the map's slot, before it needs the heap. Four covers a
-/// cell of the default 32 m grid in ordinary play (5,000 players over 16,384 cells).
-pub const CELL_INLINE_MEMBERS: usize = 4;
-
-/// One cell's members.
-pub type CellMembers = SmallVec<[Member; CELL_INLINE_MEMBERS]>;
+/// Players a cell holds inline, in the map's slot, before it needs the heap. Two covers a cell
+/// of the default 32 m grid in ordinary play (5,000 players over 16,384 cells).
+pub const CELL_INLINE_PLAYERS: usize = 2;
 
 /// Index of a cell: `cy * cells_per_side + cx`.
 pub type CellKey = u32;
 
-/// `expires_tick` of a member that never expires (players).
-pub const NEVER_EXPIRES: u32 = u32::MAX;
+/// A player as its cell lists it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PlayerMember {
+    /// Player id.
+    pub id: u64,
+    /// Its movement slot: where its position lives in the [`PositionTable`].
+    pub slot: u32,
+}
 
-/// One entity as the grid sees it.
+/// A raid object as its cell lists it (immutable: objects do not move).
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Member {
-    /// Player id or raid object id.
+pub struct ObjectMember {
+    /// Raid object id.
     pub id: u64,
     /// Position, metres.
     pub x_m: f32,
     /// Position, metres.
     pub y_m: f32,
-    /// Tick at which a raid object expires; [`NEVER_EXPIRES`] for players.
+    /// Tick at which the tick frees it.
     pub expires_tick: u32,
-    /// What the entity is.
+    /// What it is.
     pub kind: EntityKind,
 }
 
-const _: () = assert!(std::mem::size_of::<Member>() == 24);
+const _: () = assert!(std::mem::size_of::<ObjectMember>() == 24);
+const _: () = assert!(std::mem::size_of::<PlayerMember>() == 16);
+
+/// One cell's members.
+#[derive(Debug, Default)]
+pub struct Cell {
+    /// Players registered here. Written by movers crossing in or out, join and leave.
+    players: SmallVec<[PlayerMember; CELL_INLINE_PLAYERS]>,
+    /// Raid objects registered here. Appended by raid spawn, compacted by the tick's expiry.
+    objects: Vec<ObjectMember>,
+}
+
+/// Packed player positions by movement slot: `x` in the low 32 bits, `y` in the high 32, as
+/// `f32` bits, so a reader always gets both coordinates of one write.
+pub struct PositionTable {
+    /// Written by the player's mover (and join), read by contact queries and the snapshot.
+    packed: Box<[AtomicU64]>,
+}
+
+impl PositionTable {
+    /// A table for `slots` players, all at the origin.
+    pub fn new(slots: usize) -> Self {
+        Self { packed: (0..slots).map(|_| AtomicU64::new(0)).collect() }
+    }
+
+    /// Stores `slot`'s position.
+    #[inline]
+    pub fn set(&self, slot: u32, x_m: f32, y_m: f32) {
+        let packed = u64::from(x_m.to_bits()) | (u64::from(y_m.to_bits()) << 32);
+        // Relaxed: a position is self-contained (one word holds both coordinates), and readers
+        // want a recent one, not one ordered with other memory.
+        self.packed[slot as usize].store(packed, Ordering::Relaxed);
+    }
+
+    /// Loads `slot`'s position.
+    #[inline]
+    pub fn get(&self, slot: u32) -> (f32, f32) {
+        let packed = self.packed[slot as usize].load(Ordering::Relaxed);
+        (f32::from_bits(packed as u32), f32::from_bits((packed >> 32) as u32))
+    }
+}
 
 /// The collision grid. See the module doc for who may touch it and when.
 pub struct Grid {
-    /// Cell -> members. Written by movers, raid spawn and the tick; read by queries.
-    cells: DashMap<CellKey, CellMembers, FxBuildHasher>,
+    /// Cell -> members. Written by crossing movers, join/leave, raid spawn and the tick; read
+    /// by contact queries and the tick's snapshot build.
+    cells: DashMap<CellKey, Cell, FxBuildHasher>,
+    /// Player positions by movement slot.
+    positions: PositionTable,
     cells_per_side: u32,
     cell_size_m: f32,
     inv_cell_size: f32,
     hysteresis_m: f32,
     world_size_m: f32,
-    member_capacity: usize,
 }
 
 impl Grid {
-    /// An empty grid sized for `config`'s world (no cell allocated yet; the map itself is
-    /// pre-sized for every cell).
+    /// An empty grid for `config`'s world. The map is sized for the cells the configured
+    /// players can occupy (see the module doc); the position table for every player slot.
     pub fn new(config: &CoreConfig) -> Self {
         let cells_per_side = config.cells_per_side();
         let total = (cells_per_side as usize) * (cells_per_side as usize);
+        let expected_cells = total.min(config.player_capacity as usize);
         Self {
-            cells: DashMap::with_capacity_and_hasher_and_shard_amount(total, FxBuildHasher, config.grid_shards as usize),
+            cells: DashMap::with_capacity_and_hasher_and_shard_amount(expected_cells, FxBuildHasher, config.grid_shards as usize),
+            positions: PositionTable::new(config.player_capacity as usize),
             cells_per_side,
             cell_size_m: config.cell_size_m,
             inv_cell_size: 1.0 / config.cell_size_m,
             hysteresis_m: config.cell_hysteresis_m,
             world_size_m: config.world_size_m,
-            member_capacity: config.cell_member_capacity as usize,
         }
     }
 
@@ -101,6 +163,12 @@ impl Grid {
     /// Side of one cell, metres.
     pub fn cell_size_m(&self) -> f32 {
         self.cell_size_m
+    }
+
+    /// The player position table.
+    #[inline]
+    pub fn positions(&self) -> &PositionTable {
+        &self.positions
     }
 
     /// Whether `(x, y)` is a finite point inside the world.
@@ -137,100 +205,130 @@ impl Grid {
         if inside { current } else { self.cell_of(x, y) }
     }
 
-    /// Adds `member` to `cell`.
-    pub fn insert(&self, cell: CellKey, member: Member) {
-        let mut members = self.cells.entry(cell).or_default();
-        Self::reserve(&mut members, 1, self.member_capacity);
-        members.push(member);
-    }
-
-    /// Makes room for `extra` more members; the first time a cell leaves its inline room it
-    /// reserves at least `capacity` on the heap, so a crowded cell grows once, not by doubling.
-    fn reserve(members: &mut CellMembers, extra: usize, capacity: usize) {
-        let needed = members.len() + extra;
-        if needed > members.capacity() {
-            let target = if members.spilled() { needed } else { needed.max(capacity) };
-            members.reserve_exact(target - members.len());
+    /// The cell's entry for writing (created if missing), counting a wait on its shard.
+    #[inline]
+    fn cell_mut(&self, cell: CellKey, waits: &mut LockWaits) -> dashmap::mapref::one::RefMut<'_, CellKey, Cell> {
+        match self.cells.try_entry(cell) {
+            Some(entry) => entry.or_default(),
+            None => {
+                let since = Instant::now();
+                let entry = self.cells.entry(cell).or_default();
+                waits.waited_since(since);
+                entry
+            }
         }
     }
 
-    /// Removes entity `id` from `cell`, returning it if it was there.
-    pub fn remove(&self, cell: CellKey, id: u64) -> Option<Member> {
-        let mut members = self.cells.get_mut(&cell)?;
-        let at = members.iter().position(|m| m.id == id)?;
-        Some(members.swap_remove(at))
+    /// The cell's entry for writing if it exists, counting a wait on its shard.
+    #[inline]
+    fn existing_cell_mut(&self, cell: CellKey, waits: &mut LockWaits) -> Option<dashmap::mapref::one::RefMut<'_, CellKey, Cell>> {
+        match self.cells.try_get_mut(&cell) {
+            TryResult::Present(r) => Some(r),
+            TryResult::Absent => None,
+            TryResult::Locked => {
+                let since = Instant::now();
+                let r = self.cells.get_mut(&cell);
+                waits.waited_since(since);
+                r
+            }
+        }
     }
 
-    /// Updates the stored position of `id` in `cell`; `false` if it is not there.
-    pub fn update_position(&self, cell: CellKey, id: u64, x: f32, y: f32) -> bool {
-        let Some(mut members) = self.cells.get_mut(&cell) else { return false };
-        match members.iter_mut().find(|m| m.id == id) {
-            Some(m) => {
-                m.x_m = x;
-                m.y_m = y;
+    /// The cell's entry for reading if it exists, counting a wait on its shard.
+    #[inline]
+    fn existing_cell(&self, cell: CellKey, waits: &mut LockWaits) -> Option<dashmap::mapref::one::Ref<'_, CellKey, Cell>> {
+        match self.cells.try_get(&cell) {
+            TryResult::Present(r) => Some(r),
+            TryResult::Absent => None,
+            TryResult::Locked => {
+                let since = Instant::now();
+                let r = self.cells.get(&cell);
+                waits.waited_since(since);
+                r
+            }
+        }
+    }
+
+    /// Registers a player in `cell` at `(x, y)` (join).
+    pub fn insert_player(&self, cell: CellKey, member: PlayerMember, x_m: f32, y_m: f32, waits: &mut LockWaits) {
+        self.positions.set(member.slot, x_m, y_m);
+        self.cell_mut(cell, waits).players.push(member);
+    }
+
+    /// Removes player `id` from `cell`, returning whether it was there (leave).
+    pub fn remove_player(&self, cell: CellKey, id: u64, waits: &mut LockWaits) -> bool {
+        let Some(mut c) = self.existing_cell_mut(cell, waits) else { return false };
+        match c.players.iter().position(|m| m.id == id) {
+            Some(at) => {
+                c.players.swap_remove(at);
                 true
             }
             None => false,
         }
     }
 
-    /// Moves `id` from `from` to `to` with its new position. Between the two steps the entity
-    /// is briefly in no cell (never in two). Returns `false` if it was not in `from`.
-    pub fn relocate(&self, from: CellKey, to: CellKey, id: u64, x: f32, y: f32) -> bool {
-        let Some(mut member) = self.remove(from, id) else { return false };
-        member.x_m = x;
-        member.y_m = y;
-        self.insert(to, member);
+    /// Moves a player from `from` to `to` (a crossing). The position must already be stored.
+    /// Between the two steps the player is briefly in no cell (never in two). Returns `false`
+    /// if it was not in `from`.
+    pub fn relocate_player(&self, from: CellKey, to: CellKey, member: PlayerMember, waits: &mut LockWaits) -> bool {
+        if !self.remove_player(from, member.id, waits) {
+            return false;
+        }
+        self.cell_mut(to, waits).players.push(member);
         true
     }
 
-    /// Runs `fill` with exclusive access to `cell`'s member vector (created if missing), for
-    /// bulk inserts such as a raid burst. `fill` must not touch the grid.
-    /// `extra` is how many members `fill` will add (reserved up front, so the burst's cell
-    /// grows at most once).
-    pub fn with_cell_mut<R>(&self, cell: CellKey, extra: usize, fill: impl FnOnce(&mut CellMembers) -> R) -> R {
-        let mut members = self.cells.entry(cell).or_default();
-        Self::reserve(&mut members, extra, self.member_capacity);
-        fill(&mut members)
+    /// Appends raid objects to `cell` with one copy under its lock (they were created before).
+    pub fn append_objects(&self, cell: CellKey, objects: &[ObjectMember], waits: &mut LockWaits) {
+        if objects.is_empty() {
+            return;
+        }
+        self.cell_mut(cell, waits).objects.extend_from_slice(objects);
     }
 
-    /// Removes from `cell` every raid object whose `expires_tick <= now_tick`, calling
-    /// `on_expired` for each (under the cell's lock: it must not touch the grid); returns how
-    /// many were removed.
-    pub fn expire_cell(&self, cell: CellKey, now_tick: u32, mut on_expired: impl FnMut(&Member)) -> usize {
-        let Some(mut members) = self.cells.get_mut(&cell) else { return 0 };
-        let before = members.len();
-        members.retain(|m| {
-            let keep = m.kind == EntityKind::Player || m.expires_tick > now_tick;
+    /// Moves every raid object of `cell` whose `expires_tick <= now_tick` into `expired` (one
+    /// compaction pass under the cell's lock; the caller frees their arena slots after). Returns
+    /// how many moved.
+    pub fn take_expired(&self, cell: CellKey, now_tick: u32, expired: &mut Vec<ObjectMember>, waits: &mut LockWaits) -> usize {
+        let Some(mut c) = self.existing_cell_mut(cell, waits) else { return 0 };
+        let before = expired.len();
+        c.objects.retain(|m| {
+            let keep = m.expires_tick > now_tick;
             if !keep {
-                on_expired(m);
+                expired.push(*m);
             }
             keep
         });
-        before - members.len()
+        expired.len() - before
     }
 
-    /// The up-to-nine cells around `(x, y)`'s cell (fewer at the world's edge).
-    #[inline]
-    fn neighbourhood(&self, x: f32, y: f32) -> impl Iterator<Item = CellKey> + use<> {
-        let (cx, cy) = (self.coord(x) as i64, self.coord(y) as i64);
-        let side = self.cells_per_side as i64;
-        (-1i64..=1)
-            .flat_map(move |dy| (-1i64..=1).map(move |dx| (cx + dx, cy + dy)))
-            .filter_map(move |(nx, ny)| (nx >= 0 && ny >= 0 && nx < side && ny < side).then_some((ny * side + nx) as CellKey))
+    /// Calls `visit` for each raid object of `cell` under its read lock (the snapshot build).
+    /// `visit` must not touch the grid.
+    pub fn for_each_object(&self, cell: CellKey, waits: &mut LockWaits, mut visit: impl FnMut(&ObjectMember)) {
+        if let Some(c) = self.existing_cell(cell, waits) {
+            c.objects.iter().for_each(&mut visit);
+        }
     }
 
-    /// Calls `visit(member, distance)` for every member other than `exclude_id` within
+    /// Calls `visit(id, kind, distance)` for every entity other than `exclude_id` within
     /// `radius_m` of `(x, y)`. `visit` runs under a cell's read lock and must not touch the
     /// grid. Returns the number visited.
     ///
-    /// Only the cells that can hold such a member are visited: a member is registered in a
+    /// Only the cells that can hold such an entity are visited: an entity is registered in a
     /// cell whose bounds, grown by the hysteresis margin, contain it, so it can only be in a
     /// cell overlapping the square `(x, y) ± (radius + hysteresis)`. With the default 8 m
     /// radius, 2 m margin and 32 m cells that is one cell for a point in a cell's middle and
-    /// at most four near a corner, instead of always nine (at most nine, and complete, as
-    /// long as `radius + hysteresis <= cell size`, checked by [`CoreConfig::validate`]).
-    pub fn for_each_near(&self, x: f32, y: f32, radius_m: f32, exclude_id: u64, mut visit: impl FnMut(&Member, f32)) -> usize {
+    /// at most four near a corner (complete as long as `radius + hysteresis <= cell size`,
+    /// checked by [`CoreConfig::validate`]).
+    pub fn for_each_near(
+        &self,
+        x: f32,
+        y: f32,
+        radius_m: f32,
+        exclude_id: u64,
+        waits: &mut LockWaits,
+        mut visit: impl FnMut(u64, EntityKind, f32),
+    ) -> usize {
         let r2 = radius_m * radius_m;
         let reach = radius_m + self.hysteresis_m;
         let (cx0, cx1) = (self.coord((x - reach).max(0.0)), self.coord(x + reach));
@@ -238,12 +336,21 @@ impl Grid {
         let mut visited = 0;
         for cy in cy0..=cy1 {
             for cx in cx0..=cx1 {
-                let Some(members) = self.cells.get(&(cy * self.cells_per_side + cx)) else { continue };
-                for m in members.iter() {
-                    let (dx, dy) = (m.x_m - x, m.y_m - y);
+                let Some(c) = self.existing_cell(cy * self.cells_per_side + cx, waits) else { continue };
+                for m in &c.players {
+                    let (px, py) = self.positions.get(m.slot);
+                    let (dx, dy) = (px - x, py - y);
                     let d2 = dx * dx + dy * dy;
                     if d2 <= r2 && m.id != exclude_id {
-                        visit(m, d2.sqrt());
+                        visit(m.id, EntityKind::Player, d2.sqrt());
+                        visited += 1;
+                    }
+                }
+                for m in &c.objects {
+                    let (dx, dy) = (m.x_m - x, m.y_m - y);
+                    let d2 = dx * dx + dy * dy;
+                    if d2 <= r2 {
+                        visit(m.id, m.kind, d2.sqrt());
                         visited += 1;
                     }
                 }
@@ -252,43 +359,15 @@ impl Grid {
         visited
     }
 
-    /// Writes the nearest `out.len()` entities (other than `exclude_id`) in the 3x3 cells
-    /// around `(x, y)` into `out`, nearest first; returns how many were written. Uses no heap:
-    /// the candidates are kept sorted in `out` itself (insertion into a fixed array).
-    pub fn nearest_k(&self, x: f32, y: f32, exclude_id: u64, out: &mut [AoiEntry]) -> usize {
-        let k = out.len();
-        if k == 0 {
-            return 0;
-        }
-        let mut filled = 0usize;
-        for cell in self.neighbourhood(x, y) {
-            let Some(members) = self.cells.get(&cell) else { continue };
-            for m in members.iter() {
-                if m.id == exclude_id {
-                    continue;
-                }
-                let (dx, dy) = (m.x_m - x, m.y_m - y);
-                let d = (dx * dx + dy * dy).sqrt();
-                if filled == k && d >= out[k - 1].distance_m {
-                    continue;
-                }
-                // Shift the farther entries right by one and drop the new one in place.
-                let mut at = filled.min(k - 1);
-                while at > 0 && out[at - 1].distance_m > d {
-                    out[at] = out[at - 1];
-                    at -= 1;
-                }
-                out[at] = AoiEntry { entity_id: m.id, x_m: m.x_m, y_m: m.y_m, distance_m: d, kind: m.kind as u8, _reserved: [0; 3] };
-                filled = (filled + 1).min(k);
-            }
-        }
-        filled
-    }
-
     /// Every cell that currently lists `id` (audit and test use: walks the whole grid and
     /// allocates).
     pub fn cells_containing(&self, id: u64) -> Vec<CellKey> {
-        let mut found: Vec<CellKey> = self.cells.iter().filter(|e| e.value().iter().any(|m| m.id == id)).map(|e| *e.key()).collect();
+        let mut found: Vec<CellKey> = self
+            .cells
+            .iter()
+            .filter(|e| e.value().players.iter().any(|m| m.id == id) || e.value().objects.iter().any(|m| m.id == id))
+            .map(|e| *e.key())
+            .collect();
         found.sort_unstable();
         found
     }
@@ -297,23 +376,36 @@ impl Grid {
     pub fn census(&self) -> GridCensus {
         let mut census = GridCensus::default();
         for entry in self.cells.iter() {
-            for m in entry.value().iter() {
-                match m.kind {
-                    EntityKind::Player => census.players += 1,
-                    _ => census.objects += 1,
-                }
-            }
+            census.players += entry.value().players.len();
+            census.objects += entry.value().objects.len();
         }
         census
     }
 
     /// Members registered in a cell their position does not belong to (outside the cell grown
-    /// by the hysteresis margin). Always 0 for a consistent grid; audit and test use.
+    /// by the hysteresis margin). Always 0 for a consistent grid at rest; audit and test use.
     pub fn misplaced(&self) -> usize {
         self.cells
             .iter()
-            .map(|entry| entry.value().iter().filter(|m| self.cell_with_hysteresis(*entry.key(), m.x_m, m.y_m) != *entry.key()).count())
+            .map(|entry| {
+                let key = *entry.key();
+                let c = entry.value();
+                let players = c
+                    .players
+                    .iter()
+                    .filter(|m| {
+                        let (x, y) = self.positions.get(m.slot);
+                        self.cell_with_hysteresis(key, x, y) != key
+                    })
+                    .count();
+                players + c.objects.iter().filter(|m| self.cell_with_hysteresis(key, m.x_m, m.y_m) != key).count()
+            })
             .sum()
+    }
+
+    /// Cells the map holds and the cells it has room for without growing (audit use).
+    pub fn cell_map_size(&self) -> (usize, usize) {
+        (self.cells.len(), self.cells.capacity())
     }
 }
 
@@ -334,20 +426,9 @@ mod tests {
         Grid::new(&CoreConfig::default())
     }
 
-    fn player(id: u64, x: f32, y: f32) -> Member {
-        Member { id, x_m: x, y_m: y, expires_tick: NEVER_EXPIRES, kind: EntityKind::Player }
-    }
-
-    #[test]
-    fn map_never_resizes_when_every_cell_is_used() {
-        let g = grid();
-        let reserved = g.cells.capacity();
-        let side = g.cells_per_side();
-        for cell in 0..side * side {
-            g.insert(cell, player(u64::from(cell) + 1, 0.0, 0.0));
-        }
-        assert_eq!(g.cells.len(), (side * side) as usize);
-        assert_eq!(g.cells.capacity(), reserved, "the cell map grew");
+    /// Registers player `id` (slot `id`) at `(x, y)` in the cell its position maps to.
+    fn put(g: &Grid, id: u64, x: f32, y: f32) {
+        g.insert_player(g.cell_of(x, y), PlayerMember { id, slot: id as u32 }, x, y, &mut LockWaits::default());
     }
 
     #[test]
@@ -369,32 +450,58 @@ mod tests {
     }
 
     #[test]
-    fn insert_update_relocate_remove() {
+    fn positions_round_trip_both_coordinates_together() {
+        let t = PositionTable::new(4);
+        t.set(2, 1234.5, -0.25);
+        assert_eq!(t.get(2), (1234.5, -0.25));
+        assert_eq!(t.get(1), (0.0, 0.0));
+    }
+
+    #[test]
+    fn insert_relocate_remove() {
         let g = grid();
+        let w = &mut LockWaits::default();
         let a = g.cell_of(10.0, 10.0);
         let b = g.cell_of(40.0, 10.0);
-        g.insert(a, player(1, 10.0, 10.0));
-        assert!(g.update_position(a, 1, 11.0, 10.0));
-        assert!(!g.update_position(b, 1, 11.0, 10.0));
-        assert!(g.relocate(a, b, 1, 40.0, 10.0));
+        let member = PlayerMember { id: 1, slot: 0 };
+        g.insert_player(a, member, 10.0, 10.0, w);
+        g.positions().set(0, 40.0, 10.0);
+        assert!(g.relocate_player(a, b, member, w));
         assert_eq!(g.cells_containing(1), vec![b]);
-        assert!(!g.relocate(a, b, 1, 40.0, 10.0));
-        assert_eq!(g.remove(b, 1).map(|m| m.x_m), Some(40.0));
+        assert!(!g.relocate_player(a, b, member, w), "not in the old cell any more");
+        assert!(g.remove_player(b, 1, w));
         assert!(g.cells_containing(1).is_empty());
-        assert_eq!(g.remove(b, 1), None);
-        assert_eq!(g.remove(12345, 1), None);
+        assert!(!g.remove_player(b, 1, w));
+        assert!(!g.remove_player(12345, 1, w));
+        assert_eq!(*w, LockWaits::default(), "one thread never waits");
     }
 
     #[test]
     fn proximity_searches_neighbour_cells_and_respects_radius() {
         let g = grid();
         // Querier just left of a cell boundary, neighbour just right of it.
-        g.insert(g.cell_of(31.0, 5.0), player(1, 31.0, 5.0));
-        g.insert(g.cell_of(33.0, 5.0), player(2, 33.0, 5.0));
-        g.insert(g.cell_of(50.0, 5.0), player(3, 50.0, 5.0));
+        put(&g, 1, 31.0, 5.0);
+        put(&g, 2, 33.0, 5.0);
+        put(&g, 3, 50.0, 5.0);
         let mut seen = vec![];
-        g.for_each_near(31.0, 5.0, 8.0, 1, |m, d| seen.push((m.id, d)));
-        assert_eq!(seen, vec![(2, 2.0)]);
+        g.for_each_near(31.0, 5.0, 8.0, 1, &mut LockWaits::default(), |id, kind, d| seen.push((id, kind, d)));
+        assert_eq!(seen, vec![(2, EntityKind::Player, 2.0)]);
+    }
+
+    #[test]
+    fn an_in_cell_move_is_seen_through_the_position_table() {
+        let g = grid();
+        put(&g, 1, 10.0, 10.0);
+        put(&g, 2, 20.0, 10.0);
+        let mut seen = 0;
+        g.for_each_near(10.0, 10.0, 8.0, 1, &mut LockWaits::default(), |_, _, _| seen += 1);
+        assert_eq!(seen, 0);
+        g.positions().set(2, 15.0, 10.0); // what a move in its cell writes, and all it writes
+        g.for_each_near(10.0, 10.0, 8.0, 1, &mut LockWaits::default(), |id, _, d| {
+            assert_eq!((id, d), (2, 5.0));
+            seen += 1;
+        });
+        assert_eq!(seen, 1);
     }
 
     #[test]
@@ -410,8 +517,9 @@ mod tests {
         };
         // Members near boundaries, registered in whichever neighbouring cell (any of the
         // eight directions) still holds them within the margin, as a walker arriving from
-        // that side would be.
+        // that side would be; every third one a raid object.
         let mut displaced = 0;
+        let w = &mut LockWaits::default();
         for id in 1..=3_000u64 {
             let (x, y) = (100.0 + next() * 200.0, 100.0 + next() * 200.0);
             let raw = g.cell_of(x, y);
@@ -419,7 +527,11 @@ mod tests {
             let beside = g.cell_of(x + dx, y + dy);
             let cell = if g.cell_with_hysteresis(beside, x, y) == beside { beside } else { raw };
             displaced += usize::from(cell != raw);
-            g.insert(cell, player(id, x, y));
+            if id % 3 == 0 {
+                g.append_objects(cell, &[ObjectMember { id, x_m: x, y_m: y, expires_tick: 9, kind: EntityKind::Add }], w);
+            } else {
+                g.insert_player(cell, PlayerMember { id, slot: id as u32 }, x, y, w);
+            }
             all.push((id, x, y));
         }
         assert!(displaced > 100, "the test displaces members: {displaced}");
@@ -427,7 +539,7 @@ mod tests {
         for _ in 0..500 {
             let (qx, qy) = (90.0 + next() * 220.0, 90.0 + next() * 220.0);
             let mut found = vec![];
-            g.for_each_near(qx, qy, 8.0, 0, |m, _| found.push(m.id));
+            g.for_each_near(qx, qy, 8.0, 0, w, |id, _, _| found.push(id));
             found.sort_unstable();
             let mut expected: Vec<u64> =
                 all.iter().filter(|(_, x, y)| (x - qx).powi(2) + (y - qy).powi(2) <= 64.0).map(|(id, _, _)| *id).collect();
@@ -437,38 +549,57 @@ mod tests {
     }
 
     #[test]
-    fn nearest_k_is_sorted_and_capped() {
+    fn expiry_takes_only_due_objects_and_keeps_players() {
         let g = grid();
-        for i in 0..20u64 {
-            let x = 100.0 + i as f32;
-            g.insert(g.cell_of(x, 100.0), player(i + 1, x, 100.0));
-        }
-        let mut out = [AoiEntry::default(); 5];
-        let n = g.nearest_k(109.5, 100.0, 0, &mut out);
-        assert_eq!(n, 5);
-        let dists: Vec<f32> = out.iter().map(|e| e.distance_m).collect();
-        assert_eq!(dists, vec![0.5, 0.5, 1.5, 1.5, 2.5]);
-        let ids: std::collections::HashSet<u64> = out.iter().map(|e| e.entity_id).collect();
-        assert_eq!(ids, [9, 10, 11, 8, 12].into_iter().collect());
-        let mut few = [AoiEntry::default(); 64];
-        assert_eq!(g.nearest_k(109.5, 100.0, 10, &mut few), 19);
-        assert!(few[..19].windows(2).all(|w| w[0].distance_m <= w[1].distance_m));
+        let w = &mut LockWaits::default();
+        let c = g.cell_of(5.0, 5.0);
+        put(&g, 1, 5.0, 5.0);
+        let objects: Vec<ObjectMember> = [(10u64, 3u32), (11, 4), (12, 9)]
+            .iter()
+            .map(|&(id, expires_tick)| ObjectMember { id, x_m: 5.0, y_m: 5.0, expires_tick, kind: EntityKind::Add })
+            .collect();
+        g.append_objects(c, &objects, w);
+        let mut expired = Vec::new();
+        assert_eq!(g.take_expired(c, 4, &mut expired, w), 2);
+        let mut ids: Vec<u64> = expired.iter().map(|m| m.id).collect();
+        ids.sort_unstable();
+        assert_eq!(ids, vec![10, 11]);
+        assert_eq!(g.census(), GridCensus { players: 1, objects: 1 });
+        assert_eq!(g.take_expired(c, 100, &mut expired, w), 1);
+        assert_eq!(g.take_expired(c + 1, 100, &mut expired, w), 0);
+        assert_eq!(g.census(), GridCensus { players: 1, objects: 0 });
     }
 
     #[test]
-    fn expiry_keeps_players_and_live_objects() {
-        let g = grid();
-        let c = g.cell_of(5.0, 5.0);
-        g.insert(c, player(1, 5.0, 5.0));
-        for (id, expires) in [(10u64, 3u32), (11, 4), (12, 9)] {
-            g.insert(c, Member { id: id | crate::arena::OBJECT_ID_TAG, x_m: 5.0, y_m: 5.0, expires_tick: expires, kind: EntityKind::Add });
-        }
-        let mut expired = vec![];
-        assert_eq!(g.expire_cell(c, 4, |m| expired.push(m.id & !crate::arena::OBJECT_ID_TAG)), 2);
-        expired.sort();
-        assert_eq!(expired, vec![10, 11]);
-        assert_eq!(g.census(), GridCensus { players: 1, objects: 1 });
-        assert_eq!(g.expire_cell(c, 100, |_| {}), 1);
-        assert_eq!(g.expire_cell(c + 1, 100, |_| {}), 0);
+    fn the_cell_map_is_sized_for_the_players_not_for_every_cell() {
+        let config = CoreConfig { world_size_m: 65_536.0, player_capacity: 1_000, ..CoreConfig::default() };
+        let g = Grid::new(&config);
+        let (_, room) = g.cell_map_size();
+        assert!(room >= 1_000, "room for every player's cell: {room}");
+        assert!(room < 8 * 1_000 + 4 * config.grid_shards as usize * 8, "not 4M cells' worth: {room}");
+    }
+
+    #[test]
+    fn a_held_shard_is_counted_as_a_wait() {
+        let g = std::sync::Arc::new(grid());
+        let cell = g.cell_of(10.0, 10.0);
+        put(&g, 1, 10.0, 10.0);
+        let held = g.cells.get_mut(&cell).unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        let reader = {
+            let g = std::sync::Arc::clone(&g);
+            std::thread::spawn(move || {
+                let mut w = LockWaits::default();
+                tx.send(()).unwrap();
+                g.for_each_near(12.0, 10.0, 8.0, 0, &mut w, |_, _, _| {});
+                w
+            })
+        };
+        rx.recv().unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        drop(held);
+        let w = reader.join().unwrap();
+        assert_eq!(w.contended, 1, "the query found its cell's shard write-locked once");
+        assert!(w.wait_ns > 0);
     }
 }

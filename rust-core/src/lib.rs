@@ -40,12 +40,14 @@ pub mod config;
 pub mod economy;
 mod engine;
 pub mod grid;
+pub mod locks;
 pub mod movement;
 pub mod players;
 pub mod records;
+pub mod snapshot;
 pub mod stats;
 mod sync;
 pub mod tick;
 
 pub use config::CoreConfig;
-pub use engine::{AoiError, BatchError, DamageError, Engine, JoinError, LeaveError, MoveBatchReport, PlayerView};
+pub use engine::{AoiBatchInfo, AoiError, BatchError, DamageError, Engine, JoinError, LeaveError, MoveBatchReport, PlayerView};

@@ -1,8 +1,13 @@
 //! Movement: player bodies and the rules a move must pass.
 //!
 //! A body holds what the movement rules need (position, facing, last sequence, the clocks of
-//! the last accepted move, the cell it is registered in). Bodies live in a sharded-slab arena
-//! so any thread can create, find and free them without a shared lock.
+//! the last accepted move, the cell it is registered in). Bodies live in a dense table indexed
+//! by the player's *slot*, a small integer handed out at join from a lock-free free list and
+//! returned at leave; the player record (the one sharded-slab lookup a move makes, see
+//! [`crate::players`]) carries the slot. The same slot indexes the grid's position table
+//! ([`crate::grid::PositionTable`]), which is what a move in its cell writes instead of its
+//! cell. The table is allocated once for the configured player capacity, so joining never
+//! allocates and a slot is never moved.
 //!
 //! Rules, checked in this order for each [`MoveRecord`] (each refusal counted by reason):
 //! 1. the player exists and the session token matches ([`RejectReason::UnknownPlayer`],
@@ -11,25 +16,27 @@
 //!    replayed or reordered datagram is refused ([`RejectReason::StaleSequence`]);
 //! 3. the position is finite and inside the world ([`RejectReason::OutOfBounds`]);
 //! 4. the distance covered is at most `max_speed * dt + speed_slack`, where `dt` is the client's
-//!    clock delta capped by the server's own clock delta plus `clock_slack_ms`, so a client
-//!    cannot bank time by lying about its clock; for the first move after join `dt` is
-//!    `clock_slack_ms` ([`RejectReason::TooFast`]).
+//!    clock delta capped by the server's own clock delta plus `clock_slack_ms`; for the first
+//!    move after join `dt` is `clock_slack_ms` ([`RejectReason::TooFast`]).
 //!
 //! Concurrency contract: each body has its own `parking_lot::Mutex` (one byte, uncontended in
-//! practice because one player's datagrams arrive on one network worker). It is the only lock
-//! a move takes besides one grid shard at a time, and it is per entity, never shared between
-//! players. While holding it, the mover writes the body and that entity's grid entries, so an
-//! entity's grid registration always agrees with its body once the lock is released. Readers
-//! (AoI) lock the body only to copy its position out.
+//! practice because one player's datagrams arrive on one network worker; waits on it are
+//! counted, see [`crate::locks`]). It is the only lock a move takes besides a grid shard when
+//! it crosses cells or looks for contacts, and it is per player. While holding it, the mover
+//! writes the body, the player's position in the grid's table and, on a crossing, the player's
+//! cell membership, so a player's grid state always agrees with its body once the lock is
+//! released. A slot's body is re-initialised under its lock at join and marked dead under it at
+//! leave; a mover that looked the player up before a leave finds `alive == false` or another
+//! `player_id` there and refuses the move.
 
-use crate::arena::ArenaConfig;
 use crate::grid::CellKey;
 use crate::records::{MoveRecord, RejectReason};
+use crossbeam_queue::ArrayQueue;
 use parking_lot::Mutex;
-use sharded_slab::Slab;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 /// A body's mutable state, guarded by the body's own lock.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct BodyState {
     /// Owning player id.
     pub player_id: u64,
@@ -56,10 +63,10 @@ pub struct BodyState {
 }
 
 /// One player body: its state behind its own lock.
-#[derive(Debug)]
+#[derive(Debug, Default)]
 pub struct Body {
-    /// The body's state. Writers: the thread applying this player's move, and leave.
-    /// Readers: AoI (copies the position out).
+    /// The body's state. Writers: the thread applying this player's move, join and leave.
+    /// Readers: the player view.
     pub state: Mutex<BodyState>,
 }
 
@@ -102,75 +109,72 @@ impl MoveRules {
     }
 }
 
-/// The body arena.
+/// The body table and its slots.
 pub struct Movement {
-    /// Bodies keyed by the key stored in the player record. Inserted by join, removed by
-    /// leave, read by every move of that player.
-    bodies: Slab<Body, ArenaConfig>,
-}
-
-/// A borrowed body.
-pub type BodyGuard<'a> = sharded_slab::Entry<'a, Body, ArenaConfig>;
-
-impl Default for Movement {
-    fn default() -> Self {
-        Self::new()
-    }
+    /// Bodies by slot. Re-initialised by join, marked dead by leave, locked by every move of
+    /// the slot's player.
+    bodies: Box<[Body]>,
+    /// Player id by slot, 0 for a free slot. Written by join and leave; read by the tick's
+    /// snapshot build.
+    occupants: Box<[AtomicU64]>,
+    /// Slots returned by leave, handed out again by join (lock-free; sized for every slot, so
+    /// a push never fails).
+    free: ArrayQueue<u32>,
+    /// Slots handed out at least once: slots `0..high_water` are the only ones ever used.
+    /// Written by join (fetch-add), read by the snapshot build.
+    high_water: AtomicU32,
 }
 
 impl Movement {
-    /// An empty arena.
-    pub fn new() -> Self {
-        Self { bodies: Slab::new_with_config::<ArenaConfig>() }
+    /// A table for `capacity` players.
+    pub fn new(capacity: u32) -> Self {
+        Self {
+            bodies: (0..capacity).map(|_| Body::default()).collect(),
+            occupants: (0..capacity).map(|_| AtomicU64::new(0)).collect(),
+            free: ArrayQueue::new(capacity.max(1) as usize),
+            high_water: AtomicU32::new(0),
+        }
     }
 
-    /// Creates a body at a spawn point in `cell`.
-    pub fn spawn(&self, player_id: u64, x: f32, y: f32, cell: CellKey) -> Option<usize> {
-        self.bodies.insert(Body {
-            state: Mutex::new(BodyState {
-                player_id,
-                x_m: x,
-                y_m: y,
-                facing_rad: 0.0,
-                last_sequence: 0,
-                last_client_ms: 0,
-                last_server_ms: 0,
-                has_moved: false,
-                cell,
-                alive: true,
-                payload: [0; 32],
-            }),
-        })
+    /// Takes a free slot; `None` only when every slot is taken. Callers admit players through
+    /// a capacity gate first, so a gated join always gets one.
+    pub fn claim_slot(&self) -> Option<u32> {
+        if let Some(slot) = self.free.pop() {
+            return Some(slot);
+        }
+        let capacity = self.bodies.len() as u32;
+        self.high_water.fetch_update(Ordering::AcqRel, Ordering::Acquire, |used| (used < capacity).then_some(used + 1)).ok()
     }
 
-    /// Finds a body.
+    /// Puts a player's body in `slot` at a spawn point in `cell` and marks the slot occupied.
+    pub fn spawn(&self, slot: u32, player_id: u64, x: f32, y: f32, cell: CellKey) {
+        *self.bodies[slot as usize].state.lock() = BodyState { player_id, x_m: x, y_m: y, cell, alive: true, ..BodyState::default() };
+        self.occupants[slot as usize].store(player_id, Ordering::Release);
+    }
+
+    /// Frees `slot` (its body already marked dead by leave) for a later join.
+    pub fn release(&self, slot: u32) {
+        self.occupants[slot as usize].store(0, Ordering::Release);
+        let pushed = self.free.push(slot);
+        debug_assert!(pushed.is_ok(), "the free list holds every slot");
+    }
+
+    /// The body in `slot`.
     #[inline]
-    pub fn get(&self, key: usize) -> Option<BodyGuard<'_>> {
-        self.bodies.get(key)
+    pub fn body(&self, slot: u32) -> &Body {
+        &self.bodies[slot as usize]
     }
 
-    /// Frees a body (deferred by sharded-slab until readers drop their guards).
-    pub fn despawn(&self, key: usize) -> bool {
-        self.bodies.remove(key)
+    /// The player id in `slot` (0 when free).
+    #[inline]
+    pub fn occupant(&self, slot: u32) -> u64 {
+        self.occupants[slot as usize].load(Ordering::Acquire)
     }
 
-    /// Grows the calling thread's shard to hold `slots` bodies without allocating.
-    pub(crate) fn prewarm_current_thread(&self, slots: usize) {
-        crate::arena::prewarm(&self.bodies, slots, || Body {
-            state: Mutex::new(BodyState {
-                player_id: 0,
-                x_m: 0.0,
-                y_m: 0.0,
-                facing_rad: 0.0,
-                last_sequence: 0,
-                last_client_ms: 0,
-                last_server_ms: 0,
-                has_moved: false,
-                cell: 0,
-                alive: false,
-                payload: [0; 32],
-            }),
-        });
+    /// Slots `0..slots_used()` are the only ones ever handed out.
+    #[inline]
+    pub fn slots_used(&self) -> u32 {
+        self.high_water.load(Ordering::Acquire)
     }
 }
 
@@ -185,14 +189,12 @@ mod tests {
             player_id: 1,
             x_m: 100.0,
             y_m: 100.0,
-            facing_rad: 0.0,
             last_sequence: 10,
             last_client_ms: 1_000,
             last_server_ms: 5_000,
             has_moved: true,
-            cell: 0,
             alive: true,
-            payload: [0; 32],
+            ..BodyState::default()
         }
     }
 
@@ -235,5 +237,19 @@ mod tests {
         let mut nan_facing = mv(11, 1_100, 100.0, 100.0);
         nan_facing.facing_rad = f32::NAN;
         assert_eq!(RULES.check(&prev, &nan_facing, 5_100, true), Err(RejectReason::OutOfBounds));
+    }
+
+    #[test]
+    fn slots_are_reused_after_release_and_never_exceed_capacity() {
+        let m = Movement::new(3);
+        let slots: Vec<u32> = (0..3).map(|_| m.claim_slot().unwrap()).collect();
+        assert_eq!(slots, vec![0, 1, 2]);
+        assert_eq!(m.claim_slot(), None, "full");
+        m.spawn(1, 77, 5.0, 6.0, 0);
+        assert_eq!(m.occupant(1), 77);
+        m.release(1);
+        assert_eq!(m.occupant(1), 0);
+        assert_eq!(m.claim_slot(), Some(1), "a released slot comes back");
+        assert_eq!(m.slots_used(), 3);
     }
 }

@@ -33,8 +33,9 @@ pub struct JoinTicket {
 pub struct PlayerRecord {
     /// Random session token. Written at join, read by every authenticated request.
     pub session_token: u64,
-    /// Key of the movement body. Written at join, read by movement and AoI.
-    pub body_key: usize,
+    /// Movement slot: indexes the body table and the grid's position table. Written at join,
+    /// read by every move, AoI query and leave.
+    pub slot: u32,
     /// Key of the combatant. Written at join, read by combat.
     pub combatant_key: usize,
     /// Where the wallet lives. Written at join, read by the economy.
@@ -47,8 +48,8 @@ pub struct PlayerRecord {
 
 impl PlayerRecord {
     /// A record for a player about to be inserted.
-    pub fn new(session_token: u64, body_key: usize, combatant_key: usize, wallet: WalletHandle, faction: u8) -> Self {
-        Self { session_token, body_key, combatant_key, wallet, faction, leaving: AtomicBool::new(false) }
+    pub fn new(session_token: u64, slot: u32, combatant_key: usize, wallet: WalletHandle, faction: u8) -> Self {
+        Self { session_token, slot, combatant_key, wallet, faction, leaving: AtomicBool::new(false) }
     }
 
     /// Claims the right to tear this player down; `true` for exactly one caller.
@@ -119,9 +120,9 @@ impl Players {
 
     /// Grows the calling thread's shard to hold `slots` records without allocating.
     pub(crate) fn prewarm_current_thread(&self, slots: usize) {
-        // Warm-up records: token 0 (invisible to `get`), no body or combatant, already leaving.
+        // Warm-up records: token 0 (invisible to `get`), no slot or combatant, already leaving.
         crate::arena::prewarm(&self.arena, slots, || {
-            let warm_up = PlayerRecord::new(0, usize::MAX, usize::MAX, WalletHandle::NONE, 0);
+            let warm_up = PlayerRecord::new(0, u32::MAX, usize::MAX, WalletHandle::NONE, 0);
             warm_up.leaving.store(true, Ordering::Relaxed);
             warm_up
         });
@@ -150,7 +151,7 @@ mod tests {
     fn warm_up_records_are_invisible_and_cannot_be_claimed() {
         let players = Players::new(4);
         // What pre-warming puts in the arena for an instant.
-        let warm_up = PlayerRecord::new(0, usize::MAX, usize::MAX, WalletHandle::NONE, 0);
+        let warm_up = PlayerRecord::new(0, u32::MAX, usize::MAX, WalletHandle::NONE, 0);
         warm_up.leaving.store(true, Ordering::Relaxed);
         let key = players.arena.insert(warm_up).unwrap();
         let id = player_id_from_key(key);

@@ -13,6 +13,7 @@
 //! but two counters are not read at the same instant (use the economy audit for figures that
 //! must agree with each other).
 
+use crate::locks::{LockKind, LockWaits};
 use crate::records::{EconomyStatus, RejectReason};
 use crossbeam_utils::CachePadded;
 use std::cell::Cell;
@@ -138,6 +139,29 @@ pub struct StatsSnapshot {
     pub ticks: u64,
     /// Area-of-interest snapshots built.
     pub aoi_queries: u64,
+    /// Area-of-interest queries that found no entry for their player in the latest world
+    /// snapshot (unknown or departed player, or one who joined after the snapshot's tick).
+    pub aoi_not_in_snapshot: u64,
+    /// World snapshots published by the tick.
+    pub snapshots_published: u64,
+    /// Ticks that published no snapshot because readers pinned every spare buffer.
+    pub snapshots_skipped: u64,
+    /// Grid shard acquisitions that found the shard locked (moves, joins, leaves, spawns, expiry, snapshot builds).
+    pub lock_grid_contended: u64,
+    /// Nanoseconds spent waiting for grid shards.
+    pub lock_grid_wait_ns: u64,
+    /// Body lock acquisitions that found the lock held.
+    pub lock_body_contended: u64,
+    /// Nanoseconds spent waiting for body locks.
+    pub lock_body_wait_ns: u64,
+    /// Economy shard acquisitions that found the shard locked.
+    pub lock_economy_contended: u64,
+    /// Nanoseconds spent waiting for economy shards.
+    pub lock_economy_wait_ns: u64,
+    /// Moves that waited at least once for a grid shard.
+    pub moves_waited_grid: u64,
+    /// Moves that waited for their body lock.
+    pub moves_waited_body: u64,
 }
 
 define_counters! {
@@ -182,6 +206,17 @@ define_counters! {
     EconomyInvalidTransaction / economy_invalid_transaction: "Economy refused: transaction id 0.",
     Ticks / ticks: "Ticks run.",
     AoiQueries / aoi_queries: "Area-of-interest snapshots built.",
+    AoiNotInSnapshot / aoi_not_in_snapshot: "Area-of-interest queries that found no entry for their player in the latest world snapshot.",
+    SnapshotsPublished / snapshots_published: "World snapshots published by the tick.",
+    SnapshotsSkipped / snapshots_skipped: "Ticks that published no snapshot because readers pinned every spare buffer.",
+    LockGridContended / lock_grid_contended: "Grid shard acquisitions that found the shard locked.",
+    LockGridWaitNs / lock_grid_wait_ns: "Nanoseconds spent waiting for grid shards.",
+    LockBodyContended / lock_body_contended: "Body lock acquisitions that found the lock held.",
+    LockBodyWaitNs / lock_body_wait_ns: "Nanoseconds spent waiting for body locks.",
+    LockEconomyContended / lock_economy_contended: "Economy shard acquisitions that found the shard locked.",
+    LockEconomyWaitNs / lock_economy_wait_ns: "Nanoseconds spent waiting for economy shards.",
+    MovesWaitedGrid / moves_waited_grid: "Moves that waited at least once for a grid shard.",
+    MovesWaitedBody / moves_waited_body: "Moves that waited for their body lock.",
 }
 
 const _: () = assert!(std::mem::size_of::<StatsSnapshot>() == COUNTER_COUNT * 8);
@@ -282,6 +317,18 @@ impl Stats {
     #[inline]
     pub fn bump(&self, counter: Counter) {
         self.add(counter, 1);
+    }
+
+    /// Adds a tally of waits on one kind of lock to that kind's two counters.
+    #[inline]
+    pub fn add_waits(&self, kind: LockKind, waits: LockWaits) {
+        let (contended, wait_ns) = match kind {
+            LockKind::Grid => (Counter::LockGridContended, Counter::LockGridWaitNs),
+            LockKind::Body => (Counter::LockBodyContended, Counter::LockBodyWaitNs),
+            LockKind::Economy => (Counter::LockEconomyContended, Counter::LockEconomyWaitNs),
+        };
+        self.add(contended, waits.contended);
+        self.add(wait_ns, waits.wait_ns);
     }
 
     /// Sums every stripe (see the module doc for the consistency this gives).

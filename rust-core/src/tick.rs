@@ -11,8 +11,7 @@
 //! spawned just before the wrap would then never expire. A server restarts long before.
 //!
 //! ## What readers get, and why it needs no reclamation
-//! Readers (network workers stamping snapshots, the stats endpoint, raid spawns reading the
-//! current tick) need a handful of numbers that must agree with each other: the tick number,
+//! Readers (the stats endpoint, raid spawns reading the current tick) need a handful of numbers that must agree with each other: the tick number,
 //! its server time, and the live counts it saw. They are published on a [`TickBoard`], a
 //! sequence lock over a fixed block of atomic words that the tick rewrites in place. Nothing
 //! is ever freed or swapped out, so there is nothing to reclaim and no reader can hold a
@@ -38,6 +37,9 @@ pub struct TickInfo {
     pub objects_expired: u32,
     /// Raid bursts alive after the tick's expiry pass.
     pub bursts_live: u32,
+    /// Entities in the world snapshot this tick published (0 if it published none: readers
+    /// pinned every spare buffer, counted in `snapshots_skipped`).
+    pub snapshot_entities: u32,
 }
 
 const WORDS: usize = 4;
@@ -45,7 +47,7 @@ const WORDS: usize = 4;
 impl TickInfo {
     fn pack(&self) -> [u64; WORDS] {
         [
-            u64::from(self.tick),
+            u64::from(self.tick) | (u64::from(self.snapshot_entities) << 32),
             self.now_ms,
             u64::from(self.players_live) | (u64::from(self.objects_live) << 32),
             u64::from(self.objects_expired) | (u64::from(self.bursts_live) << 32),
@@ -55,6 +57,7 @@ impl TickInfo {
     fn unpack(w: [u64; WORDS]) -> Self {
         Self {
             tick: w[0] as u32,
+            snapshot_entities: (w[0] >> 32) as u32,
             now_ms: w[1],
             players_live: w[2] as u32,
             objects_live: (w[2] >> 32) as u32,
@@ -166,6 +169,7 @@ mod tests {
             objects_live: t ^ 0xFFFF,
             objects_expired: t / 2,
             bursts_live: t % 7,
+            snapshot_entities: t.wrapping_mul(3),
         };
         board.publish(&info(0));
         let stop = std::sync::atomic::AtomicBool::new(false);
@@ -185,6 +189,7 @@ mod tests {
                     assert_eq!(i.objects_live, i.tick ^ 0xFFFF);
                     assert_eq!(i.objects_expired, i.tick / 2);
                     assert_eq!(i.bursts_live, i.tick % 7);
+                    assert_eq!(i.snapshot_entities, i.tick.wrapping_mul(3));
                     assert!(i.tick >= last, "ticks never go backwards");
                     last = i.tick;
                 }

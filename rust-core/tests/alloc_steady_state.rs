@@ -3,9 +3,10 @@
 //! Warm-up plays one full period of a repeating load: 2,000 players walking back and forth
 //! across cell boundaries in a crowded band (so moves cross cells and proximity queries find
 //! contacts), a first 11,000-object raid burst and its expiry. The measured phase then plays
-//! 100,000 more moves (with crossings, contacts and area-of-interest queries), ticks,
-//! economy requests, and a second 11,000-object burst at the same spot and its expiry, and
-//! must make **zero** allocations. The load repeats exactly, which is what steady state means:
+//! 100,000 more moves (with crossings and contacts), ticks (each expiring objects, building
+//! the world snapshot and publishing it), every player's area of interest read from the
+//! snapshot in batches of 256 (as the network workers read it), economy requests, and a second
+//! 11,000-object burst at the same spot and its expiry, and must make **zero** allocations. The load repeats exactly, which is what steady state means:
 //! every cell vector and arena page has already grown to the size this load
 //! needs, and nothing on these paths allocates per call.
 //!
@@ -17,6 +18,7 @@
 mod common;
 use common::*;
 use mmo_core::records::{AoiEntry, EconomyKind, EconomyResult, EventKind, MoveEvent, MoveRecord, RaidSpawnRequest};
+use mmo_core::snapshot::NOT_IN_SNAPSHOT;
 use mmo_core::{CoreConfig, Engine};
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
@@ -75,11 +77,18 @@ fn y_of(i: usize) -> f32 {
     1_000.0 + (i / 40) as f32 * 1.5
 }
 
+/// Players per area-of-interest batch (a network worker's chunk of its sessions).
+const AOI_BATCH: usize = 256;
+const AOI_K: usize = 32;
+
 struct Load {
     players: Vec<Who>,
+    ids: Vec<u64>,
     batch: Vec<MoveRecord>,
     events: Vec<MoveEvent>,
     aoi: [AoiEntry; 32],
+    aoi_batch: Vec<AoiEntry>,
+    aoi_counts: Vec<u32>,
     now_ms: u64,
     step: u32,
     txn: u64,
@@ -94,10 +103,13 @@ fn steady_state_moves_ticks_trades_and_raid_bursts_allocate_nothing() {
     let e = Engine::new(CoreConfig { starting_gold: 100, ..CoreConfig::default() }).unwrap();
     let players: Vec<Who> = (0..PLAYERS).map(|i| join(&e, x_at(i, 0), y_of(i), 1)).collect();
     let mut load = Load {
+        ids: players.iter().map(|p| p.id).collect(),
         players,
         batch: Vec::with_capacity(BATCH),
         events: vec![MoveEvent::default(); BATCH * e.events_per_move_max()],
         aoi: [AoiEntry::default(); 32],
+        aoi_batch: vec![AoiEntry::default(); AOI_BATCH * AOI_K],
+        aoi_counts: vec![0; AOI_BATCH],
         now_ms: 10_000,
         step: 0,
         txn: 0,
@@ -122,12 +134,16 @@ fn steady_state_moves_ticks_trades_and_raid_bursts_allocate_nothing() {
     let report = e.raid_spawn(&burst()).unwrap();
     let spawned_at = allocations();
     let (mut moves, mut contacts) = (0, 0);
+    let snapshots_before = e.stats().snapshots_published;
+    let aoi_before = e.stats().aoi_queries;
     for _ in 0..50 {
         let (m, c) = load.play_step(&e);
         moves += m;
         contacts += c;
     }
     let after = allocations();
+    assert_eq!(e.stats().snapshots_published - snapshots_before, 50, "every measured tick published a snapshot");
+    assert_eq!(e.stats().aoi_queries - aoi_before, 50 * (PLAYERS as u64 + 1), "every player's area of interest, every step");
 
     assert_eq!(report.spawned, 11_000);
     assert_eq!(e.live_raid_objects(), 0, "the measured burst expired too");
@@ -139,12 +155,21 @@ fn steady_state_moves_ticks_trades_and_raid_bursts_allocate_nothing() {
 }
 
 impl Load {
-    /// One step: every player moves 1 m (in batches of 64), four area-of-interest queries,
-    /// a loot pickup sent twice (the second is a duplicate), a transfer, and a tick. Returns
-    /// (moves applied, contacts reported).
+    /// One step: a tick (expiry, snapshot), every player's area of interest from it (in
+    /// batches, plus one single query), every player moves 1 m (in batches of 64), a loot
+    /// pickup sent twice (the second is a duplicate) and a transfer. Returns (moves applied,
+    /// contacts reported).
     fn play_step(&mut self, e: &Engine) -> (u64, u64) {
         self.step += 1;
         self.now_ms += 100;
+        e.tick(self.now_ms);
+        for chunk in self.ids.chunks(AOI_BATCH) {
+            let info = e.area_of_interest_batch(chunk, AOI_K, &mut self.aoi_batch, &mut self.aoi_counts).unwrap();
+            assert_eq!(info.found as usize, chunk.len(), "every player is in the snapshot");
+            assert!(self.aoi_counts[..chunk.len()].iter().all(|&n| n != NOT_IN_SNAPSHOT && n > 0));
+        }
+        let who = self.players[self.step as usize * 7 % PLAYERS];
+        assert!(e.area_of_interest(who.id, &mut self.aoi).unwrap() > 0);
         let (mut moves, mut contacts) = (0u64, 0u64);
         let mut start = 0;
         while start < PLAYERS {
@@ -159,10 +184,6 @@ impl Load {
             moves += report.applied as u64;
             start = end;
         }
-        for q in 0..4 {
-            let who = self.players[(self.step as usize * 7 + q * 311) % PLAYERS];
-            assert!(e.area_of_interest(who.id, &mut self.aoi).unwrap() > 0);
-        }
         let (a, b) = (self.players[self.step as usize % PLAYERS], self.players[(self.step as usize * 13 + 1) % PLAYERS]);
         self.txn += 1;
         let mut results = [EconomyResult::default(); 2];
@@ -170,7 +191,6 @@ impl Load {
         e.apply_economy(&ops, &mut results).unwrap();
         self.txn += 1;
         e.apply_economy(&[op(a, self.txn, EconomyKind::Transfer, b.id, 1, 0, 0)], &mut results[..1]).unwrap();
-        e.tick(self.now_ms);
         (moves, contacts)
     }
 }
@@ -213,7 +233,7 @@ fn raid_bursts_spawned_and_expired_on_different_threads_allocate_nothing() {
             }
             allocations() - measured_from
         });
-        e.prewarm_current_thread();
+        e.prewarm_current_thread(1);
         let mut measured_from = 0;
         for cycle in 0..CYCLES {
             if cycle == WARM_CYCLES {
@@ -233,7 +253,8 @@ fn raid_bursts_spawned_and_expired_on_different_threads_allocate_nothing() {
 }
 
 /// A player walking into ground no one has touched (a new grid cell on every move) costs no
-/// allocation: a cell's first members live inline in the grid map's own slot.
+/// allocation: a cell's first players live inline in the grid map's own slot, and the map
+/// has room for a cell per configured player.
 #[test]
 fn walking_into_untouched_cells_allocates_nothing() {
     let e = Engine::new(CoreConfig::default()).unwrap();

@@ -11,6 +11,7 @@ use mmo_core::{DamageError, Engine};
 #[test]
 fn raid_burst_spawns_everything_inside_the_square_and_expires_on_time() {
     let e = engine();
+    let p = join(&e, 500.0, 500.0, 1);
     e.tick(0);
     let report = e.raid_spawn(&raid(500.0, 500.0, 11_000, 120)).unwrap();
     assert_eq!(report.spawned, 11_000);
@@ -18,8 +19,9 @@ fn raid_burst_spawns_everything_inside_the_square_and_expires_on_time() {
     assert_eq!(e.live_raid_objects(), 11_000);
     assert_eq!(e.grid().census().objects, 11_000);
     assert_eq!(e.grid().misplaced(), 0, "every object is in the cell its position maps to");
-    // Every object is where the square says, in the cell its position maps to.
-    let p = join(&e, 500.0, 500.0, 1);
+    // The next tick's snapshot holds them; every object is where the square says.
+    let info = e.tick(50);
+    assert_eq!((info.objects_expired, info.snapshot_entities), (0, 11_001), "alive for at least 120 ms, and in the snapshot");
     let mut aoi = vec![mmo_core::records::AoiEntry::default(); 64];
     let n = e.area_of_interest(p.id, &mut aoi).unwrap();
     assert_eq!(n, e.config().aoi_k as usize);
@@ -28,7 +30,7 @@ fn raid_burst_spawns_everything_inside_the_square_and_expires_on_time() {
         assert!((460.0..=540.0).contains(&entry.x_m) && (460.0..=540.0).contains(&entry.y_m));
         assert_eq!(e.raid_object_hp(entry.entity_id), Some(50));
     }
-    for now_ms in [50, 100, 150] {
+    for now_ms in [100, 150] {
         assert_eq!(e.tick(now_ms).objects_expired, 0, "alive for at least 120 ms");
     }
     let info = e.tick(200);
@@ -99,10 +101,11 @@ fn bursts_at_the_world_edge_and_of_zero_extent_stay_inside() {
     assert_eq!(e.grid().misplaced(), 0);
     // Players at the corner and the point see objects within the world only.
     let p = join(&e, 1020.0, 1020.0, 1);
+    let q = join(&e, 10.0, 10.0, 1);
+    e.tick(0);
     let mut aoi = vec![mmo_core::records::AoiEntry::default(); 32];
     let n = e.area_of_interest(p.id, &mut aoi).unwrap();
     assert!(n > 0 && aoi[..n].iter().all(|a| a.x_m < 1024.0 && a.y_m < 1024.0 && a.x_m >= 923.0));
-    let q = join(&e, 10.0, 10.0, 1);
     let n = e.area_of_interest(q.id, &mut aoi).unwrap();
     assert!(n > 0 && aoi[..n].iter().all(|a| (a.x_m - 10.0).abs() < 0.01 && (a.y_m - 10.0).abs() < 0.01));
 }
@@ -124,15 +127,17 @@ fn raid_objects_show_up_as_contacts() {
 fn expired_slots_are_reused_and_stale_ids_miss() {
     let e = engine();
     let p = join(&e, 200.0, 200.0, 1);
+    e.tick(0);
     let mut r = raid(200.0, 200.0, 1, 50);
     r.half_extent_m = 0.0;
     e.raid_spawn(&r).unwrap();
     let mut aoi = [mmo_core::records::AoiEntry::default(); 4];
+    assert_eq!(e.tick(50).objects_expired, 0, "a 50 ms object outlives the tick already under way");
     assert_eq!(e.area_of_interest(p.id, &mut aoi), Ok(1));
     let old = aoi[0].entity_id;
-    assert_eq!(e.tick(50).objects_expired, 0, "a 50 ms object outlives the tick already under way");
     assert_eq!(e.tick(100).objects_expired, 1);
     e.raid_spawn(&r).unwrap();
+    assert_eq!(e.tick(150).objects_expired, 0);
     assert_eq!(e.area_of_interest(p.id, &mut aoi), Ok(1));
     let new = aoi[0].entity_id;
     assert_ne!(old, new);
@@ -162,6 +167,7 @@ fn damage_outcomes_and_refusals() {
     let mut r = raid(10.0, 10.0, 1, 1_000);
     r.half_extent_m = 0.0;
     e.raid_spawn(&r).unwrap();
+    e.tick(0);
     let mut aoi = [mmo_core::records::AoiEntry::default(); 8];
     let n = e.area_of_interest(a.id, &mut aoi).unwrap();
     let add = aoi[..n].iter().find(|x| x.kind == EntityKind::Add as u8).unwrap().entity_id;

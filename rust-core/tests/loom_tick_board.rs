@@ -16,6 +16,7 @@ fn info(tick: u32) -> TickInfo {
         objects_live: tick * 5,
         objects_expired: tick * 7,
         bursts_live: tick * 11,
+        snapshot_entities: tick * 13,
     }
 }
 

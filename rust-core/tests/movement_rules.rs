@@ -134,16 +134,31 @@ fn moves_of_a_departed_player_miss() {
 }
 
 #[test]
-fn area_of_interest_lists_nearest_first() {
+fn area_of_interest_lists_nearest_first_as_of_the_last_tick() {
     let e = engine();
     let a = join(&e, 500.0, 500.0, 1);
     let near = join(&e, 503.0, 500.0, 1);
     let nearer = join(&e, 501.0, 500.0, 1);
-    join(&e, 520.0, 500.0, 1);
+    let far = join(&e, 520.0, 500.0, 1);
     let mut out = [mmo_core::records::AoiEntry::default(); 2];
+    assert_eq!(e.area_of_interest(a.id, &mut out), Err(mmo_core::AoiError::NotInSnapshot), "no tick yet");
+    e.tick(0);
     assert_eq!(e.area_of_interest(a.id, &mut out), Ok(2));
     assert_eq!(out.map(|x| x.entity_id), [nearer.id, near.id]);
     assert_eq!(e.area_of_interest(12345, &mut out), Err(mmo_core::AoiError::UnknownPlayer));
     let mut big = vec![mmo_core::records::AoiEntry::default(); 200];
     assert_eq!(e.area_of_interest(a.id, &mut big), Ok(3), "capped by what exists");
+    // `far` walks next to `a`: the area of interest shows it there from the next tick on.
+    for (seq, x) in (1..=20u32).zip((500..=519).rev()) {
+        let events = apply(&e, &[mv(far, seq, seq * 1_000, x as f32, 500.0)], u64::from(seq) * 1_000);
+        assert_eq!(events[0].event_kind(), Some(EventKind::Ack));
+    }
+    assert_eq!(e.player(far.id).unwrap().x_m, 500.0);
+    e.area_of_interest(a.id, &mut out).unwrap();
+    assert_eq!(out.map(|x| x.entity_id), [nearer.id, near.id], "as of the last tick");
+    e.tick(50);
+    e.area_of_interest(a.id, &mut out).unwrap();
+    assert_eq!(out.map(|x| (x.entity_id, x.distance_m)), [(far.id, 0.0), (nearer.id, 1.0)]);
+    let latecomer = join(&e, 500.0, 501.0, 1);
+    assert_eq!(e.area_of_interest(latecomer.id, &mut out), Err(mmo_core::AoiError::NotInSnapshot), "joined after the tick");
 }

@@ -47,13 +47,20 @@ fn leave_checks_session_and_happens_once() {
 }
 
 #[test]
-fn leave_racing_moves_and_aoi_of_the_same_player_leaves_nothing_behind() {
+fn leave_racing_moves_ticks_and_aoi_of_the_same_player_leaves_nothing_behind() {
     use mmo_core::records::{AoiEntry, MoveEvent};
     let e = engine();
     let watcher = join(&e, 300.0, 300.0, 1);
+    let mut now_ms = 0;
     for round in 0..40 {
         let p = join(&e, 300.0, 300.0, 1);
         std::thread::scope(|s| {
+            s.spawn(|| {
+                // The tick builds snapshots (reading the slot tables) while the player leaves.
+                for t in 0..20u64 {
+                    e.tick(round * 1_000 + t);
+                }
+            });
             s.spawn(|| {
                 let mut events = vec![MoveEvent::default(); e.events_per_move_max()];
                 let mut aoi = [AoiEntry::default(); 8];
@@ -74,7 +81,19 @@ fn leave_racing_moves_and_aoi_of_the_same_player_leaves_nothing_behind() {
         });
         assert!(e.grid().cells_containing(p.id).is_empty(), "round {round}: the departed player is still in the grid");
         assert!(e.player(p.id).is_none());
+        // A newcomer takes the freed slot: the last snapshot still lists the departed player
+        // there, which is not the newcomer.
+        let newcomer = join(&e, 310.0, 300.0, 1);
+        let mut aoi = [AoiEntry::default(); 8];
+        assert_eq!(e.area_of_interest(p.id, &mut aoi), Err(mmo_core::AoiError::UnknownPlayer));
+        assert_eq!(e.area_of_interest(newcomer.id, &mut aoi), Err(mmo_core::AoiError::NotInSnapshot));
+        now_ms += 1_000;
+        e.tick(round * 1_000 + 999);
+        assert_eq!(e.area_of_interest(newcomer.id, &mut aoi), Ok(1), "sees the watcher");
+        assert_eq!(aoi[0].entity_id, watcher.id);
+        e.leave(newcomer.id, newcomer.token).unwrap();
     }
+    assert!(now_ms > 0);
     assert_eq!(e.grid().census().players, 1);
     assert_eq!(e.grid().misplaced(), 0);
     assert_eq!(e.live_players(), 1);

@@ -1,0 +1,649 @@
+//! The world snapshot: every entity's position as of one tick, published for lock-free reads.
+//!
+//! ## Why
+//! The area of interest (each player's nearest `K` entities) is the heaviest read the server
+//! makes: every player, every tick. Reading the live grid for it would scan crowded cells under
+//! the locks movers need. Instead, once per tick, the tick copies every position into an
+//! immutable [`WorldSnapshot`] and publishes it; network workers then compute their own
+//! players' areas of interest from it, pinning it for one batch. The area of interest is
+//! therefore "as of tick T" (the protocol says so), and no reader of it ever holds a lock a
+//! mover needs.
+//!
+//! ## Layout (structure of arrays, entities contiguous by cell)
+//! The snapshot has its own fine grid ([`crate::CoreConfig::snapshot_cell_m`], 8 m by
+//! default: a crowded raid cell of the collision grid holds a thousand entities, a snapshot
+//! cell a few dozen). Entities are sorted by snapshot cell (an LSD radix sort on the cell key)
+//! into parallel arrays `xs`, `ys`, `ids`, `kinds`; the occupied cells are listed in key order
+//! with their first entity, and `row_start` gives each row's first occupied cell, so a query
+//! finds a row's cells with one slice and a binary search. Nothing is stored for empty cells:
+//! a 4 km world costs a row index, not a cell index.
+//!
+//! ## Nearest K
+//! [`WorldSnapshot::nearest`] returns the `k` entities nearest the viewer within
+//! [`crate::CoreConfig::aoi_radius_m`], nearest first, ties broken by id (both by squared
+//! distance in `f32`, as the C++ baseline computes it). It visits the viewer's row first and
+//! then rows outward, and skips any row or cell whose nearest point is farther than the current
+//! `k`-th candidate (or the radius while fewer than `k` are known); members are read
+//! contiguously. In a raid crowd a query reads a handful of cells, not the thousands of
+//! entities in the collision grid's 3x3 cells.
+//!
+//! ## Publication: [`SnapshotBoard`]
+//! Three snapshot buffers are allocated once and reused forever: publishing never allocates
+//! once the buffers have grown to the world's size. Each buffer has one atomic word: its
+//! reader count, plus a `WRITING` bit. The tick (the only writer, holding the board's
+//! [`SnapshotWriter`] token) claims a buffer that is not current by a compare-and-swap of that
+//! word from 0 to `WRITING`, builds into it, clears the bit and makes it current. A reader
+//! pins the current buffer with a fetch-add on the same word: if the bit was set, the buffer is
+//! being built and the reader lets go and retries; otherwise its count keeps the writer's CAS
+//! from succeeding until it un-pins (a fetch-sub). Exclusion therefore rests on one word per
+//! buffer and its modification order alone (no store/load race between two locations), and the
+//! release/acquire pairs on that word order the writer's build before any read of it and every
+//! read before the next rebuild. After pinning, the reader checks the buffer is still current
+//! and retries if not, so it reads the latest snapshot, not merely a complete one. With three
+//! buffers the writer finds one free unless readers hold two different old snapshots at once;
+//! it then skips that tick's publication (counted) rather than wait. The protocol is
+//! model-checked in `tests/loom_snapshot_board.rs`.
+//!
+//! Why not crossbeam-epoch: it was the first choice and is what this job is usually given. Its
+//! deferred functions wait in a per-thread bag of 64 until the bag is sealed, so a retired
+//! snapshot comes back only after 64 more retirements unless the writer flushes, and every
+//! flush allocates the sealed bag's queue node (about 2 KiB). Either the pool holds 65
+//! snapshots or publishing allocates every tick; a reader count per buffer needs neither, and
+//! readers pin once per batch, so the count is touched a few times per tick.
+
+use crate::config::AOI_K_MAX;
+use crate::records::{AoiEntry, EntityKind};
+use crate::sync::{AtomicUsize, ConstPtr, MutPtr, Ordering, UnsafeCell};
+use crossbeam_utils::CachePadded;
+
+/// Buffers a [`SnapshotBoard`] cycles through.
+pub const SNAPSHOT_BUFFERS: usize = 3;
+/// Attempts a reader makes to pin the current snapshot before it gives up (each failed attempt
+/// means a publication happened meanwhile; publications come once per tick).
+pub const PIN_ATTEMPTS_MAX: u32 = 64;
+/// `current` when nothing has been published yet.
+const NONE: usize = usize::MAX;
+/// The bit of a buffer's word that says the writer is building in it.
+const WRITING: usize = 1 << (usize::BITS - 1);
+
+struct Buffer<T> {
+    /// Readers pinning this buffer, plus [`WRITING`] while the writer builds in it. Readers
+    /// fetch-add / fetch-sub it; the writer claims it by CAS from 0 and releases the bit.
+    /// On its own 128-byte block: readers on different cores touch it once per batch, and it
+    /// must not share a line with the buffer's data (x86-64's adjacent-line prefetch pulls
+    /// pairs of 64-byte lines).
+    state: CachePadded<AtomicUsize>,
+    /// The snapshot. Written by the writer while it holds [`WRITING`]; read by readers holding
+    /// a pin.
+    value: UnsafeCell<T>,
+}
+
+/// Single-writer, many-reader publication of a value rebuilt in place. See the module doc.
+pub struct SnapshotBoard<T> {
+    /// Which writer token may write here.
+    id: u64,
+    buffers: [Buffer<T>; SNAPSHOT_BUFFERS],
+    /// Index of the published buffer, or `NONE`. Written by the writer, read by readers.
+    current: CachePadded<AtomicUsize>,
+}
+
+// SAFETY: the board hands out `&T` to readers on any thread (so `T: Sync`) and the writer
+// writes a `T` built on its own thread into a buffer no reader holds (so `T: Send`); the
+// protocol in the module doc keeps those two apart.
+unsafe impl<T: Send + Sync> Sync for SnapshotBoard<T> {}
+// SAFETY: as above; moving the board moves the buffers with it.
+unsafe impl<T: Send> Send for SnapshotBoard<T> {}
+
+/// The right to write to one board: made only by [`SnapshotBoard::new`], together with the
+/// board, and held by its one writer (not `Clone`), so there is one writer per board.
+#[derive(Debug)]
+pub struct SnapshotWriter {
+    /// The board this token writes.
+    board: u64,
+}
+
+/// Source of board ids (process-wide; not part of the publication protocol).
+static NEXT_BOARD_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+
+/// A buffer the writer may fill; hand it to [`SnapshotBoard::publish`].
+pub struct WriteSlot<'a, T> {
+    board: &'a SnapshotBoard<T>,
+    index: usize,
+    value: MutPtr<T>,
+}
+
+impl<T> std::ops::Deref for WriteSlot<'_, T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        // SAFETY: begin_write chose a buffer that is not current and that no reader pins, and a
+        // reader can only pin a current buffer; the writer token makes this the only writer.
+        unsafe { self.value.deref() }
+    }
+}
+
+impl<T> std::ops::DerefMut for WriteSlot<'_, T> {
+    fn deref_mut(&mut self) -> &mut T {
+        // SAFETY: as for deref; `&mut self` makes this the only reference through the slot.
+        unsafe { self.value.deref() }
+    }
+}
+
+/// A pinned snapshot; dereferences to it. Un-pins when dropped.
+pub struct SnapshotGuard<'a, T> {
+    board: &'a SnapshotBoard<T>,
+    index: usize,
+    /// The read access; `None` only while the guard drops (the access ends before the pin).
+    value: Option<ConstPtr<T>>,
+}
+
+impl<T> std::ops::Deref for SnapshotGuard<'_, T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        let value = self.value.as_ref().expect("a live guard holds its access");
+        // SAFETY: the pin keeps the writer away from this buffer until the guard drops.
+        unsafe { value.deref() }
+    }
+}
+
+impl<T> Drop for SnapshotGuard<'_, T> {
+    fn drop(&mut self) {
+        // End the read access first: once the count drops, the writer may rebuild the buffer.
+        self.value = None;
+        // Release: this reader's reads happen before the writer's next claim (an acquire CAS).
+        let before = self.board.buffers[self.index].state.fetch_sub(1, Ordering::Release);
+        debug_assert!(before & !WRITING > 0 && before & WRITING == 0, "un-pinned a buffer nobody pinned");
+    }
+}
+
+impl<T> SnapshotBoard<T> {
+    /// A board with nothing published, its buffers made by `make`, and its writer token.
+    pub fn new(make: impl Fn() -> T) -> (Self, SnapshotWriter) {
+        let id = NEXT_BOARD_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let board = Self {
+            id,
+            buffers: std::array::from_fn(|_| Buffer { state: CachePadded::new(AtomicUsize::new(0)), value: UnsafeCell::new(make()) }),
+            current: CachePadded::new(AtomicUsize::new(NONE)),
+        };
+        (board, SnapshotWriter { board: id })
+    }
+
+    /// A buffer to build the next snapshot in, or `None` when readers held every buffer but
+    /// the current one as the writer looked at it (the writer skips this publication; it never
+    /// waits). One pass: a reader moving its pin from one buffer to the next just as the
+    /// writer looks can make a pass miss both, which costs one tick's publication, counted.
+    pub fn begin_write<'a>(&'a self, writer: &'a mut SnapshotWriter) -> Option<WriteSlot<'a, T>> {
+        assert_eq!(writer.board, self.id, "a snapshot writer token used on another board");
+        // Only this writer stores `current`, so this load sees its own last publication.
+        let current = self.current.load(Ordering::Relaxed);
+        (0..SNAPSHOT_BUFFERS)
+            .find(|&i| {
+                // Acquire: every read of this buffer by its last readers happens before the build.
+                i != current && self.buffers[i].state.compare_exchange(0, WRITING, Ordering::Acquire, Ordering::Relaxed).is_ok()
+            })
+            .map(|index| WriteSlot { board: self, index, value: self.buffers[index].value.get_mut() })
+    }
+
+    /// Makes a filled buffer the current snapshot.
+    pub fn publish(&self, slot: WriteSlot<'_, T>) {
+        assert!(std::ptr::eq(slot.board, self), "a slot of another board");
+        let WriteSlot { index, value, .. } = slot;
+        // The writer's access ends before readers can pin the buffer (under loom the pointer
+        // tracks the access and ends it when dropped).
+        #[allow(clippy::drop_non_drop)]
+        drop(value);
+        // Release: the build happens before any pin that finds the bit cleared.
+        let before = self.buffers[index].state.fetch_and(!WRITING, Ordering::Release);
+        debug_assert_eq!(before, WRITING, "no reader holds a buffer being built");
+        // Release: a reader that finds this index current finds the build complete.
+        self.current.store(index, Ordering::Release);
+    }
+
+    /// Pins the current snapshot, or `None` if nothing is published yet (or, after
+    /// [`PIN_ATTEMPTS_MAX`] attempts each overtaken by a publication, if the writer keeps
+    /// publishing faster than this reader can pin).
+    pub fn pin(&self) -> Option<SnapshotGuard<'_, T>> {
+        for _ in 0..PIN_ATTEMPTS_MAX {
+            let index = self.current.load(Ordering::Acquire);
+            if index == NONE {
+                return None;
+            }
+            let buffer = &self.buffers[index];
+            // Acquire: pairs with the writer's release of WRITING, so a complete build is seen.
+            let before = buffer.state.fetch_add(1, Ordering::Acquire);
+            if before & WRITING == 0 && self.current.load(Ordering::Acquire) == index {
+                return Some(SnapshotGuard { board: self, index, value: Some(buffer.value.get()) });
+            }
+            // Being rebuilt, or overtaken by a publication: let go and retry.
+            buffer.state.fetch_sub(1, Ordering::Release);
+        }
+        None
+    }
+}
+
+/// What [`WorldSnapshot::entity_of_slot`] and the batch query report for a player not in the
+/// snapshot (joined after it was built, or unknown).
+pub const NOT_IN_SNAPSHOT: u32 = u32::MAX;
+
+/// The geometry of a snapshot's grid and the area-of-interest query, fixed per engine.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct SnapshotGeometry {
+    /// Side of a snapshot cell, metres.
+    pub cell_m: f32,
+    /// `1 / cell_m`.
+    pub inv_cell: f32,
+    /// Cells along one side of the world.
+    pub side: u32,
+    /// Area-of-interest radius, metres.
+    pub radius_m: f32,
+}
+
+impl SnapshotGeometry {
+    /// The geometry for a world of `world_size_m` with `cell_m` cells and an AoI `radius_m`.
+    pub fn new(world_size_m: f32, cell_m: f32, radius_m: f32) -> Self {
+        Self { cell_m, inv_cell: 1.0 / cell_m, side: (world_size_m / cell_m).ceil().max(1.0) as u32, radius_m }
+    }
+
+    #[inline]
+    fn coord(&self, v: f32) -> u32 {
+        ((v * self.inv_cell) as u32).min(self.side - 1)
+    }
+
+    /// The snapshot cell key of a position.
+    #[inline]
+    pub fn key(&self, x: f32, y: f32) -> u32 {
+        self.coord(y) * self.side + self.coord(x)
+    }
+}
+
+/// One entity on its way into a snapshot (the build's scratch).
+#[derive(Clone, Copy, Debug)]
+struct Pending {
+    key: u32,
+    /// Player slot, or [`NOT_IN_SNAPSHOT`] for a raid object.
+    slot: u32,
+    x: f32,
+    y: f32,
+    id: u64,
+    kind: u8,
+}
+
+/// The immutable world as of one tick. See the module doc for the layout.
+#[derive(Debug)]
+pub struct WorldSnapshot {
+    /// Tick the snapshot was built at (0: never built).
+    pub tick: u32,
+    /// Server time of that tick, milliseconds.
+    pub now_ms: u64,
+    geometry: SnapshotGeometry,
+    xs: Vec<f32>,
+    ys: Vec<f32>,
+    ids: Vec<u64>,
+    kinds: Vec<u8>,
+    /// Column of each occupied cell, in key order.
+    cell_cx: Vec<u32>,
+    /// First entity of each occupied cell; one more entry than cells (the end).
+    cell_start: Vec<u32>,
+    /// First occupied cell of each row; `side + 1` entries.
+    row_start: Vec<u32>,
+    /// Entity index of each player slot (`NOT_IN_SNAPSHOT` if absent).
+    by_slot: Vec<u32>,
+}
+
+impl WorldSnapshot {
+    /// An empty snapshot with the engine's geometry.
+    pub fn empty(geometry: SnapshotGeometry) -> Self {
+        Self {
+            tick: 0,
+            now_ms: 0,
+            geometry,
+            xs: Vec::new(),
+            ys: Vec::new(),
+            ids: Vec::new(),
+            kinds: Vec::new(),
+            cell_cx: Vec::new(),
+            cell_start: vec![0],
+            row_start: vec![0; geometry.side as usize + 1],
+            by_slot: Vec::new(),
+        }
+    }
+
+    /// Entities in the snapshot.
+    pub fn len(&self) -> usize {
+        self.ids.len()
+    }
+
+    /// Whether the snapshot holds no entity.
+    pub fn is_empty(&self) -> bool {
+        self.ids.is_empty()
+    }
+
+    /// The entity index of the player `player_id` in `slot`, if that player is in the snapshot.
+    #[inline]
+    pub fn entity_of_slot(&self, slot: u32, player_id: u64) -> Option<usize> {
+        let index = *self.by_slot.get(slot as usize)?;
+        (index != NOT_IN_SNAPSHOT && self.ids[index as usize] == player_id).then_some(index as usize)
+    }
+
+    /// Position of entity `index`.
+    pub fn position(&self, index: usize) -> (f32, f32) {
+        (self.xs[index], self.ys[index])
+    }
+
+    /// Writes the `out.len()` (at most [`AOI_K_MAX`]) entities nearest entity `viewer` within
+    /// the AoI radius, nearest first (ties by id), excluding the viewer; returns how many.
+    pub fn nearest(&self, viewer: usize, out: &mut [AoiEntry]) -> usize {
+        let k = out.len().min(AOI_K_MAX as usize);
+        if k == 0 {
+            return 0;
+        }
+        let g = &self.geometry;
+        let (vx, vy, vid) = (self.xs[viewer], self.ys[viewer], self.ids[viewer]);
+        let r2 = g.radius_m * g.radius_m;
+        // Candidates sorted by (squared distance, id); `best[..n]` valid.
+        let mut best = [(0.0f32, 0u64, 0u32); AOI_K_MAX as usize];
+        let mut n = 0usize;
+        // Pruning bound: a cell whose nearest point is farther cannot hold a candidate.
+        let bound = |best: &[(f32, u64, u32)], n: usize| if n < k { r2 } else { best[k - 1].0 };
+        // A cell's key was computed from rounded products; widen its bounds by this much so a
+        // pruning test never skips an entity that sits exactly on an edge.
+        const EDGE_SLACK_M: f32 = 1e-3;
+        let reach = ((g.radius_m + EDGE_SLACK_M) * g.inv_cell).ceil() as i64 + 1;
+        let (vcx, vcy) = (g.coord(vx) as i64, g.coord(vy) as i64);
+        let side = i64::from(g.side);
+        // Rows: the viewer's, then alternately one further up and down.
+        for step in 0..=(2 * reach) {
+            let dy_rows = if step % 2 == 0 { step / 2 } else { -(step + 1) / 2 };
+            let cy = vcy + dy_rows;
+            if cy < 0 || cy >= side {
+                continue;
+            }
+            let row_gap = axis_gap(vy, cy, g.cell_m, EDGE_SLACK_M);
+            if row_gap * row_gap > bound(&best, n) {
+                continue;
+            }
+            let cells = self.row_start[cy as usize] as usize..self.row_start[cy as usize + 1] as usize;
+            let row_cx = &self.cell_cx[cells.clone()];
+            let lo = (vcx - reach).max(0) as u32;
+            let hi = (vcx + reach).min(side - 1) as u32;
+            let first = row_cx.partition_point(|&cx| cx < lo);
+            for (offset, &cx) in row_cx[first..].iter().enumerate() {
+                if cx > hi {
+                    break;
+                }
+                let col_gap = axis_gap(vx, i64::from(cx), g.cell_m, EDGE_SLACK_M);
+                if col_gap * col_gap + row_gap * row_gap > bound(&best, n) {
+                    continue;
+                }
+                let cell = cells.start + first + offset;
+                let members = self.cell_start[cell] as usize..self.cell_start[cell + 1] as usize;
+                for i in members {
+                    let (dx, dy) = (self.xs[i] - vx, self.ys[i] - vy);
+                    let d2 = dx * dx + dy * dy;
+                    let id = self.ids[i];
+                    if d2 > r2 || id == vid {
+                        continue;
+                    }
+                    if n == k && (d2, id) >= (best[k - 1].0, best[k - 1].1) {
+                        continue;
+                    }
+                    // Insert into the sorted candidates, dropping the farthest when full.
+                    let mut at = n.min(k - 1);
+                    while at > 0 && (best[at - 1].0, best[at - 1].1) > (d2, id) {
+                        best[at] = best[at - 1];
+                        at -= 1;
+                    }
+                    best[at] = (d2, id, i as u32);
+                    n = (n + 1).min(k);
+                }
+            }
+        }
+        for (slot, &(d2, id, i)) in out.iter_mut().zip(&best[..n]) {
+            let i = i as usize;
+            *slot =
+                AoiEntry { entity_id: id, x_m: self.xs[i], y_m: self.ys[i], distance_m: d2.sqrt(), kind: self.kinds[i], _reserved: [0; 3] };
+        }
+        n
+    }
+}
+
+/// Distance from coordinate `v` to the band of cells with index `c` (0 inside it), shrunk by
+/// `slack` so the bound stays conservative.
+#[inline]
+fn axis_gap(v: f32, c: i64, cell_m: f32, slack: f32) -> f32 {
+    let lo = c as f32 * cell_m;
+    let hi = lo + cell_m;
+    let gap = if v < lo {
+        lo - v
+    } else if v >= hi {
+        v - hi
+    } else {
+        0.0
+    };
+    (gap - slack).max(0.0)
+}
+
+/// The tick's scratch for building snapshots: grows to the world's size once, then reused.
+#[derive(Debug, Default)]
+pub struct SnapshotBuilder {
+    pending: Vec<Pending>,
+    sorted: Vec<Pending>,
+}
+
+/// Digits of the radix sort on cell keys: 3 passes of 11 bits cover every `u32` key.
+const RADIX_BITS: u32 = 11;
+const RADIX_BUCKETS: usize = 1 << RADIX_BITS;
+
+impl SnapshotBuilder {
+    /// Starts a build: forgets the previous one's entities (keeps the room).
+    pub fn clear(&mut self) {
+        self.pending.clear();
+    }
+
+    /// Adds a player at `slot`.
+    #[inline]
+    pub fn add_player(&mut self, g: &SnapshotGeometry, slot: u32, id: u64, x: f32, y: f32) {
+        self.pending.push(Pending { key: g.key(x, y), slot, x, y, id, kind: EntityKind::Player as u8 });
+    }
+
+    /// Adds a raid object.
+    #[inline]
+    pub fn add_object(&mut self, g: &SnapshotGeometry, id: u64, x: f32, y: f32, kind: EntityKind) {
+        self.pending.push(Pending { key: g.key(x, y), slot: NOT_IN_SNAPSHOT, x, y, id, kind: kind as u8 });
+    }
+
+    /// Sorts what was added by cell and writes it into `out` for `tick` at `now_ms`;
+    /// `slots` is the number of player slots (the length of the slot index).
+    pub fn build_into(&mut self, out: &mut WorldSnapshot, tick: u32, now_ms: u64, slots: usize) {
+        self.radix_sort();
+        let g = out.geometry;
+        out.tick = tick;
+        out.now_ms = now_ms;
+        for v in [&mut out.cell_cx, &mut out.cell_start, &mut out.row_start, &mut out.by_slot] {
+            v.clear();
+        }
+        out.xs.clear();
+        out.ys.clear();
+        out.ids.clear();
+        out.kinds.clear();
+        out.by_slot.resize(slots, NOT_IN_SNAPSHOT);
+        let mut last_key = u32::MAX;
+        for (i, e) in self.pending.iter().enumerate() {
+            if e.key != last_key {
+                // A new occupied cell; rows up to and including its row start here.
+                let cy = (e.key / g.side) as usize;
+                while out.row_start.len() <= cy {
+                    out.row_start.push(out.cell_cx.len() as u32);
+                }
+                out.cell_cx.push(e.key % g.side);
+                out.cell_start.push(i as u32);
+                last_key = e.key;
+            }
+            out.xs.push(e.x);
+            out.ys.push(e.y);
+            out.ids.push(e.id);
+            out.kinds.push(e.kind);
+            if let Some(entry) = out.by_slot.get_mut(e.slot as usize) {
+                *entry = i as u32;
+            }
+        }
+        out.cell_start.push(self.pending.len() as u32);
+        while out.row_start.len() <= g.side as usize {
+            out.row_start.push(out.cell_cx.len() as u32);
+        }
+        debug_assert_eq!(out.row_start.len(), g.side as usize + 1);
+        debug_assert_eq!(out.cell_start.len(), out.cell_cx.len() + 1);
+    }
+
+    /// Stable LSD radix sort of `pending` by key; a pass whose digit is the same for every
+    /// entity is skipped.
+    fn radix_sort(&mut self) {
+        let n = self.pending.len();
+        self.sorted.clear();
+        self.sorted.resize(n, Pending { key: 0, slot: 0, x: 0.0, y: 0.0, id: 0, kind: 0 });
+        let mut counts = [0u32; RADIX_BUCKETS];
+        for pass in 0..3 {
+            let shift = pass * RADIX_BITS;
+            counts.fill(0);
+            for e in &self.pending {
+                counts[((e.key >> shift) as usize) & (RADIX_BUCKETS - 1)] += 1;
+            }
+            if counts.iter().any(|&c| c as usize == n) {
+                continue;
+            }
+            let mut sum = 0u32;
+            for c in counts.iter_mut() {
+                let here = *c;
+                *c = sum;
+                sum += here;
+            }
+            for e in &self.pending {
+                let bucket = ((e.key >> shift) as usize) & (RADIX_BUCKETS - 1);
+                self.sorted[counts[bucket] as usize] = *e;
+                counts[bucket] += 1;
+            }
+            std::mem::swap(&mut self.pending, &mut self.sorted);
+        }
+    }
+}
+
+#[cfg(all(test, not(mmo_loom)))]
+mod tests {
+    use super::*;
+
+    fn geometry() -> SnapshotGeometry {
+        SnapshotGeometry::new(4096.0, 8.0, 48.0)
+    }
+
+    /// Brute force: every entity within the radius but the viewer, by (d2, id), first k.
+    fn brute(entities: &[(u64, f32, f32)], viewer: usize, k: usize, radius: f32) -> Vec<(u64, f32)> {
+        let (vid, vx, vy) = entities[viewer];
+        let mut all: Vec<(f32, u64)> = entities
+            .iter()
+            .filter(|e| e.0 != vid)
+            .map(|&(id, x, y)| {
+                let (dx, dy) = (x - vx, y - vy);
+                (dx * dx + dy * dy, id)
+            })
+            .filter(|&(d2, _)| d2 <= radius * radius)
+            .collect();
+        all.sort_by(|a, b| a.partial_cmp(b).unwrap());
+        all.into_iter().take(k).map(|(d2, id)| (id, d2.sqrt())).collect()
+    }
+
+    fn build(entities: &[(u64, f32, f32)]) -> WorldSnapshot {
+        let g = geometry();
+        let mut b = SnapshotBuilder::default();
+        for (slot, &(id, x, y)) in entities.iter().enumerate() {
+            b.add_player(&g, slot as u32, id, x, y);
+        }
+        let mut s = WorldSnapshot::empty(g);
+        b.build_into(&mut s, 7, 700, entities.len());
+        s
+    }
+
+    fn lcg(seed: &mut u64) -> f32 {
+        *seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        (*seed >> 40) as f32 / (1u64 << 24) as f32
+    }
+
+    #[test]
+    fn nearest_matches_brute_force_in_crowds_sparse_ground_and_at_the_edges() {
+        let mut seed = 42u64;
+        let mut entities = vec![];
+        // A raid crowd (120 m square), sparse players across the world, and some on the
+        // world's edges and on exact cell boundaries.
+        for id in 1..=3_000u64 {
+            entities.push((id, 1_000.0 + lcg(&mut seed) * 120.0, 1_000.0 + lcg(&mut seed) * 120.0));
+        }
+        for id in 3_001..=3_500u64 {
+            entities.push((id, lcg(&mut seed) * 4095.0, lcg(&mut seed) * 4095.0));
+        }
+        for (i, &(x, y)) in [(0.0, 0.0), (4095.9, 4095.9), (8.0, 8.0), (16.0, 8.0), (8.0, 56.0), (0.0, 40.0)].iter().enumerate() {
+            entities.push((10_000 + i as u64, x, y));
+        }
+        let s = build(&entities);
+        assert_eq!(s.len(), entities.len());
+        let mut out = [AoiEntry::default(); 32];
+        for viewer in (0..entities.len()).step_by(7).chain(entities.len() - 6..entities.len()) {
+            let (id, _, _) = entities[viewer];
+            let index = s.entity_of_slot(viewer as u32, id).unwrap();
+            let n = s.nearest(index, &mut out);
+            let got: Vec<(u64, f32)> = out[..n].iter().map(|e| (e.entity_id, e.distance_m)).collect();
+            assert_eq!(got, brute(&entities, viewer, 32, 48.0), "viewer {viewer}");
+        }
+    }
+
+    #[test]
+    fn ties_go_to_the_lower_id_and_k_caps() {
+        // Four entities at exactly 3 m, one at 1 m.
+        let entities = [(50, 100.0, 100.0), (9, 103.0, 100.0), (4, 97.0, 100.0), (7, 100.0, 103.0), (5, 100.0, 97.0), (60, 101.0, 100.0)];
+        let s = build(&entities);
+        let mut out = [AoiEntry::default(); 3];
+        let viewer = s.entity_of_slot(0, 50).unwrap();
+        assert_eq!(s.nearest(viewer, &mut out), 3);
+        let ids: Vec<u64> = out.iter().map(|e| e.entity_id).collect();
+        assert_eq!(ids, vec![60, 4, 5]);
+    }
+
+    #[test]
+    fn a_slot_reused_after_the_snapshot_is_not_its_new_player() {
+        let s = build(&[(11, 5.0, 5.0), (12, 6.0, 5.0)]);
+        assert_eq!(s.entity_of_slot(1, 12), Some(s.entity_of_slot(1, 12).unwrap()));
+        assert_eq!(s.entity_of_slot(1, 99), None, "another player took slot 1 after the tick");
+        assert_eq!(s.entity_of_slot(5, 12), None, "a slot beyond the snapshot");
+    }
+
+    #[test]
+    fn nobody_in_range_gives_an_empty_area() {
+        let s = build(&[(1, 100.0, 100.0), (2, 149.0, 100.0)]);
+        let mut out = [AoiEntry::default(); 8];
+        assert_eq!(s.nearest(s.entity_of_slot(0, 1).unwrap(), &mut out), 0, "49 m > 48 m");
+    }
+
+    #[test]
+    fn the_board_publishes_reuses_and_skips_while_readers_pin() {
+        let (board, mut writer) = SnapshotBoard::new(|| 0u64);
+        assert!(board.pin().is_none(), "nothing published yet");
+        for v in 1..=5u64 {
+            let mut slot = board.begin_write(&mut writer).unwrap();
+            *slot = v;
+            board.publish(slot);
+            assert_eq!(*board.pin().unwrap(), v);
+        }
+        // Readers pin the current snapshot (5) ...
+        let a = board.pin().unwrap();
+        let mut slot = board.begin_write(&mut writer).unwrap();
+        *slot = 6;
+        board.publish(slot);
+        // ... and the next one (6): both other buffers are pinned, so the writer skips.
+        let b = board.pin().unwrap();
+        let mut slot = board.begin_write(&mut writer).unwrap();
+        *slot = 7;
+        board.publish(slot);
+        assert!(board.begin_write(&mut writer).is_none(), "5 and 6 are pinned, 7 is current");
+        assert_eq!((*a, *b), (5, 6), "pinned snapshots never change under their readers");
+        drop(a);
+        assert!(board.begin_write(&mut writer).is_some());
+        drop(b);
+    }
+}
