@@ -38,6 +38,7 @@ struct ServerConfig {
   uint16_t port = 7777;  // 0: any free port (read it back with Server::port())
   unsigned threads = 0;  // 0: one per core
   unsigned tick_hz = 10;
+  int tick_nice = 10;  // the tick thread's niceness (0: the process's)
   uint32_t max_players = 8192;
   uint64_t admin_key = 0;
   RateLimit per_address{400, 800};

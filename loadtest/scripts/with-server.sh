@@ -22,7 +22,7 @@ while [ $# -gt 0 ]; do
 done
 
 log=$(mktemp -t mmo-server.XXXXXX.log)
-"$server_bin" --port 0 --engine "$engine" --admin-key "$admin_key" --stats-interval-s 0 >"$log" 2>&1 &
+"$server_bin" --port 0 --engine "$engine" --admin-key "$admin_key" --stats-interval-s 0 ${MMO_SERVER_ARGS:-} >"$log" 2>&1 &
 server_pid=$!
 stop_server() {
   if kill -0 "$server_pid" 2>/dev/null; then

@@ -224,14 +224,16 @@ pub struct Economy {
 }
 
 impl Economy {
-    /// Shards pre-sized for `player_capacity` wallets (closed wallets on each free list, so
-    /// joins up to that number of open wallets allocate nothing, whatever the churn).
+    /// Shards with room reserved for `player_capacity` wallets: joins up to that number of
+    /// open wallets allocate nothing, whatever the churn. The room is reserved, not filled: a
+    /// wallet's memory is touched when a join first creates it, so memory follows the players
+    /// who joined, not the capacity.
     pub fn new(player_capacity: u32) -> Self {
         let per_shard = (player_capacity as usize).div_ceil(ECONOMY_SHARDS) + 1;
         let shards = (0..ECONOMY_SHARDS)
             .map(|_| {
-                let wallets: Vec<Wallet> = (0..per_shard).map(|_| Wallet::closed()).collect();
-                let free = (0..per_shard as u32).rev().collect();
+                let wallets: Vec<Wallet> = Vec::with_capacity(per_shard);
+                let free = Vec::with_capacity(per_shard);
                 CachePadded::new(Mutex::new(EconomyShard {
                     wallets,
                     free,
@@ -247,9 +249,9 @@ impl Economy {
 
     /// Opens a wallet holding `starting_gold` (minted).
     ///
-    /// Shards are tried round-robin; if the chosen one has no free slot (join/leave churn can
-    /// unbalance them), the next ones are tried, and only when all 64 are full does a shard
-    /// grow its wallet vector.
+    /// Shards are tried round-robin; the chosen one reuses a closed wallet, or creates one in
+    /// its reserved room. If it has neither (join/leave churn can unbalance them), the next ones
+    /// are tried, and only when all 64 are full does a shard grow its wallet vector.
     pub fn open_wallet(&self, starting_gold: u64) -> WalletHandle {
         let start = self.next_shard.fetch_add(1, Ordering::Relaxed) % ECONOMY_SHARDS;
         let mut chosen = None;
@@ -257,6 +259,12 @@ impl Economy {
             let index = (start + attempt) % ECONOMY_SHARDS;
             let mut shard = self.shards[index].lock();
             if let Some(slot) = shard.free.pop() {
+                chosen = Some((index, shard, slot));
+                break;
+            }
+            if shard.wallets.len() < shard.wallets.capacity() {
+                shard.wallets.push(Wallet::closed());
+                let slot = (shard.wallets.len() - 1) as u32;
                 chosen = Some((index, shard, slot));
                 break;
             }

@@ -218,19 +218,21 @@ impl Engine {
         Ok(engine)
     }
 
-    /// Grows the calling thread's arena shards to its share of the configured capacities,
-    /// so joins and raid spawns made from this thread reuse memory instead of allocating.
+    /// Grows the calling thread's player and combatant arena shards to its share of the player
+    /// capacity, so joins made from this thread reuse memory instead of allocating.
     /// `threads_sharing` is how many threads split the joins (the network workers); each
     /// takes a quarter more than an even share, since clients do not hash evenly. Threads that
-    /// never join players or spawn raids (the tick) do not call this.
+    /// never join players (the tick) do not call this. Raid objects are not pre-warmed: a
+    /// burst lands whole on the one thread that spawns it, so the raid arena's first page
+    /// (room for 32,768 objects, [`crate::arena::RaidArenaConfig`]) is allocated by the first
+    /// raid a thread spawns and reused by every later one; threads that never spawn a raid
+    /// never pay for it.
     pub fn prewarm_current_thread(&self, threads_sharing: u32) {
-        let c = &self.config;
-        let share = |capacity: u32| {
-            let even = (capacity as usize).div_ceil(threads_sharing.max(1) as usize);
-            (even + even / 4).min(capacity as usize)
-        };
-        self.players.prewarm_current_thread(share(c.player_capacity));
-        self.combat.prewarm_current_thread(share(c.player_capacity), share(c.raid_object_capacity));
+        let players = self.config.player_capacity as usize;
+        let even = players.div_ceil(threads_sharing.max(1) as usize);
+        let share = (even + even / 4).min(players);
+        self.players.prewarm_current_thread(share);
+        self.combat.prewarm_current_thread(share, 0);
     }
 
     /// The configuration in force.

@@ -101,9 +101,9 @@ pub struct PositionTable {
 }
 
 impl PositionTable {
-    /// A table for `slots` players, all at the origin.
+    /// A table for `slots` players, all at the origin (untouched memory until used).
     pub fn new(slots: usize) -> Self {
-        Self { packed: (0..slots).map(|_| AtomicU64::new(0)).collect() }
+        Self { packed: zeroed_atomics(slots) }
     }
 
     /// Stores `slot`'s position.
@@ -121,6 +121,15 @@ impl PositionTable {
         let packed = self.packed[slot as usize].load(Ordering::Relaxed);
         (f32::from_bits(packed as u32), f32::from_bits((packed >> 32) as u32))
     }
+}
+
+/// `n` atomics at zero, allocated zeroed: the allocator hands back untouched pages, so the
+/// table costs resident memory only where it is used.
+pub fn zeroed_atomics(n: usize) -> Box<[AtomicU64]> {
+    let table = Box::<[AtomicU64]>::new_zeroed_slice(n);
+    // SAFETY: an `AtomicU64` has the same in-memory representation as a `u64`, so all-zero
+    // bytes are a valid `AtomicU64` holding 0.
+    unsafe { table.assume_init() }
 }
 
 /// The collision grid. See the module doc for who may touch it and when.

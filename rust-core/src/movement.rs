@@ -126,11 +126,18 @@ pub struct Movement {
 }
 
 impl Movement {
-    /// A table for `capacity` players.
+    /// A table for `capacity` players. The tables are allocated zeroed, which the allocator
+    /// hands out as untouched pages: a slot's memory is touched when a join first uses it.
     pub fn new(capacity: u32) -> Self {
+        let bodies = Box::<[Body]>::new_zeroed_slice(capacity as usize);
+        // SAFETY: every bit of a `Body` may be zero: its lock is a parking_lot `Mutex`, whose
+        // raw lock is one `AtomicU8` where 0 means unlocked, and its state is plain integers,
+        // floats (0.0), booleans (false) and a byte array. All-zero is `Body::default()`.
+        let bodies = unsafe { bodies.assume_init() };
+        debug_assert!(bodies.first().is_none_or(|b| *b.state.lock() == BodyState::default()));
         Self {
-            bodies: (0..capacity).map(|_| Body::default()).collect(),
-            occupants: (0..capacity).map(|_| AtomicU64::new(0)).collect(),
+            bodies,
+            occupants: crate::grid::zeroed_atomics(capacity as usize),
             free: ArrayQueue::new(capacity.max(1) as usize),
             high_water: AtomicU32::new(0),
         }

@@ -365,35 +365,42 @@ impl WorldSnapshot {
             let row_cx = &self.cell_cx[cells.clone()];
             let lo = (vcx - reach).max(0) as u32;
             let hi = (vcx + reach).min(side - 1) as u32;
-            let first = row_cx.partition_point(|&cx| cx < lo);
-            for (offset, &cx) in row_cx[first..].iter().enumerate() {
-                if cx > hi {
-                    break;
+            // The row's cells from the viewer's column outward, right then left: the gap only
+            // grows in each direction, so the first cell past the bound ends that direction.
+            let mid = row_cx.partition_point(|&cx| i64::from(cx) < vcx);
+            // Scans one cell of the row; `false` once the cell is past the bound.
+            let mut scan = |c: usize, best: &mut [(f32, u64, u32); AOI_K_MAX as usize], n: &mut usize| -> bool {
+                let col_gap = axis_gap(vx, i64::from(row_cx[c]), g.cell_m, EDGE_SLACK_M);
+                if col_gap * col_gap + row_gap * row_gap > bound(best, *n) {
+                    return false;
                 }
-                let col_gap = axis_gap(vx, i64::from(cx), g.cell_m, EDGE_SLACK_M);
-                if col_gap * col_gap + row_gap * row_gap > bound(&best, n) {
-                    continue;
-                }
-                let cell = cells.start + first + offset;
-                let members = self.cell_start[cell] as usize..self.cell_start[cell + 1] as usize;
-                for i in members {
+                let cell = cells.start + c;
+                for i in self.cell_start[cell] as usize..self.cell_start[cell + 1] as usize {
                     let (dx, dy) = (self.xs[i] - vx, self.ys[i] - vy);
                     let d2 = dx * dx + dy * dy;
                     let id = self.ids[i];
-                    if d2 > r2 || id == vid {
-                        continue;
-                    }
-                    if n == k && (d2, id) >= (best[k - 1].0, best[k - 1].1) {
+                    if d2 > r2 || id == vid || (*n == k && (d2, id) >= (best[k - 1].0, best[k - 1].1)) {
                         continue;
                     }
                     // Insert into the sorted candidates, dropping the farthest when full.
-                    let mut at = n.min(k - 1);
+                    let mut at = (*n).min(k - 1);
                     while at > 0 && (best[at - 1].0, best[at - 1].1) > (d2, id) {
                         best[at] = best[at - 1];
                         at -= 1;
                     }
                     best[at] = (d2, id, i as u32);
-                    n = (n + 1).min(k);
+                    *n = (*n + 1).min(k);
+                }
+                true
+            };
+            for c in (mid..row_cx.len()).take_while(|&c| row_cx[c] <= hi) {
+                if !scan(c, &mut best, &mut n) {
+                    break;
+                }
+            }
+            for c in (0..mid).rev().take_while(|&c| row_cx[c] >= lo) {
+                if !scan(c, &mut best, &mut n) {
+                    break;
                 }
             }
         }
@@ -423,10 +430,12 @@ fn axis_gap(v: f32, c: i64, cell_m: f32, slack: f32) -> f32 {
 }
 
 /// The tick's scratch for building snapshots: grows to the world's size once, then reused.
+/// The radix sort moves 8-byte (key, index) pairs, not the entities themselves.
 #[derive(Debug, Default)]
 pub struct SnapshotBuilder {
     pending: Vec<Pending>,
-    sorted: Vec<Pending>,
+    order: Vec<(u32, u32)>,
+    spare: Vec<(u32, u32)>,
 }
 
 /// Digits of the radix sort on cell keys: 3 passes of 11 bits cover every `u32` key.
@@ -467,7 +476,8 @@ impl SnapshotBuilder {
         out.kinds.clear();
         out.by_slot.resize(slots, NOT_IN_SNAPSHOT);
         let mut last_key = u32::MAX;
-        for (i, e) in self.pending.iter().enumerate() {
+        for (i, &(_, index)) in self.order.iter().enumerate() {
+            let e = &self.pending[index as usize];
             if e.key != last_key {
                 // A new occupied cell; rows up to and including its row start here.
                 let cy = (e.key / g.side) as usize;
@@ -494,18 +504,20 @@ impl SnapshotBuilder {
         debug_assert_eq!(out.cell_start.len(), out.cell_cx.len() + 1);
     }
 
-    /// Stable LSD radix sort of `pending` by key; a pass whose digit is the same for every
-    /// entity is skipped.
+    /// Fills `order` with `(key, index)` of every pending entity, stably sorted by key (LSD
+    /// radix sort); a pass whose digit is the same for every entity is skipped.
     fn radix_sort(&mut self) {
         let n = self.pending.len();
-        self.sorted.clear();
-        self.sorted.resize(n, Pending { key: 0, slot: 0, x: 0.0, y: 0.0, id: 0, kind: 0 });
+        self.order.clear();
+        self.order.extend(self.pending.iter().enumerate().map(|(i, e)| (e.key, i as u32)));
+        self.spare.clear();
+        self.spare.resize(n, (0, 0));
         let mut counts = [0u32; RADIX_BUCKETS];
         for pass in 0..3 {
             let shift = pass * RADIX_BITS;
             counts.fill(0);
-            for e in &self.pending {
-                counts[((e.key >> shift) as usize) & (RADIX_BUCKETS - 1)] += 1;
+            for &(key, _) in &self.order {
+                counts[((key >> shift) as usize) & (RADIX_BUCKETS - 1)] += 1;
             }
             if counts.iter().any(|&c| c as usize == n) {
                 continue;
@@ -516,12 +528,12 @@ impl SnapshotBuilder {
                 *c = sum;
                 sum += here;
             }
-            for e in &self.pending {
-                let bucket = ((e.key >> shift) as usize) & (RADIX_BUCKETS - 1);
-                self.sorted[counts[bucket] as usize] = *e;
+            for &pair in &self.order {
+                let bucket = ((pair.0 >> shift) as usize) & (RADIX_BUCKETS - 1);
+                self.spare[counts[bucket] as usize] = pair;
                 counts[bucket] += 1;
             }
-            std::mem::swap(&mut self.pending, &mut self.sorted);
+            std::mem::swap(&mut self.order, &mut self.spare);
         }
     }
 }
