@@ -369,7 +369,7 @@ impl WorldSnapshot {
             // grows in each direction, so the first cell past the bound ends that direction.
             let mid = row_cx.partition_point(|&cx| i64::from(cx) < vcx);
             // Scans one cell of the row; `false` once the cell is past the bound.
-            let mut scan = |c: usize, best: &mut [(f32, u64, u32); AOI_K_MAX as usize], n: &mut usize| -> bool {
+            let scan = |c: usize, best: &mut [(f32, u64, u32); AOI_K_MAX as usize], n: &mut usize| -> bool {
                 let col_gap = axis_gap(vx, i64::from(row_cx[c]), g.cell_m, EDGE_SLACK_M);
                 if col_gap * col_gap + row_gap * row_gap > bound(best, *n) {
                     return false;
