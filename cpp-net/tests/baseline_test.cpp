@@ -43,7 +43,7 @@ MmoConfig default_config() {
   c.raid_object_capacity = 32768;
   c.raid_burst_capacity = 256;
   c.aoi_radius_m = 48.0f;
-  c.snapshot_cell_m = 8.0f;
+  c.snapshot_cell_m = 5.0f;
   c.grid_shards = 128;
   c.tick_ms = 50;
   c.player_hp = 1000;

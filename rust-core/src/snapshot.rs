@@ -10,9 +10,9 @@
 //! mover needs.
 //!
 //! ## Layout (structure of arrays, entities contiguous by cell)
-//! The snapshot has its own fine grid ([`crate::CoreConfig::snapshot_cell_m`], 8 m by
+//! The snapshot has its own fine grid ([`crate::CoreConfig::snapshot_cell_m`], 5 m by
 //! default: a crowded raid cell of the collision grid holds a thousand entities, a snapshot
-//! cell a few dozen). Entities are sorted by snapshot cell (an LSD radix sort on the cell key)
+//! cell about twenty). Entities are sorted by snapshot cell (an LSD radix sort on the cell key)
 //! into parallel arrays `xs`, `ys`, `ids`, `kinds`; the occupied cells are listed in key order
 //! with their first entity, and `row_start` gives each row's first occupied cell, so a query
 //! finds a row's cells with one slice and a binary search. Nothing is stored for empty cells:
@@ -337,9 +337,10 @@ impl WorldSnapshot {
             return 0;
         }
         let g = &self.geometry;
-        let (vx, vy, vid) = (self.xs[viewer], self.ys[viewer], self.ids[viewer]);
+        let (vx, vy) = (self.xs[viewer], self.ys[viewer]);
         let r2 = g.radius_m * g.radius_m;
-        // Candidates sorted by (squared distance, id); `best[..n]` valid.
+        // Candidates: `best[..n]` valid; appended unsorted until there are k, then kept sorted
+        // by (squared distance, id).
         let mut best = [(0.0f32, 0u64, 0u32); AOI_K_MAX as usize];
         let mut n = 0usize;
         // Pruning bound: a cell whose nearest point is farther cannot hold a candidate.
@@ -378,18 +379,32 @@ impl WorldSnapshot {
                 for i in self.cell_start[cell] as usize..self.cell_start[cell + 1] as usize {
                     let (dx, dy) = (self.xs[i] - vx, self.ys[i] - vy);
                     let d2 = dx * dx + dy * dy;
-                    let id = self.ids[i];
-                    if d2 > r2 || id == vid || (*n == k && (d2, id) >= (best[k - 1].0, best[k - 1].1)) {
+                    // The farthest kept (or the radius): most candidates stop at this one
+                    // comparison, and the viewer is skipped by index, before its id is read.
+                    let worst = if *n == k { best[k - 1].0 } else { r2 };
+                    if d2 > worst || i == viewer {
                         continue;
                     }
-                    // Insert into the sorted candidates, dropping the farthest when full.
-                    let mut at = (*n).min(k - 1);
+                    let id = self.ids[i];
+                    if *n < k {
+                        // Filling: append unsorted, and sort once when the k-th arrives.
+                        best[*n] = (d2, id, i as u32);
+                        *n += 1;
+                        if *n == k {
+                            best[..k].sort_unstable_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+                        }
+                        continue;
+                    }
+                    if d2 == worst && id >= best[k - 1].1 {
+                        continue;
+                    }
+                    // Insert into the sorted candidates, dropping the farthest.
+                    let mut at = k - 1;
                     while at > 0 && (best[at - 1].0, best[at - 1].1) > (d2, id) {
                         best[at] = best[at - 1];
                         at -= 1;
                     }
                     best[at] = (d2, id, i as u32);
-                    *n = (*n + 1).min(k);
                 }
                 true
             };
@@ -403,6 +418,10 @@ impl WorldSnapshot {
                     break;
                 }
             }
+        }
+        if n < k {
+            // Fewer than k in range: the buffer was never sorted.
+            best[..n].sort_unstable_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
         }
         for (slot, &(d2, id, i)) in out.iter_mut().zip(&best[..n]) {
             let i = i as usize;

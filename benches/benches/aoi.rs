@@ -1,0 +1,197 @@
+//! **aoi**: one tick's area of interest in a raid crowd, on one thread: 1,000 players in a
+//! 100 m square and 11,000 raid objects in a 120 m square around them; every player's 32
+//! nearest entities within 48 m. Each variant is timed as a tick would pay it: build what it
+//! queries from the tick's positions, then answer the 1,000 queries.
+//!
+//! - `snapshot`: the core's world snapshot (`mmo_core::snapshot`): radix-sort the entities
+//!   into 8 m cells (structure of arrays), then the pruned nearest-K per player.
+//! - `grid_3x3_scan`: what the core did before: scan the collision grid's 3x3 cells of 32 m
+//!   around each player, every member, into a sorted top-K (no build: the live grid is
+//!   already there; that grid costs locks the others do not).
+//! - `kiddo_immutable`: kiddo's `ImmutableKdTree` built from the positions, then
+//!   `nearest_n_within` per player.
+//! - `rstar_bulk_load`: rstar's bulk-loaded R-tree, then its nearest-neighbour iterator per
+//!   player, cut at 32 and the radius.
+//!
+//! Every variant answers the same question; the bench checks their answers agree (the
+//! distances of the first players' answers) before timing them.
+
+use criterion::{Criterion, criterion_group, criterion_main};
+use kiddo::{ImmutableKdTree, SquaredEuclidean};
+use mmo_core::records::{AoiEntry, EntityKind};
+use mmo_core::snapshot::{SnapshotBuilder, SnapshotGeometry, WorldSnapshot};
+use rustc_hash::FxHashMap;
+use std::hint::black_box;
+use std::num::NonZero;
+use std::time::Duration;
+
+#[global_allocator]
+static GLOBAL: mmo_core::allocator::Selected = mmo_core::allocator::SELECTED;
+
+const PLAYERS: usize = 1_000;
+const OBJECTS: usize = 11_000;
+const K: usize = 32;
+const RADIUS_M: f32 = 48.0;
+const WORLD_M: f32 = 4_096.0;
+const SNAPSHOT_CELL_M: f32 = 5.0;
+const GRID_CELL_M: f32 = 32.0;
+
+/// One entity: id, position. Players are the first `PLAYERS`.
+#[derive(Clone, Copy)]
+struct Entity {
+    id: u64,
+    x: f32,
+    y: f32,
+}
+
+fn crowd() -> Vec<Entity> {
+    let mut seed = 0x5EED_u64;
+    let mut unit = move || {
+        seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+        (seed >> 40) as f32 / (1u64 << 24) as f32
+    };
+    let (cx, cy) = (2_048.0f32, 2_048.0f32);
+    let mut out = Vec::with_capacity(PLAYERS + OBJECTS);
+    for i in 0..PLAYERS {
+        out.push(Entity { id: i as u64 + 1, x: cx - 50.0 + unit() * 100.0, y: cy - 50.0 + unit() * 100.0 });
+    }
+    for i in 0..OBJECTS {
+        out.push(Entity { id: (i as u64 + 1) | 1 << 63, x: cx - 60.0 + unit() * 120.0, y: cy - 60.0 + unit() * 120.0 });
+    }
+    out
+}
+
+/// The core's snapshot: build, then every player's query. Returns the entries found.
+fn snapshot_tick(world: &[Entity], builder: &mut SnapshotBuilder, snapshot: &mut WorldSnapshot, out: &mut [AoiEntry]) -> usize {
+    let g = SnapshotGeometry::new(WORLD_M, SNAPSHOT_CELL_M, RADIUS_M);
+    builder.clear();
+    for (i, e) in world.iter().enumerate() {
+        if i < PLAYERS {
+            builder.add_player(&g, i as u32, e.id, e.x, e.y);
+        } else {
+            builder.add_object(&g, e.id, e.x, e.y, EntityKind::Add);
+        }
+    }
+    builder.build_into(snapshot, 1, 0, PLAYERS);
+    let mut found = 0;
+    for (slot, e) in world[..PLAYERS].iter().enumerate() {
+        let viewer = snapshot.entity_of_slot(slot as u32, e.id).expect("every player is in the snapshot");
+        found += snapshot.nearest(viewer, &mut out[..K]);
+    }
+    found
+}
+
+/// The collision grid's cells (32 m), as the live grid holds them.
+fn grid_of(world: &[Entity]) -> FxHashMap<(i32, i32), Vec<Entity>> {
+    let mut cells: FxHashMap<(i32, i32), Vec<Entity>> = FxHashMap::default();
+    for e in world {
+        cells.entry(((e.x / GRID_CELL_M) as i32, (e.y / GRID_CELL_M) as i32)).or_default().push(*e);
+    }
+    cells
+}
+
+/// The former query: every member of the 3x3 cells, kept sorted by (squared distance, id) in a
+/// fixed array, radius applied.
+fn grid_3x3(cells: &FxHashMap<(i32, i32), Vec<Entity>>, v: Entity, best: &mut [(f32, u64); K]) -> usize {
+    let (cx, cy) = ((v.x / GRID_CELL_M) as i32, (v.y / GRID_CELL_M) as i32);
+    let mut n = 0;
+    for dy in -1..=1 {
+        for dx in -1..=1 {
+            let Some(members) = cells.get(&(cx + dx, cy + dy)) else { continue };
+            for m in members {
+                let (ddx, ddy) = (m.x - v.x, m.y - v.y);
+                let d2 = ddx * ddx + ddy * ddy;
+                if m.id == v.id || d2 > RADIUS_M * RADIUS_M || (n == K && (d2, m.id) >= best[K - 1]) {
+                    continue;
+                }
+                let mut at = n.min(K - 1);
+                while at > 0 && best[at - 1] > (d2, m.id) {
+                    best[at] = best[at - 1];
+                    at -= 1;
+                }
+                best[at] = (d2, m.id);
+                n = (n + 1).min(K);
+            }
+        }
+    }
+    n
+}
+
+fn kiddo_tick(world: &[Entity]) -> usize {
+    let points: Vec<[f32; 2]> = world.iter().map(|e| [e.x, e.y]).collect();
+    let tree = ImmutableKdTree::new_from_slice(&points).expect("a tree of the crowd");
+    world[..PLAYERS].iter().enumerate().map(|(i, e)| kiddo_query(&tree, e, i).len()).sum()
+}
+
+/// kiddo's nearest `K + 1` within the radius, the viewer removed.
+fn kiddo_query(tree: &ImmutableKdTree<f32, 2>, e: &Entity, viewer: usize) -> Vec<f32> {
+    let found = tree
+        .query(&[e.x, e.y])
+        .nearest_n::<SquaredEuclidean<f32>>(NonZero::new(K + 1).expect("non-zero"))
+        .within(RADIUS_M * RADIUS_M)
+        .execute();
+    found.iter().filter(|n| n.item as usize != viewer).take(K).map(|n| n.distance).collect()
+}
+
+fn rstar_tick(world: &[Entity]) -> usize {
+    let tree =
+        rstar::RTree::bulk_load(world.iter().enumerate().map(|(i, e)| rstar::primitives::GeomWithData::new([e.x, e.y], i)).collect());
+    world[..PLAYERS]
+        .iter()
+        .enumerate()
+        .map(|(i, e)| {
+            tree.nearest_neighbor_iter_with_distance_2([e.x, e.y])
+                .take_while(|(_, d2)| *d2 <= RADIUS_M * RADIUS_M)
+                .filter(|(p, _)| p.data != i)
+                .take(K)
+                .count()
+        })
+        .sum()
+}
+
+/// The variants agree on what they find (squared distances of the first players' answers).
+fn check_agreement(world: &[Entity]) {
+    let mut builder = SnapshotBuilder::default();
+    let mut snapshot = WorldSnapshot::empty(SnapshotGeometry::new(WORLD_M, SNAPSHOT_CELL_M, RADIUS_M));
+    let mut out = [AoiEntry::default(); K];
+    snapshot_tick(world, &mut builder, &mut snapshot, &mut out);
+    let cells = grid_of(world);
+    let points: Vec<[f32; 2]> = world.iter().map(|e| [e.x, e.y]).collect();
+    let tree = ImmutableKdTree::new_from_slice(&points).expect("a tree of the crowd");
+    for (slot, v) in world[..20].iter().enumerate() {
+        let n = snapshot.nearest(snapshot.entity_of_slot(slot as u32, v.id).expect("in snapshot"), &mut out);
+        let ours: Vec<u32> = out[..n].iter().map(|a| a.distance_m.to_bits()).collect();
+        let mut best = [(0.0f32, 0u64); K];
+        let m = grid_3x3(&cells, *v, &mut best);
+        let grid: Vec<u32> = best[..m].iter().map(|(d2, _)| d2.sqrt().to_bits()).collect();
+        assert_eq!(ours, grid, "snapshot and 3x3 scan disagree for player {slot}");
+        let kd: Vec<u32> = kiddo_query(&tree, v, slot).iter().map(|d2| d2.sqrt().to_bits()).collect();
+        assert_eq!(kd, grid, "kiddo and the 3x3 scan disagree for player {slot}");
+    }
+}
+
+fn bench_aoi(c: &mut Criterion) {
+    let world = crowd();
+    check_agreement(&world);
+    let mut group = c.benchmark_group("aoi_raid_tick_1000_players_11000_objects");
+    group.sample_size(20).warm_up_time(Duration::from_secs(1)).measurement_time(Duration::from_secs(4));
+
+    let mut builder = SnapshotBuilder::default();
+    let mut snapshot = WorldSnapshot::empty(SnapshotGeometry::new(WORLD_M, SNAPSHOT_CELL_M, RADIUS_M));
+    let mut out = [AoiEntry::default(); K];
+    group.bench_function("snapshot", |b| b.iter(|| black_box(snapshot_tick(&world, &mut builder, &mut snapshot, &mut out))));
+
+    let cells = grid_of(&world);
+    group.bench_function("grid_3x3_scan", |b| {
+        b.iter(|| {
+            let mut best = [(0.0f32, 0u64); K];
+            world[..PLAYERS].iter().map(|v| grid_3x3(&cells, *v, &mut best)).sum::<usize>()
+        })
+    });
+    group.bench_function("kiddo_immutable", |b| b.iter(|| black_box(kiddo_tick(&world))));
+    group.bench_function("rstar_bulk_load", |b| b.iter(|| black_box(rstar_tick(&world))));
+    group.finish();
+}
+
+criterion_group!(benches, bench_aoi);
+criterion_main!(benches);
