@@ -339,12 +339,24 @@ impl WorldSnapshot {
         let g = &self.geometry;
         let (vx, vy) = (self.xs[viewer], self.ys[viewer]);
         let r2 = g.radius_m * g.radius_m;
-        // Candidates: `best[..n]` valid; appended unsorted until there are k, then kept sorted
-        // by (squared distance, id).
-        let mut best = [(0.0f32, 0u64, 0u32); AOI_K_MAX as usize];
+        // Candidates as 8-byte keys, `(squared distance bits << 32) | entity index`: for the
+        // non-negative, finite squared distances here the bits order as the floats do, so one
+        // integer comparison orders by distance (equal distances fall back to the ids, below).
+        // `best[..n]` valid; appended unsorted until there are k, then kept sorted.
+        let mut best = [0u64; AOI_K_MAX as usize];
         let mut n = 0usize;
+        let key = |d2: f32, i: usize| (u64::from(d2.to_bits()) << 32) | i as u64;
+        let d2_of = |key: u64| f32::from_bits((key >> 32) as u32);
+        // Whether candidate `a` comes before `b`: nearer, or as near with a lower id.
+        let before = |a: u64, b: u64| {
+            if a >> 32 != b >> 32 {
+                a < b
+            } else {
+                self.ids[(a & 0xFFFF_FFFF) as usize] < self.ids[(b & 0xFFFF_FFFF) as usize]
+            }
+        };
         // Pruning bound: a cell whose nearest point is farther cannot hold a candidate.
-        let bound = |best: &[(f32, u64, u32)], n: usize| if n < k { r2 } else { best[k - 1].0 };
+        let bound = |best: &[u64], n: usize| if n < k { r2 } else { d2_of(best[k - 1]) };
         // A cell's key was computed from rounded products; widen its bounds by this much so a
         // pruning test never skips an entity that sits exactly on an edge.
         const EDGE_SLACK_M: f32 = 1e-3;
@@ -370,7 +382,7 @@ impl WorldSnapshot {
             // grows in each direction, so the first cell past the bound ends that direction.
             let mid = row_cx.partition_point(|&cx| i64::from(cx) < vcx);
             // Scans one cell of the row; `false` once the cell is past the bound.
-            let scan = |c: usize, best: &mut [(f32, u64, u32); AOI_K_MAX as usize], n: &mut usize| -> bool {
+            let scan = |c: usize, best: &mut [u64; AOI_K_MAX as usize], n: &mut usize| -> bool {
                 let col_gap = axis_gap(vx, i64::from(row_cx[c]), g.cell_m, EDGE_SLACK_M);
                 if col_gap * col_gap + row_gap * row_gap > bound(best, *n) {
                     return false;
@@ -380,31 +392,31 @@ impl WorldSnapshot {
                     let (dx, dy) = (self.xs[i] - vx, self.ys[i] - vy);
                     let d2 = dx * dx + dy * dy;
                     // The farthest kept (or the radius): most candidates stop at this one
-                    // comparison, and the viewer is skipped by index, before its id is read.
-                    let worst = if *n == k { best[k - 1].0 } else { r2 };
+                    // comparison; the viewer is skipped by index.
+                    let worst = if *n == k { d2_of(best[k - 1]) } else { r2 };
                     if d2 > worst || i == viewer {
                         continue;
                     }
-                    let id = self.ids[i];
+                    let candidate = key(d2, i);
                     if *n < k {
                         // Filling: append unsorted, and sort once when the k-th arrives.
-                        best[*n] = (d2, id, i as u32);
+                        best[*n] = candidate;
                         *n += 1;
                         if *n == k {
-                            best[..k].sort_unstable_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+                            sort_candidates(&mut best[..k], &before);
                         }
                         continue;
                     }
-                    if d2 == worst && id >= best[k - 1].1 {
+                    if !before(candidate, best[k - 1]) {
                         continue;
                     }
                     // Insert into the sorted candidates, dropping the farthest.
                     let mut at = k - 1;
-                    while at > 0 && (best[at - 1].0, best[at - 1].1) > (d2, id) {
+                    while at > 0 && before(candidate, best[at - 1]) {
                         best[at] = best[at - 1];
                         at -= 1;
                     }
-                    best[at] = (d2, id, i as u32);
+                    best[at] = candidate;
                 }
                 true
             };
@@ -421,14 +433,35 @@ impl WorldSnapshot {
         }
         if n < k {
             // Fewer than k in range: the buffer was never sorted.
-            best[..n].sort_unstable_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+            sort_candidates(&mut best[..n], &before);
         }
-        for (slot, &(d2, id, i)) in out.iter_mut().zip(&best[..n]) {
-            let i = i as usize;
-            *slot =
-                AoiEntry { entity_id: id, x_m: self.xs[i], y_m: self.ys[i], distance_m: d2.sqrt(), kind: self.kinds[i], _reserved: [0; 3] };
+        for (slot, &candidate) in out.iter_mut().zip(&best[..n]) {
+            let i = (candidate & 0xFFFF_FFFF) as usize;
+            *slot = AoiEntry {
+                entity_id: self.ids[i],
+                x_m: self.xs[i],
+                y_m: self.ys[i],
+                distance_m: d2_of(candidate).sqrt(),
+                kind: self.kinds[i],
+                _reserved: [0; 3],
+            };
         }
         n
+    }
+}
+
+/// Sorts candidate keys by `before`: an insertion sort of at most `AOI_K_MAX` 8-byte keys,
+/// which measured faster here than `sort_unstable_by` (`benches/benches/aoi.rs`).
+#[inline]
+fn sort_candidates(keys: &mut [u64], before: &impl Fn(u64, u64) -> bool) {
+    for j in 1..keys.len() {
+        let c = keys[j];
+        let mut at = j;
+        while at > 0 && before(c, keys[at - 1]) {
+            keys[at] = keys[at - 1];
+            at -= 1;
+        }
+        keys[at] = c;
     }
 }
 
