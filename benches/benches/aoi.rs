@@ -64,7 +64,7 @@ fn crowd() -> Vec<Entity> {
 /// The core's snapshot: build, then every player's query. Returns the entries found.
 fn snapshot_tick(world: &[Entity], builder: &mut SnapshotBuilder, snapshot: &mut WorldSnapshot, out: &mut [AoiEntry]) -> usize {
     let g = SnapshotGeometry::new(WORLD_M, SNAPSHOT_CELL_M, RADIUS_M);
-    builder.clear();
+    builder.clear(world.len());
     for (i, e) in world.iter().enumerate() {
         if i < PLAYERS {
             builder.add_player(&g, i as u32, e.id, e.x, e.y);

@@ -571,8 +571,8 @@ impl Engine {
     fn publish_snapshot(&self, state: &mut TickState, now_ms: u64, waits: &mut LockWaits) -> Option<u32> {
         let g = &self.geometry;
         let builder = &mut state.builder;
-        builder.clear();
         let slots = self.movement.slots_used();
+        builder.clear(self.players.live() as usize + self.combat.live_objects() as usize);
         for slot in 0..slots {
             let id = self.movement.occupant(slot);
             if id != 0 {

@@ -495,9 +495,12 @@ const RADIX_BITS: u32 = 11;
 const RADIX_BUCKETS: usize = 1 << RADIX_BITS;
 
 impl SnapshotBuilder {
-    /// Starts a build: forgets the previous one's entities (keeps the room).
-    pub fn clear(&mut self) {
+    /// Starts a build of about `entities` entities: forgets the previous one's (keeps the
+    /// room) and makes room for these, exactly (memory follows the world's size, without the
+    /// doubling slack of growing push by push).
+    pub fn clear(&mut self, entities: usize) {
         self.pending.clear();
+        self.pending.reserve_exact(entities);
     }
 
     /// Adds a player at `slot`.
@@ -522,10 +525,15 @@ impl SnapshotBuilder {
         for v in [&mut out.cell_cx, &mut out.cell_start, &mut out.row_start, &mut out.by_slot] {
             v.clear();
         }
+        let n = self.pending.len();
         out.xs.clear();
         out.ys.clear();
         out.ids.clear();
         out.kinds.clear();
+        out.xs.reserve_exact(n);
+        out.ys.reserve_exact(n);
+        out.ids.reserve_exact(n);
+        out.kinds.reserve_exact(n);
         out.by_slot.resize(slots, NOT_IN_SNAPSHOT);
         let mut last_key = u32::MAX;
         for (i, &(_, index)) in self.order.iter().enumerate() {
@@ -561,8 +569,10 @@ impl SnapshotBuilder {
     fn radix_sort(&mut self) {
         let n = self.pending.len();
         self.order.clear();
+        self.order.reserve_exact(n);
         self.order.extend(self.pending.iter().enumerate().map(|(i, e)| (e.key, i as u32)));
         self.spare.clear();
+        self.spare.reserve_exact(n);
         self.spare.resize(n, (0, 0));
         let mut counts = [0u32; RADIX_BUCKETS];
         for pass in 0..3 {
@@ -617,6 +627,7 @@ mod tests {
     fn build(entities: &[(u64, f32, f32)]) -> WorldSnapshot {
         let g = geometry();
         let mut b = SnapshotBuilder::default();
+        b.clear(entities.len());
         for (slot, &(id, x, y)) in entities.iter().enumerate() {
             b.add_player(&g, slot as u32, id, x, y);
         }
