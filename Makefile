@@ -22,7 +22,7 @@ FUZZ_RUNS   ?= 2000000
 LOOM_TARGET := target/loom
 LOOM_TESTS  := --test loom_health --test loom_capacity --test loom_tick_board --test loom_snapshot_board
 
-.PHONY: all build rust-build cpp-build run test deps check-format lint docs unit-tests loom bench bench-smoke \
+.PHONY: all build rust-build cpp-build run test deps settings-docs check-format lint docs unit-tests loom bench bench-smoke \
         header header-check cpp-test cpp-asan cpp-tsan cpp-valgrind fuzz compare compare-quick loadtest-smoke clean
 
 all: build
@@ -39,6 +39,11 @@ rust-build:
 cpp-build:
 	cmake -S cpp-net -B $(CPP_BUILD) $(CMAKE_FLAGS) -DCMAKE_BUILD_TYPE=RelWithDebInfo
 	cmake --build $(CPP_BUILD)
+
+## Regenerate the example settings file and the README's flags table from mmo-server's
+## settings table (server_operations_test fails when they are stale).
+settings-docs: cpp-build
+	cpp-net/app/settings-docs.sh $(CPP_BUILD)/mmo-server
 
 ## Regenerate the committed C header from the Rust ABI (cbindgen 0.29.4; ffi/generate-header.sh).
 header:

@@ -1,5 +1,8 @@
-// main.cpp: the mmo-server executable: flags, start-up, the periodic stats line, and a clean
-// shutdown on SIGINT/SIGTERM (final counters and update-latency percentiles, exit 0).
+// main.cpp: the mmo-server executable: settings (defaults, then --config FILE, then flags;
+// settings.hpp), start-up, the periodic stats line, a clean shutdown on SIGINT/SIGTERM (final
+// counters and update-latency percentiles, exit 0), and a stop with exit status 3 and a
+// one-line reason when the engine is poisoned (a panic inside it left its state unknown; a
+// supervisor restarts the process).
 //
 // SIGINT and SIGTERM are blocked in every thread (the mask is set before any thread starts)
 // and the main thread takes them with sigtimedwait, so a signal never interrupts a worker
@@ -7,7 +10,9 @@
 #include <signal.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <ctime>
 #include <exception>
@@ -19,11 +24,20 @@
 #include <mimalloc.h>
 #endif
 
+#include "app/settings.hpp"
 #include "baseline/baseline_engine.hpp"
 #include "engine/engine.hpp"
+#include "net/metrics.hpp"
 #include "net/server.hpp"
 
 namespace {
+
+// Exit statuses: 0 clean shutdown, 1 start-up failure, 2 bad settings, 3 engine poisoned.
+constexpr int kExitStartup = 1;
+constexpr int kExitSettings = 2;
+constexpr int kExitPoisoned = 3;
+// How often the main thread looks for a poisoned engine between signals.
+constexpr long kWatchIntervalNs = 100'000'000;
 
 const char* allocator_name() {
 #ifdef MMO_WITH_MIMALLOC
@@ -37,48 +51,66 @@ const char* allocator_name() {
 #endif
 }
 
-uint64_t parse_u64(const std::string& text) {
-  size_t used = 0;
-  const unsigned long long v = std::stoull(text, &used, 0);  // 0x... hex or decimal
-  if (used != text.size()) throw std::invalid_argument("not an integer: " + text);
-  return v;
+void print_final(const mmo::net::Server& server) {
+  std::vector<char> text(mmo::wire::kStatsReplyMax);
+  const size_t n = server.format_stats(text.data(), text.size());
+  std::printf("mmo-server: final counters\n%.*s", static_cast<int>(n), text.data());
+  std::printf("mmo-server: final %s\n", server.stats_line().c_str());
+  std::fflush(stdout);
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  mmo::net::ServerConfig config;
-  std::string engine_name = "rust";
-  std::string admin_key_text = "0";
-  unsigned stats_interval_s = 10;
-  uint64_t starting_gold = 0;
+  mmo::app::Settings settings;
+  try {
+    settings = mmo::app::Settings::defaults();
+    // The file first (flags override it): find --config before the full parse.
+    CLI::App pre;
+    pre.allow_extras();
+    pre.set_help_flag();
+    std::string config_path;
+    pre.add_option("--config", config_path);
+    pre.parse(argc, argv);
+    if (!config_path.empty()) mmo::app::load_file(config_path, settings);
+  } catch (const mmo::app::SettingsError& e) {
+    std::fprintf(stderr, "mmo-server: %s\n", e.what());
+    return kExitSettings;
+  } catch (const CLI::ParseError& e) {
+    std::fprintf(stderr, "mmo-server: %s\n", e.what());
+    return kExitSettings;
+  }
 
   CLI::App app{"mmo-server: the game-state service. UDP wire protocol v1 (docs/protocol.md) in front of the Rust core or the C++ baseline."};
-  app.add_option("--bind", config.bind_address, "IPv4 address to serve on")->capture_default_str();
-  app.add_option("--port", config.port, "UDP port (0: any free port, printed at start)")->capture_default_str();
-  app.add_option("--threads", config.threads, "I/O worker threads (0: one per core)")->capture_default_str();
-  app.add_option("--tick-hz", config.tick_hz, "ticks per second (AoI snapshots go out at this rate)")
-      ->check(CLI::Range(1u, 100u))
-      ->capture_default_str();
-  app.add_option("--engine", engine_name, "game-state engine")->check(CLI::IsMember({"rust", "baseline"}))->capture_default_str();
-  app.add_option("--max-players", config.max_players, "players joined at once, at most")->check(CLI::Range(1u, 1u << 20))->capture_default_str();
-  app.add_option("--stats-interval-s", stats_interval_s, "seconds between stats lines (0: none)")->capture_default_str();
-  app.add_option("--admin-key", admin_key_text, "key for RAID_TRIGGER and STATS_REQUEST (decimal or 0x hex; 0 disables admin messages)")
-      ->capture_default_str();
-  app.add_option("--player-rate", config.per_player.rate_per_s, "messages per second per player")->capture_default_str();
-  app.add_option("--player-burst", config.per_player.burst, "burst allowance per player")->capture_default_str();
-  app.add_option("--address-rate", config.per_address.rate_per_s, "datagrams per second per source address")->capture_default_str();
-  app.add_option("--address-burst", config.per_address.burst, "burst allowance per source address")->capture_default_str();
-  app.add_option("--idle-timeout-s", config.idle_timeout_s, "end a session silent this long (0: never)")->capture_default_str();
-  app.add_option("--starting-gold", starting_gold, "gold each new wallet starts with (minted at join)")->capture_default_str();
+  std::string config_path;
+  bool print_config = false;
+  bool print_flags_table = false;
+  uint32_t inject_panic_after_moves = 0;
+  app.add_option("--config", config_path, "TOML file of settings (mmo.example.toml lists them all); flags override it");
+  app.add_flag("--print-config", print_config, "print the effective configuration as TOML and exit");
+  app.add_flag("--print-flags-table", print_flags_table, "print the flags as a Markdown table (the README's) and exit")->group("");
+  // A test hook: poisons the engine after this many moves (an injected panic inside it), so
+  // the end-to-end test can watch the server stop with its reason. Hidden from --help.
+  app.add_option("--debug-inject-panic-after-moves", inject_panic_after_moves)->group("");
+  mmo::app::add_flags(app, settings);
   CLI11_PARSE(app, argc, argv);
-
   try {
-    config.admin_key = parse_u64(admin_key_text);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "mmo-server: --admin-key: %s\n", e.what());
-    return 2;
+    settings.finish();
+    mmo::app::check_ranges(settings);
+  } catch (const mmo::app::SettingsError& e) {
+    std::fprintf(stderr, "mmo-server: %s\n", e.what());
+    return kExitSettings;
   }
+  if (print_flags_table) {
+    std::fputs(mmo::app::flags_table().c_str(), stdout);
+    return 0;
+  }
+  if (print_config) {
+    std::fputs(mmo::app::to_toml(settings).c_str(), stdout);
+    return 0;
+  }
+  settings.core.fault_injection = inject_panic_after_moves != 0 ? 1 : 0;
+  settings.server.inject_panic_after_moves = inject_panic_after_moves;
 
   // Block the shutdown signals before any thread exists, so every thread inherits the mask.
   sigset_t shutdown_signals;
@@ -88,46 +120,52 @@ int main(int argc, char** argv) {
   pthread_sigmask(SIG_BLOCK, &shutdown_signals, nullptr);
 
   std::unique_ptr<mmo::net::Server> server;
+  std::unique_ptr<mmo::net::MetricsEndpoint> metrics;
   try {
-    MmoConfig core{};
-    mmo_config_default(&core);
-    core.player_capacity = config.max_players;
-    core.tick_ms = 1000 / config.tick_hz;
-    core.starting_gold = starting_gold;
-    std::unique_ptr<mmo::Engine> engine;
-    engine = engine_name == "rust" ? mmo::make_rust_engine(core) : mmo::make_baseline_engine(core);
-    server = std::make_unique<mmo::net::Server>(config, std::move(engine));
+    std::unique_ptr<mmo::Engine> engine =
+        settings.engine == "rust" ? mmo::make_rust_engine(settings.core) : mmo::make_baseline_engine(settings.core);
+    server = std::make_unique<mmo::net::Server>(settings.server, std::move(engine));
+    if (!settings.metrics_bind.empty()) metrics = std::make_unique<mmo::net::MetricsEndpoint>(settings.metrics_bind, *server);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "mmo-server: %s\n", e.what());
-    return 1;
+    return kExitStartup;
   }
 
   server->start();
-  std::printf("mmo-server: listening on %s:%u engine=%s threads=%u tick_hz=%u max_players=%u allocator=%s admin=%s\n",
-              config.bind_address.c_str(), server->port(), engine_name.c_str(), server->threads(), config.tick_hz, config.max_players,
-              allocator_name(), config.admin_key != 0 ? "enabled" : "disabled");
+  std::printf("mmo-server: listening on %s:%u engine=%s threads=%u tick_hz=%u max_players=%u allocator=%s admin=%s metrics=%s\n",
+              settings.server.bind_address.c_str(), server->port(), settings.engine.c_str(), server->threads(), settings.server.tick_hz,
+              settings.server.max_players, allocator_name(), settings.server.admin_key != 0 ? "enabled" : "disabled",
+              metrics ? metrics->url().c_str() : "off");
   std::fflush(stdout);
 
   int signal_number = 0;
+  auto next_stats = std::chrono::steady_clock::now() + std::chrono::seconds(settings.stats_interval_s);
   while (signal_number == 0) {
-    timespec wait{};
-    wait.tv_sec = stats_interval_s != 0 ? stats_interval_s : 3600;
+    timespec wait{0, kWatchIntervalNs};
     const int got = sigtimedwait(&shutdown_signals, nullptr, &wait);
     if (got > 0) {
       signal_number = got;
-    } else if (got < 0 && errno == EAGAIN && stats_interval_s != 0) {
+      break;
+    }
+    if (const std::string reason = server->poisoned_reason(); !reason.empty()) {
+      // The engine's state is unknown after a panic inside it: stop serving rather than drop
+      // every move and trade silently while looking alive. A supervisor restarts the process.
+      server->stop();
+      std::fprintf(stderr, "mmo-server: stopping: the engine is poisoned (%s)\n", reason.c_str());
+      print_final(*server);
+      return kExitPoisoned;
+    }
+    if (settings.stats_interval_s != 0 && std::chrono::steady_clock::now() >= next_stats) {
       std::printf("mmo-server: stats %s\n", server->stats_line().c_str());
       std::fflush(stdout);
+      next_stats += std::chrono::seconds(settings.stats_interval_s);
     }
   }
 
   std::printf("mmo-server: %s received, shutting down\n", signal_number == SIGINT ? "SIGINT" : "SIGTERM");
+  metrics.reset();
   server->stop();
-  std::vector<char> text(mmo::wire::kStatsReplyMax);
-  const size_t n = server->format_stats(text.data(), text.size());
-  std::printf("mmo-server: final counters\n%.*s", static_cast<int>(n), text.data());
-  std::printf("mmo-server: final %s\n", server->stats_line().c_str());
-  std::fflush(stdout);
+  print_final(*server);
   server.reset();
   return 0;
 }

@@ -136,6 +136,7 @@ class BaselineEngine final : public Engine {
   MmoStatus stats(MmoStats& out) const override;
   MmoStatus economy_audit(MmoEconomyAudit& out) const override;
   MmoStatus player_view(uint64_t player_id, MmoPlayerView& out) const override;
+  MmoStatus debug_inject_panic() override { return MMO_ERR_INVALID_ARGUMENT; }  // nothing to poison
 
   // Audit and test helpers.
   const Grid& grid() const { return grid_; }

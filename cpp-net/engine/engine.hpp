@@ -48,6 +48,9 @@ class Engine {
   virtual MmoStatus stats(MmoStats& out) const = 0;
   virtual MmoStatus economy_audit(MmoEconomyAudit& out) const = 0;
   virtual MmoStatus player_view(uint64_t player_id, MmoPlayerView& out) const = 0;
+  // Test hook: a panic inside the engine (MMO_ERR_PANIC, engine poisoned), for engines built
+  // with fault_injection = 1; MMO_ERR_INVALID_ARGUMENT otherwise or where not supported.
+  virtual MmoStatus debug_inject_panic() = 0;
 };
 
 // The Rust core through mmo_core.h. Throws std::runtime_error if the ABI does not match or

@@ -52,6 +52,7 @@ class RustEngine final : public Engine {
   MmoStatus stats(MmoStats& out) const override { return mmo_stats(engine_, &out); }
   MmoStatus economy_audit(MmoEconomyAudit& out) const override { return mmo_economy_audit(engine_, &out); }
   MmoStatus player_view(uint64_t player_id, MmoPlayerView& out) const override { return mmo_player_view(engine_, player_id, &out); }
+  MmoStatus debug_inject_panic() override { return mmo_debug_inject_panic(engine_); }
 
  private:
   MmoEngine* engine_ = nullptr;

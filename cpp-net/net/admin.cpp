@@ -3,7 +3,10 @@
 // other part writes.
 #include <sys/resource.h>
 
+#include <algorithm>
+#include <cctype>
 #include <cstdio>
+#include <string_view>
 
 #include "engine/stats_fields.hpp"
 #include "net/server.hpp"
@@ -24,7 +27,7 @@ void Worker::on_raid_trigger(const wire::RaidTrigger& m, SourceAddress source) {
   request.faction = m.faction;
   MmoRaidReport report{};
   const uint64_t t0 = monotonic_ns();
-  const MmoStatus status = server_.engine().raid_spawn(request, report);
+  const MmoStatus status = server_.engine_status("raid_spawn", server_.engine().raid_spawn(request, report), counters);
   const uint64_t spawn_ns = monotonic_ns() - t0;
   if (status == MMO_OK) {
     std::lock_guard lock(latency_mutex);
@@ -89,6 +92,27 @@ Server::LatencyFigures Server::merged_latency() const {
 }
 
 
+void Server::latency_buckets(Latency which, std::span<const uint64_t> bounds_us, std::span<uint64_t> cumulative, uint64_t& count,
+                             uint64_t& sum_us) const {
+  count = 0;
+  sum_us = 0;
+  std::fill(cumulative.begin(), cumulative.end(), 0);
+  const size_t n = std::min(bounds_us.size(), cumulative.size());
+  if (which == Latency::Tick) {
+    std::lock_guard tick_lock(tick_latency_mutex_);
+    mmo_latency_buckets(tick_latency_, bounds_us.data(), n, cumulative.data(), &count, &sum_us);
+    return;
+  }
+  std::lock_guard merge_lock(merge_mutex_);
+  MmoLatency* merged = which == Latency::Update ? merged_update_ : merged_raid_;
+  mmo_latency_reset(merged);
+  for (const auto& w : workers_) {
+    std::lock_guard lock(w->latency_mutex);
+    mmo_latency_merge(merged, which == Latency::Update ? w->update_latency_ : w->raid_latency_);
+  }
+  mmo_latency_buckets(merged, bounds_us.data(), n, cumulative.data(), &count, &sum_us);
+}
+
 size_t Server::format_stats(char* out, size_t capacity) const {
   size_t pos = 0;
   bool overflow = false;
@@ -126,6 +150,17 @@ size_t Server::format_stats(char* out, size_t capacity) const {
   line("", "aoi_snapshots_sent", total(&WorkerCounters::aoi_snapshots_sent));
   line("", "aoi_rounds_overrun", total(&WorkerCounters::aoi_rounds_overrun));
   line("", "rx_timestamps_missing", total(&WorkerCounters::rx_timestamps_missing));
+  // Engine calls refused or failed, by status (every named status, zero or not).
+  for (size_t slot = 1; slot < kEngineStatusSlots; ++slot) {
+    const char* name = mmo_status_name(static_cast<MmoStatus>(1000 + slot));
+    if (std::string_view(name) == "MMO_UNKNOWN_STATUS") continue;
+    char lower[64];
+    size_t n = 0;
+    for (const char* c = name + 4; *c != 0 && n + 1 < sizeof lower; ++c) lower[n++] = static_cast<char>(std::tolower(static_cast<unsigned char>(*c)));
+    lower[n] = 0;
+    line("engine_status_", lower, engine_errors_total(slot));
+  }
+  line("", "engine_poisoned", poisoned_.load(std::memory_order_acquire) ? 1 : 0);
   line("", "ticks_late", ticks_late_.get());
   const LatencyFigures f = merged_latency();
   line("", "update_latency_count", f.update.count);

@@ -24,6 +24,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <string>
 #include <thread>
 #include <vector>
@@ -44,7 +45,17 @@ struct ServerConfig {
   RateLimit per_address{400, 800};
   RateLimit per_player{60, 120};
   unsigned idle_timeout_s = 30;
+  uint32_t address_table_slots = 16384;     // source addresses the rate limiter tracks (power of two)
+  int socket_buffer_bytes = 4 << 20;         // SO_RCVBUF / SO_SNDBUF of each worker socket
+  uint32_t inject_panic_after_moves = 0;     // test hook: poison the engine after this many moves (0: never)
 };
+
+// Engine statuses counted by kind: slot (status - 1000) for the error codes 1001..1099, slot
+// 0 for anything else that is not MMO_OK.
+inline constexpr size_t kEngineStatusSlots = 100;
+inline size_t engine_status_slot(MmoStatus status) {
+  return status > 1000 && status < 1000 + kEngineStatusSlots ? status - 1000 : 0;
+}
 
 // A counter with one writer thread: the writer adds without a read-modify-write bus lock;
 // readers see a value at most a few updates old.
@@ -76,6 +87,8 @@ struct alignas(128) WorkerCounters {
   Counter stats_requests;
   Counter pongs_sent;
   Counter aoi_snapshots_sent;
+  // Engine calls that returned something other than MMO_OK, by status.
+  Counter engine_errors[kEngineStatusSlots];
   // Ticks whose area-of-interest round this worker had not finished when the next tick woke it
   // (the rest of that round is skipped: the newer snapshot supersedes it).
   Counter aoi_rounds_overrun;
@@ -104,6 +117,20 @@ class Server {
   unsigned threads() const { return static_cast<unsigned>(workers_.size()); }
   Engine& engine() { return *engine_; }
   uint64_t now_us() const;
+  // Every engine call's status goes through here: a non-OK one is counted by kind (`counters`
+  // is the calling thread's block), and MMO_ERR_PANIC or MMO_ERR_POISONED marks the engine
+  // poisoned with a reason. Returns `status`.
+  MmoStatus engine_status(const char* call, MmoStatus status, WorkerCounters& counters);
+  // Empty while the engine is healthy; otherwise why it is not (the first poisoning call).
+  std::string poisoned_reason() const;
+  // Sums of every worker's counters and the tick thread's, for the reporters.
+  uint64_t engine_errors_total(size_t slot) const;
+  // The server's three latency histograms (microseconds).
+  enum class Latency { Update, RaidSpawn, Tick };
+  // Cumulative counts of one histogram at ascending `bounds_us` (the Prometheus `le` shape),
+  // its count and its sum in microseconds; the workers' histograms merged first. Thread-safe.
+  void latency_buckets(Latency which, std::span<const uint64_t> bounds_us, std::span<uint64_t> cumulative, uint64_t& count,
+                       uint64_t& sum_us) const;
 
   // Every figure as `name value` lines (the STATS_REPLY text); returns the bytes written
   // (0 if `capacity` is too small). Thread-safe.
@@ -113,6 +140,7 @@ class Server {
 
  private:
   friend class Worker;
+  friend std::string prometheus_text(const Server& server);
   void tick_loop();
   struct LatencyFigures;
   LatencyFigures merged_latency() const;
@@ -134,6 +162,12 @@ class Server {
   uint64_t start_ns_ = 0;
   /// Written by the tick thread; read by the reporter.
   Counter ticks_late_;
+  /// The tick thread's own counters block (only its engine errors are used).
+  WorkerCounters tick_counters_;
+  /// Set once, by the first call that finds the engine poisoned; read by the main thread.
+  std::atomic<bool> poisoned_{false};
+  mutable std::mutex poisoned_mutex_;
+  std::string poisoned_reason_;  // guarded by poisoned_mutex_
   /// Tick durations (µs). Written by the tick thread under tick_latency_mutex_.
   mutable std::mutex tick_latency_mutex_;
   MmoLatency* tick_latency_ = nullptr;

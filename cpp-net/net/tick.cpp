@@ -34,7 +34,7 @@ void Server::tick_loop() {
     }
     const uint64_t t0 = now_us();
     MmoTickInfo info{};
-    engine_->tick(t0 / 1000, info);
+    engine_status("tick", engine_->tick(t0 / 1000, info), tick_counters_);
     // Each worker sends its own sessions their areas of interest from the new snapshot.
     for (auto& w : workers_) w->notify_tick();
     const uint64_t t1 = now_us();

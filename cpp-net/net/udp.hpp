@@ -23,14 +23,14 @@ constexpr int kDrainRoundsMax = 16;      // recvmmsg calls per epoll wake-up, at
 constexpr int kEpollTimeoutMs = 100;     // how soon a worker notices stop and runs its idle scan
 constexpr int kSendRetriesMax = 8;       // sendmmsg calls to flush one batch, at most
 constexpr uint64_t kLatencyHighestUs = 60'000'000;
-constexpr int kSocketBufferBytes = 4 << 20;
 static_assert(kRxBufferSize > wire::kClientDatagramMax);
 
 
 // Nanoseconds on CLOCK_MONOTONIC.
 uint64_t monotonic_ns();
-// A non-blocking SO_REUSEPORT UDP socket bound to address:port (throws std::runtime_error).
-int open_socket(const std::string& address, uint16_t port);
+// A non-blocking SO_REUSEPORT UDP socket bound to address:port with kernel buffers of
+// `buffer_bytes` each way (throws std::runtime_error).
+int open_socket(const std::string& address, uint16_t port, int buffer_bytes);
 // The port a socket is bound to.
 uint16_t bound_port(int fd);
 sockaddr_in to_sockaddr(SourceAddress a);

@@ -180,7 +180,9 @@ void Worker::send_aoi_chunk() {
   if (n == 0) return;
   constexpr uint32_t k = static_cast<uint32_t>(wire::kAoiEntriesMax);
   MmoAoiBatchInfo info{};
-  const MmoStatus status = server_.engine().area_of_interest_batch({aoi_players_.data(), n}, k, aoi_entries_, {aoi_counts_.data(), n}, info);
+  const MmoStatus status = server_.engine_status(
+      "area_of_interest_batch", server_.engine().area_of_interest_batch({aoi_players_.data(), n}, k, aoi_entries_, {aoi_counts_.data(), n}, info),
+      counters);
   if (status != MMO_OK) return;
   aoi_datagram_.tick = info.tick;
   aoi_datagram_.server_time_ms = info.now_ms;
@@ -224,6 +226,10 @@ void Worker::handle(const wire::ClientMessage& message, SourceAddress source, Se
           move_arrival_ns_[move_count_] = arrival_ns;
           ++move_count_;
           counters.moves_forwarded.add();
+          if (server_.config_.inject_panic_after_moves != 0 && counters.moves_forwarded.get() == server_.config_.inject_panic_after_moves) {
+            // The test hook (--debug-inject-panic-after-moves): a panic inside the engine.
+            server_.engine_status("debug_inject_panic", server_.engine().debug_inject_panic(), counters);
+          }
         } else if constexpr (std::is_same_v<T, wire::EconomyRequest>) {
           MmoEconomyOp& op = ops_[op_count_];
           op = MmoEconomyOp{};
@@ -250,9 +256,10 @@ void Worker::handle(const wire::ClientMessage& message, SourceAddress source, Se
         } else if constexpr (std::is_same_v<T, wire::RaidTrigger>) {
           on_raid_trigger(m, source);
         } else if constexpr (std::is_same_v<T, wire::StatsRequest>) {
-          // Answered at once, each of them: nothing here holds a lock the reporter needs.
-          send_stats(source, m.request_id);
+          // Answered at once, each of them: nothing here holds a lock the reporter needs. Counted
+          // first, so a reply's text includes its own request.
           counters.stats_requests.add();
+          send_stats(source, m.request_id);
         }
       },
       message);
@@ -275,7 +282,7 @@ void Worker::on_join_confirm(const wire::JoinConfirm& m, SourceAddress source, u
     end_session(existing);
   }
   MmoJoinTicket ticket{};
-  const MmoStatus status = server_.engine().join(m.spawn_x_m, m.spawn_y_m, m.faction, ticket);
+  const MmoStatus status = server_.engine_status("join", server_.engine().join(m.spawn_x_m, m.spawn_y_m, m.faction, ticket), counters);
   if (status == MMO_OK) {
     Session s;
     s.player_id = ticket.player_id;
@@ -288,7 +295,7 @@ void Worker::on_join_confirm(const wire::JoinConfirm& m, SourceAddress source, u
     if (inserted == nullptr || !server_.directory_.add(s.player_id, s.session_token, s.source)) {
       // A table is full (or the engine handed out an id still held): undo.
       if (inserted != nullptr) admission_.sessions().remove(inserted);
-      server_.engine().leave(ticket.player_id, ticket.session_token);
+      server_.engine_status("leave", server_.engine().leave(ticket.player_id, ticket.session_token), counters);
       reply.status = wire::JoinStatus::ServerFull;
       counters.joins_refused.add();
     } else {
@@ -304,7 +311,7 @@ void Worker::on_join_confirm(const wire::JoinConfirm& m, SourceAddress source, u
 }
 
 void Worker::end_session(Session* session) {
-  server_.engine().leave(session->player_id, session->session_token);
+  server_.engine_status("leave", server_.engine().leave(session->player_id, session->session_token), counters);
   server_.directory_.remove(session->player_id);
   admission_.sessions().remove(session);
 }
@@ -312,7 +319,8 @@ void Worker::end_session(Session* session) {
 void Worker::flush_engine_batches(uint64_t now_ms) {
   if (move_count_ > 0) {
     size_t written = 0;
-    const MmoStatus status = server_.engine().apply_moves({moves_.data(), move_count_}, now_ms, events_, written);
+    const MmoStatus status =
+        server_.engine_status("apply_moves", server_.engine().apply_moves({moves_.data(), move_count_}, now_ms, events_, written), counters);
     if (status == MMO_OK) {
       // Server-side update latency: from each datagram's arrival in the kernel to the end of
       // its batch's apply.
@@ -348,7 +356,8 @@ void Worker::flush_engine_batches(uint64_t now_ms) {
   }
   if (op_count_ > 0) {
     size_t written = 0;
-    const MmoStatus status = server_.engine().apply_economy({ops_.data(), op_count_}, results_, written);
+    const MmoStatus status =
+        server_.engine_status("apply_economy", server_.engine().apply_economy({ops_.data(), op_count_}, results_, written), counters);
     if (status == MMO_OK) {
       for (size_t i = 0; i < written; ++i) {
         const MmoEconomyResult& r = results_[i];

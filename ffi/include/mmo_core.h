@@ -671,8 +671,19 @@ MmoStatus mmo_abi_check(uint32_t expected_version);
 // "MMO_UNKNOWN_STATUS". Never NULL; never freed.
 const char *mmo_status_name(MmoStatus status);
 
+// Checks `*config` as `mmo_engine_new` would. `MMO_OK` if an engine would accept it;
+// otherwise `MMO_ERR_INVALID_CONFIG` (or `MMO_ERR_INVALID_ARGUMENT` for the reserved
+// fields) and, when `message`/`message_capacity` is a buffer, the reason naming the field,
+// NUL-terminated and cut to fit. Nothing is written on success.
+//
+// # Safety
+// `config` NULL or an initialised `MmoConfig`; `message`/`message_capacity` a borrowed
+// output slice (length 0: no message).
+MmoStatus mmo_config_check(const struct MmoConfig *config, char *message, size_t message_capacity);
+
 // Creates an engine from `*config` and writes its handle to `*out_engine`. Free it with
-// `mmo_engine_free`. Pre-warms the calling thread's arenas.
+// `mmo_engine_free`. Nothing is pre-warmed: threads that join players call
+// `mmo_engine_prewarm_thread`.
 //
 // # Safety
 // `config` must be NULL or point to an initialised `MmoConfig`; `out_engine` NULL or
@@ -886,6 +897,23 @@ MmoStatus mmo_latency_reset(struct MmoLatency *latency);
 // `latency` NULL or a live handle not written during the call; `out_summary` NULL or writable.
 MmoStatus mmo_latency_summary(const struct MmoLatency *latency,
                               struct MmoLatencySummary *out_summary);
+
+// Cumulative counts of the histogram at `bounds_len` upper bounds (ascending, in the unit
+// recorded): `out_counts[i]` is how many values are at most `bounds[i]` (as the histogram's
+// precision resolves them), the shape of a Prometheus histogram's `le` buckets. Writes the
+// total count to `*out_count` and the sum of every value to `*out_sum` (each value taken at
+// its bucket's representative value; saturating). Bounds that are not ascending are
+// `MMO_ERR_INVALID_ARGUMENT`.
+//
+// # Safety
+// `latency` NULL or a live handle not written during the call; `bounds`/`bounds_len` and
+// `out_counts`/`bounds_len` borrowed slices; `out_count` and `out_sum` NULL or writable.
+MmoStatus mmo_latency_buckets(const struct MmoLatency *latency,
+                              const uint64_t *bounds,
+                              size_t bounds_len,
+                              uint64_t *out_counts,
+                              uint64_t *out_count,
+                              uint64_t *out_sum);
 
 #ifdef __cplusplus
 }  // extern "C"

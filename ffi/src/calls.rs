@@ -170,8 +170,41 @@ pub extern "C" fn mmo_status_name(status: MmoStatus) -> *const c_char {
     boundary_or(UNKNOWN.as_ptr().cast(), || status_name(status).as_ptr().cast())
 }
 
+/// Checks `*config` as [`mmo_engine_new`] would. [`MMO_OK`] if an engine would accept it;
+/// otherwise [`MMO_ERR_INVALID_CONFIG`] (or [`MMO_ERR_INVALID_ARGUMENT`] for the reserved
+/// fields) and, when `message`/`message_capacity` is a buffer, the reason naming the field,
+/// NUL-terminated and cut to fit. Nothing is written on success.
+///
+/// # Safety
+/// `config` NULL or an initialised `MmoConfig`; `message`/`message_capacity` a borrowed
+/// output slice (length 0: no message).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mmo_config_check(config: *const MmoConfig, message: *mut c_char, message_capacity: usize) -> MmoStatus {
+    boundary(|| {
+        // SAFETY: checked by in_ref; initialised per the contract.
+        let config = check!(unsafe { in_ref(config) });
+        // SAFETY: forwarded contract.
+        let message = check!(unsafe { output(message.cast::<u8>(), message_capacity) });
+        let (status, why) = if config.fault_injection > 1 || config._reserved != [0; 7] {
+            (MMO_ERR_INVALID_ARGUMENT, "fault_injection must be 0 or 1 and _reserved zero".to_string())
+        } else {
+            match CoreConfig::from(config).validate() {
+                Ok(()) => return MMO_OK,
+                Err(e) => (MMO_ERR_INVALID_CONFIG, e.0.to_string()),
+            }
+        };
+        if let Some(last) = message.len().checked_sub(1) {
+            let n = why.len().min(last);
+            message[..n].copy_from_slice(&why.as_bytes()[..n]);
+            message[n] = 0;
+        }
+        status
+    })
+}
+
 /// Creates an engine from `*config` and writes its handle to `*out_engine`. Free it with
-/// [`mmo_engine_free`]. Pre-warms the calling thread's arenas.
+/// [`mmo_engine_free`]. Nothing is pre-warmed: threads that join players call
+/// [`mmo_engine_prewarm_thread`].
 ///
 /// # Safety
 /// `config` must be NULL or point to an initialised `MmoConfig`; `out_engine` NULL or

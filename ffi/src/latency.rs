@@ -10,7 +10,7 @@
 //! library adds none). Recording never allocates: values above the histogram's highest
 //! trackable value are clamped to it (and so still counted), values below 1 are recorded as 1.
 
-use crate::boundary::{boundary, in_ref, out_ptr};
+use crate::boundary::{boundary, in_ref, input, out_ptr, output};
 use crate::status::{MMO_ERR_INVALID_ARGUMENT, MMO_OK, MmoStatus};
 use hdrhistogram::Histogram;
 
@@ -177,6 +177,62 @@ pub unsafe extern "C" fn mmo_latency_summary(latency: *const MmoLatency, out_sum
     })
 }
 
+/// Cumulative counts of the histogram at `bounds_len` upper bounds (ascending, in the unit
+/// recorded): `out_counts[i]` is how many values are at most `bounds[i]` (as the histogram's
+/// precision resolves them), the shape of a Prometheus histogram's `le` buckets. Writes the
+/// total count to `*out_count` and the sum of every value to `*out_sum` (each value taken at
+/// its bucket's representative value; saturating). Bounds that are not ascending are
+/// [`MMO_ERR_INVALID_ARGUMENT`].
+///
+/// # Safety
+/// `latency` NULL or a live handle not written during the call; `bounds`/`bounds_len` and
+/// `out_counts`/`bounds_len` borrowed slices; `out_count` and `out_sum` NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mmo_latency_buckets(
+    latency: *const MmoLatency,
+    bounds: *const u64,
+    bounds_len: usize,
+    out_counts: *mut u64,
+    out_count: *mut u64,
+    out_sum: *mut u64,
+) -> MmoStatus {
+    boundary(|| {
+        // SAFETY: forwarded contract.
+        let h = &check!(unsafe { in_ref(latency) }).histogram;
+        // SAFETY: forwarded contract.
+        let bounds = check!(unsafe { input(bounds, bounds_len) });
+        // SAFETY: forwarded contract.
+        let counts = check!(unsafe { output(out_counts, bounds_len) });
+        let count_out = check!(out_ptr(out_count));
+        let sum_out = check!(out_ptr(out_sum));
+        if bounds.windows(2).any(|w| w[0] >= w[1]) {
+            return MMO_ERR_INVALID_ARGUMENT;
+        }
+        counts.fill(0);
+        let mut sum = 0u64;
+        // One pass over the histogram's recorded values (each a bucket of equivalent values).
+        for v in h.iter_recorded() {
+            let value = h.highest_equivalent(v.value_iterated_to());
+            let n = v.count_at_value();
+            sum = sum.saturating_add(h.median_equivalent(value).saturating_mul(n));
+            let first = bounds.partition_point(|&b| b < value);
+            if first < counts.len() {
+                counts[first] += n;
+            }
+        }
+        // Cumulative.
+        for i in 1..counts.len() {
+            counts[i] += counts[i - 1];
+        }
+        // SAFETY: checked by out_ptr.
+        unsafe {
+            count_out.write(h.len());
+            sum_out.write(sum);
+        }
+        MMO_OK
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -216,6 +272,29 @@ mod tests {
         unsafe {
             mmo_latency_free(a);
             mmo_latency_free(b);
+        }
+    }
+
+    #[test]
+    fn buckets_are_cumulative_counts_at_the_bounds() {
+        let h = new_latency();
+        // SAFETY: live handle on this thread; valid slices and out-pointers.
+        unsafe {
+            for (value, n) in [(50u64, 10u64), (150, 5), (1_000, 3), (2_000_000, 1)] {
+                assert_eq!(mmo_latency_record(h, value, n), MMO_OK);
+            }
+            let bounds = [100u64, 500, 1_000, 10_000];
+            let mut counts = [7u64; 4];
+            let (mut count, mut sum) = (0u64, 0u64);
+            assert_eq!(mmo_latency_buckets(h, bounds.as_ptr(), 4, counts.as_mut_ptr(), &mut count, &mut sum), MMO_OK);
+            assert_eq!(counts, [10, 15, 18, 18]);
+            assert_eq!(count, 19);
+            let exact = 50 * 10 + 150 * 5 + 1_000 * 3 + 2_000_000;
+            assert!(sum.abs_diff(exact) < exact / 500, "sum {sum} is {exact} within the histogram's precision");
+            let unsorted = [500u64, 100];
+            assert_eq!(mmo_latency_buckets(h, unsorted.as_ptr(), 2, counts.as_mut_ptr(), &mut count, &mut sum), MMO_ERR_INVALID_ARGUMENT);
+            assert_eq!(mmo_latency_buckets(h, ptr::null(), 2, counts.as_mut_ptr(), &mut count, &mut sum), crate::MMO_ERR_NULL_POINTER);
+            mmo_latency_free(h);
         }
     }
 

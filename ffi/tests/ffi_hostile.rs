@@ -146,6 +146,29 @@ fn area_of_interest_batch_refuses_bad_buffers_and_marks_absent_players() {
 }
 
 #[test]
+fn config_check_names_the_field_and_writes_only_what_fits() {
+    let mut config = MmoConfig::from(&mmo_core::CoreConfig::default());
+    let mut message = [0x55u8; 64];
+    // SAFETY: valid pointers and lengths.
+    unsafe {
+        assert_eq!(mmo_config_check(&config, message.as_mut_ptr().cast(), message.len()), MMO_OK);
+        assert_eq!(message, [0x55; 64], "nothing written on success");
+        config.aoi_k = 0;
+        assert_eq!(mmo_config_check(&config, message.as_mut_ptr().cast(), message.len()), MMO_ERR_INVALID_CONFIG);
+        let text = std::ffi::CStr::from_bytes_until_nul(&message).unwrap().to_str().unwrap();
+        assert!(text.starts_with("aoi_k must be"), "{text}");
+        let mut tiny = [0x55u8; 6];
+        assert_eq!(mmo_config_check(&config, tiny.as_mut_ptr().cast(), tiny.len()), MMO_ERR_INVALID_CONFIG);
+        assert_eq!(&tiny, b"aoi_k\0", "cut to fit, NUL-terminated");
+        assert_eq!(mmo_config_check(&config, null_mut(), 0), MMO_ERR_INVALID_CONFIG, "no buffer: status only");
+        assert_eq!(mmo_config_check(null(), null_mut(), 0), MMO_ERR_NULL_POINTER);
+        config.aoi_k = 32;
+        config._reserved[2] = 1;
+        assert_eq!(mmo_config_check(&config, null_mut(), 0), MMO_ERR_INVALID_ARGUMENT);
+    }
+}
+
+#[test]
 fn panic_status_then_poisoned() {
     let mut config = MmoConfig::from(&mmo_core::CoreConfig::default());
     config.fault_injection = 2;

@@ -349,11 +349,7 @@ impl WorldSnapshot {
         let d2_of = |key: u64| f32::from_bits((key >> 32) as u32);
         // Whether candidate `a` comes before `b`: nearer, or as near with a lower id.
         let before = |a: u64, b: u64| {
-            if a >> 32 != b >> 32 {
-                a < b
-            } else {
-                self.ids[(a & 0xFFFF_FFFF) as usize] < self.ids[(b & 0xFFFF_FFFF) as usize]
-            }
+            if a >> 32 != b >> 32 { a < b } else { self.ids[(a & 0xFFFF_FFFF) as usize] < self.ids[(b & 0xFFFF_FFFF) as usize] }
         };
         // Pruning bound: a cell whose nearest point is farther cannot hold a candidate.
         let bound = |best: &[u64], n: usize| if n < k { r2 } else { d2_of(best[k - 1]) };

@@ -116,7 +116,7 @@ fn figures(r: &RowResult) -> Map<String, Value> {
     let steady_phase = r.heap_steady_long.map(|(h, u)| heaptrack_fig::HeapLike::new(&h, u, None));
     let raid_phase = r.heap_raid.map(|(h, u, bursts)| {
         let per_burst = match (&r.heap_steady_short, bursts) {
-            (Some((short, _)), b) if b > 0 => Some(h.alloc_calls.saturating_sub(short.alloc_calls) as f64 / b as f64),
+            (Some((short, _)), b) if b > 0 => Some((h.alloc_calls as f64 - short.alloc_calls as f64) / b as f64),
             _ => None,
         };
         heaptrack_fig::HeapLike::new(&h, u, per_burst)

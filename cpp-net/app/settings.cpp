@@ -1,0 +1,289 @@
+// settings.cpp: see settings.hpp. The table is visit_settings(); everything else visits it.
+#define TOML_EXCEPTIONS 1
+#include "app/settings.hpp"
+
+#include <CLI/CLI.hpp>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <set>
+#include <sstream>
+#include <toml++/toml.h>
+#include <type_traits>
+
+namespace mmo::app {
+namespace {
+
+// A number setting: its field, its range (inclusive), and where it lives.
+template <class T>
+struct Number {
+  const char* section;
+  const char* key;
+  const char* flag;
+  T& field;
+  double min;
+  double max;
+  const char* help;
+};
+
+struct Text {
+  const char* section;
+  const char* key;
+  const char* flag;
+  std::string& field;
+  const char* help;
+};
+
+// Every setting, in the order the file and the flags table list them. `v` is called with a
+// Number<T> or a Text for each; ranges are the ones the front and the core check (the core's
+// are CoreConfig::validate's, rust-core/src/config.rs; cross-field rules such as
+// contact_radius_m + cell_hysteresis_m <= cell_size_m are checked by the engine at start).
+template <class V>
+void visit_settings(Settings& s, V&& v) {
+  constexpr double kU32 = 4294967295.0;
+  // [server]: the network front and the process.
+  v(Text{"server", "bind", "--bind", s.server.bind_address, "IPv4 address to serve on"});
+  v(Number<uint16_t>{"server", "port", "--port", s.server.port, 0, 65535, "UDP port (0: any free port, printed at start)"});
+  v(Number<unsigned>{"server", "threads", "--threads", s.server.threads, 0, 256, "I/O worker threads (0: one per core)"});
+  v(Number<unsigned>{"server", "tick_hz", "--tick-hz", s.server.tick_hz, 1, 100, "ticks per second (areas of interest go out at this rate)"});
+  v(Number<int>{"server", "tick_nice", "--tick-nice", s.server.tick_nice, 0, 19,
+                "niceness of the tick thread, so a worker woken by a datagram runs ahead of it (0: the process's)"});
+  v(Text{"server", "engine", "--engine", s.engine, "game-state engine: rust or baseline"});
+  v(Number<uint32_t>{"server", "max_players", "--max-players", s.server.max_players, 1, 1 << 24,
+                     "players joined at once, at most (also the core's player_capacity)"});
+  v(Number<unsigned>{"server", "idle_timeout_s", "--idle-timeout-s", s.server.idle_timeout_s, 0, 86400, "end a session silent this long (0: never)"});
+  v(Number<double>{"server", "player_rate", "--player-rate", s.server.per_player.rate_per_s, 1, 1e6, "messages per second per player"});
+  v(Number<double>{"server", "player_burst", "--player-burst", s.server.per_player.burst, 1, 1e6, "burst allowance per player"});
+  v(Number<double>{"server", "address_rate", "--address-rate", s.server.per_address.rate_per_s, 1, 1e7, "datagrams per second per source address"});
+  v(Number<double>{"server", "address_burst", "--address-burst", s.server.per_address.burst, 1, 1e7, "burst allowance per source address"});
+  v(Number<uint32_t>{"server", "address_table_slots", "--address-table-slots", s.server.address_table_slots, 64, 1 << 24,
+                     "source addresses the rate limiter tracks (a power of two; the quietest are forgotten first)"});
+  v(Number<int>{"server", "socket_buffer_bytes", "--socket-buffer-bytes", s.server.socket_buffer_bytes, 65536, 1 << 30,
+                "each worker socket's kernel receive and send buffers (capped by net.core.[rw]mem_max)"});
+  v(Text{"server", "admin_key", "--admin-key", s.admin_key_text, "key for RAID_TRIGGER and STATS_REQUEST (decimal or 0x hex; 0 disables admin messages)"});
+  v(Number<unsigned>{"server", "stats_interval_s", "--stats-interval-s", s.stats_interval_s, 0, 86400, "seconds between stats lines (0: none)"});
+  v(Text{"server", "metrics_bind", "--metrics-bind", s.metrics_bind, "serve Prometheus metrics at http://ADDRESS:PORT/metrics (empty: off)"});
+  // [core]: the game-state engine (MmoConfig; either engine).
+  v(Number<float>{"core", "world_size_m", "--world-size-m", s.core.world_size_m, 1, 1e6, "side of the square world, metres"});
+  v(Number<float>{"core", "cell_size_m", "--cell-size-m", s.core.cell_size_m, 1, 1e6,
+                  "side of a collision-grid cell, metres (world_size_m / cell_size_m at most 2048)"});
+  v(Number<float>{"core", "cell_hysteresis_m", "--cell-hysteresis-m", s.core.cell_hysteresis_m, 0, 1e6,
+                  "how far past its cell an entity may stray before it changes cell, metres"});
+  v(Number<float>{"core", "max_speed_m_per_s", "--max-speed-m-per-s", s.core.max_speed_m_per_s, 0.001, 1e6, "fastest legal movement, metres per second"});
+  v(Number<float>{"core", "speed_slack_m", "--speed-slack-m", s.core.speed_slack_m, 0, 1e6, "distance allowed per move beyond the speed limit, metres"});
+  v(Number<uint32_t>{"core", "clock_slack_ms", "--clock-slack-ms", s.core.clock_slack_ms, 0, kU32,
+                     "client clock credit beyond the server's between two moves, milliseconds"});
+  v(Number<float>{"core", "contact_radius_m", "--contact-radius-m", s.core.contact_radius_m, 0.001, 1e6,
+                  "contact radius, metres (contact_radius_m + cell_hysteresis_m at most cell_size_m)"});
+  v(Number<uint32_t>{"core", "contacts_per_move_max", "--contacts-per-move-max", s.core.contacts_per_move_max, 0, 32, "contact events one move reports, at most"});
+  v(Number<uint32_t>{"core", "aoi_k", "--aoi-k", s.core.aoi_k, 1, 64, "entities in one area-of-interest snapshot"});
+  v(Number<float>{"core", "aoi_radius_m", "--aoi-radius-m", s.core.aoi_radius_m, 0.001, 1e6, "area-of-interest radius, metres (at most world_size_m)"});
+  v(Number<float>{"core", "snapshot_cell_m", "--snapshot-cell-m", s.core.snapshot_cell_m, 0.001, 1e6,
+                  "side of a world-snapshot cell, metres (world_size_m / snapshot_cell_m at most 65536)"});
+  v(Number<uint32_t>{"core", "raid_object_capacity", "--raid-object-capacity", s.core.raid_object_capacity, 0, 1 << 24,
+                     "raid objects alive at once, at most (a burst that would exceed it is refused whole)"});
+  v(Number<uint32_t>{"core", "raid_burst_capacity", "--raid-burst-capacity", s.core.raid_burst_capacity, 1, 65536, "raid bursts alive at once, at most"});
+  v(Number<uint32_t>{"core", "grid_shards", "--grid-shards", s.core.grid_shards, 2, 4096, "lock shards of the collision grid (a power of two)"});
+  v(Number<int32_t>{"core", "player_hp", "--player-hp", s.core.player_hp, 1, 2147483647.0, "hit points a player joins with"});
+  v(Number<uint64_t>{"core", "starting_gold", "--starting-gold", s.core.starting_gold, 0, 281474976710656.0, "gold each new wallet starts with (minted at join)"});
+}
+
+std::string key_of(const char* section, const char* key) { return std::string(section) + "." + key; }
+
+template <class T>
+std::string show(T v) {
+  std::ostringstream o;
+  if constexpr (std::is_floating_point_v<T>) {
+    o << static_cast<double>(v);
+    // TOML needs a decimal point (or exponent) for a float.
+    if (o.str().find_first_of(".eEn") == std::string::npos) o << ".0";
+  } else {
+    o << +v;
+  }
+  return o.str();
+}
+
+std::string range_of(double min, double max, bool integer) {
+  std::ostringstream o;
+  if (integer) {
+    o << std::fixed;
+    o.precision(0);
+  }
+  o << min << ".." << max;
+  return o.str();
+}
+
+// Reads the file's values into the settings.
+struct FileReader {
+  const toml::table& root;
+  std::set<std::string>& known;
+
+  const toml::node* find(const char* section, const char* key) const {
+    known.insert(key_of(section, key));
+    const toml::node* sec = root.get(section);
+    if (sec == nullptr) return nullptr;
+    const toml::table* table = sec->as_table();
+    if (table == nullptr) throw SettingsError(std::string("[") + section + "] must be a table");
+    return table->get(key);
+  }
+
+  template <class T>
+  void operator()(const Number<T>& n) const {
+    const toml::node* node = find(n.section, n.key);
+    if (node == nullptr) return;
+    double value = 0;
+    if (const auto i = node->value_exact<int64_t>()) {
+      value = static_cast<double>(*i);
+    } else if (const auto f = node->value_exact<double>(); f && std::is_floating_point_v<T>) {
+      value = *f;
+    } else {
+      throw SettingsError(key_of(n.section, n.key) + " must be " + (std::is_floating_point_v<T> ? "a number" : "an integer") + " in " +
+                          range_of(n.min, n.max, !std::is_floating_point_v<T>));
+    }
+    if (!(value >= n.min && value <= n.max)) {
+      const std::string shown = std::is_floating_point_v<T> ? show(value) : std::to_string(static_cast<long long>(value));
+      throw SettingsError(key_of(n.section, n.key) + " = " + shown + " is out of range " + range_of(n.min, n.max, !std::is_floating_point_v<T>));
+    }
+    n.field = static_cast<T>(value);
+  }
+
+  void operator()(const Text& t) const {
+    const toml::node* node = find(t.section, t.key);
+    if (node == nullptr) return;
+    const auto v = node->value_exact<std::string>();
+    if (!v) throw SettingsError(key_of(t.section, t.key) + " must be a string");
+    t.field = *v;
+  }
+};
+
+struct RangeChecker {
+  template <class T>
+  void operator()(const Number<T>& n) const {
+    const double value = static_cast<double>(n.field);
+    if (!(value >= n.min && value <= n.max)) {
+      throw SettingsError(key_of(n.section, n.key) + " = " + show(n.field) + " is out of range " + range_of(n.min, n.max, !std::is_floating_point_v<T>));
+    }
+  }
+  void operator()(const Text&) const {}
+};
+
+struct TomlWriter {
+  std::ostringstream& out;
+  std::string& section;
+  void open(const char* s) {
+    if (section == s) return;
+    out << (section.empty() ? "" : "\n") << "[" << s << "]\n";
+    section = s;
+  }
+  template <class T>
+  void operator()(const Number<T>& n) {
+    open(n.section);
+    out << "# " << n.help << ". Range " << range_of(n.min, n.max, !std::is_floating_point_v<T>) << ".\n";
+    out << n.key << " = " << show(n.field) << "\n";
+  }
+  void operator()(const Text& t) {
+    open(t.section);
+    out << "# " << t.help << ".\n";
+    out << t.key << " = \"" << t.field << "\"\n";
+  }
+};
+
+struct TableWriter {
+  std::ostringstream& out;
+  template <class T>
+  void operator()(const Number<T>& n) {
+    out << "| `" << n.flag << "` | `" << n.section << "." << n.key << "` | " << show(n.field) << " | "
+        << range_of(n.min, n.max, !std::is_floating_point_v<T>) << " | " << n.help << " |\n";
+  }
+  void operator()(const Text& t) {
+    out << "| `" << t.flag << "` | `" << t.section << "." << t.key << "` | \"" << t.field << "\" | text | " << t.help << " |\n";
+  }
+};
+
+struct FlagAdder {
+  CLI::App& app;
+  template <class T>
+  void operator()(const Number<T>& n) const {
+    app.add_option(n.flag, n.field, n.help)->capture_default_str();
+  }
+  void operator()(const Text& t) const { app.add_option(t.flag, t.field, t.help)->capture_default_str(); }
+};
+
+uint64_t parse_u64(const std::string& text) {
+  size_t used = 0;
+  const unsigned long long v = std::stoull(text, &used, 0);  // 0x... hex or decimal
+  if (used != text.size()) throw std::invalid_argument("not an integer");
+  return v;
+}
+
+}  // namespace
+
+Settings Settings::defaults() {
+  Settings s;
+  if (mmo_config_default(&s.core) != MMO_OK) throw SettingsError("mmo_config_default failed");
+  s.core.player_capacity = s.server.max_players;
+  return s;
+}
+
+void Settings::finish() {
+  if (engine != "rust" && engine != "baseline") throw SettingsError("server.engine = \"" + engine + "\" must be \"rust\" or \"baseline\"");
+  try {
+    server.admin_key = parse_u64(admin_key_text);
+  } catch (const std::exception&) {
+    throw SettingsError("server.admin_key = \"" + admin_key_text + "\" must be an integer (decimal or 0x hex)");
+  }
+  core.player_capacity = server.max_players;
+  core.tick_ms = 1000 / server.tick_hz;
+}
+
+void load_file(const std::string& path, Settings& s) {
+  toml::table root;
+  try {
+    root = toml::parse_file(path);
+  } catch (const toml::parse_error& e) {
+    std::ostringstream o;
+    o << path << ":" << e.source().begin.line << ":" << e.source().begin.column << ": " << e.description();
+    throw SettingsError(o.str());
+  }
+  std::set<std::string> known;
+  visit_settings(s, FileReader{root, known});
+  for (const auto& [section, node] : root) {
+    const toml::table* table = node.as_table();
+    if (table == nullptr) throw SettingsError(std::string(section.str()) + " is not a setting (settings sit in [server] and [core])");
+    for (const auto& [key, value] : *table) {
+      const std::string name = std::string(section.str()) + "." + std::string(key.str());
+      if (known.count(name) == 0) throw SettingsError(name + " is not a setting (mmo-server --print-config lists them)");
+    }
+  }
+}
+
+void check_ranges(Settings& s) {
+  visit_settings(s, RangeChecker{});
+  const uint32_t slots = s.server.address_table_slots;
+  if ((slots & (slots - 1)) != 0) throw SettingsError("server.address_table_slots = " + std::to_string(slots) + " must be a power of two");
+  // The rules between the core's settings are the engine's own (CoreConfig::validate),
+  // asked through the C ABI so they are stated once; its message names the fields.
+  char why[256] = {};
+  if (mmo_config_check(&s.core, why, sizeof why) != MMO_OK) throw SettingsError(std::string("[core]: ") + why);
+}
+
+std::string to_toml(Settings& s) {
+  std::ostringstream out;
+  std::string section;
+  out << "# mmo-server configuration: mmo-server --config FILE. Flags override the file.\n"
+         "# Every setting with its default; generated by `mmo-server --print-config`.\n\n";
+  visit_settings(s, TomlWriter{out, section});
+  return out.str();
+}
+
+std::string flags_table() {
+  Settings s = Settings::defaults();
+  std::ostringstream out;
+  out << "| flag | config key | default | range | what |\n|---|---|---|---|---|\n";
+  visit_settings(s, TableWriter{out});
+  return out.str();
+}
+
+void add_flags(CLI::App& app, Settings& s) { visit_settings(s, FlagAdder{app}); }
+
+}  // namespace mmo::app

@@ -1,0 +1,66 @@
+// settings.hpp: every setting of mmo-server, written down once.
+//
+// One table (visit_settings) lists each setting with its section and key in the TOML file,
+// its command-line flag, its type, its allowed range, its default and what it means. Visitors
+// of that table read a TOML file (toml++), register the flags (CLI11), check every value
+// against its range, print the effective configuration as TOML (--print-config, and the
+// committed example file mmo.example.toml) and print the README's flags table
+// (--print-flags-table). A setting added to the table is in all of them; a test checks that the
+// example file and the README's table are what the binary prints.
+//
+// Precedence: defaults, then the file given with --config, then flags.
+#pragma once
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+
+#include "mmo_core.h"
+#include "net/server.hpp"
+
+namespace CLI {
+class App;
+}
+
+namespace mmo::app {
+
+// What the process runs with.
+struct Settings {
+  net::ServerConfig server;
+  MmoConfig core{};
+  std::string engine = "rust";
+  unsigned stats_interval_s = 10;
+  std::string admin_key_text = "0";
+  // "host:port" of the Prometheus endpoint; empty: none.
+  std::string metrics_bind;
+
+  // The defaults: the front's, and mmo_config_default()'s for the core.
+  static Settings defaults();
+  // Fills what is derived from other settings (core.player_capacity from server.max_players,
+  // core.tick_ms from server.tick_hz, the admin key from its text). Throws SettingsError.
+  void finish();
+};
+
+// A setting that cannot be used: names the key and what it must be.
+struct SettingsError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// Applies the TOML file at `path` over `s`. Throws SettingsError naming the key for an unknown
+// key, a wrong type or a value out of range, and for a file that does not parse (with its line).
+void load_file(const std::string& path, Settings& s);
+
+// Throws SettingsError for the first value out of its range, naming its key and the range.
+void check_ranges(Settings& s);
+
+// The configuration as a commented TOML file (the example file is this with the defaults).
+std::string to_toml(Settings& s);
+
+// The README's flags table (Markdown), from the defaults.
+std::string flags_table();
+
+// Registers one flag per setting on `app` (CLI11), bound to `s`'s fields: a flag given on the
+// command line overwrites what the defaults or the file put there.
+void add_flags(CLI::App& app, Settings& s);
+
+}  // namespace mmo::app

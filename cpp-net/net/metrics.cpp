@@ -1,0 +1,185 @@
+// metrics.cpp: see metrics.hpp.
+#include "net/metrics.hpp"
+
+#include <arpa/inet.h>
+#include <civetweb.h>
+#include <sys/resource.h>
+
+#include <array>
+#include <cctype>
+#include <cstdio>
+#include <stdexcept>
+#include <string_view>
+
+#include "engine/stats_fields.hpp"
+#include "net/server.hpp"
+#include "net/worker.hpp"
+
+namespace mmo::net {
+namespace {
+
+// Histogram bounds, microseconds (Prometheus `le`, written in seconds): 10 us .. 1 s.
+constexpr std::array<uint64_t, 15> kBoundsUs = {10, 25, 50, 100, 250, 500, 1'000, 2'500, 5'000, 10'000, 25'000, 50'000, 100'000, 250'000, 1'000'000};
+
+class Text {
+ public:
+  void header(std::string_view name, std::string_view type, std::string_view help) {
+    out_ += "# HELP ";
+    out_ += name;
+    out_ += ' ';
+    out_ += help;
+    out_ += "\n# TYPE ";
+    out_ += name;
+    out_ += ' ';
+    out_ += type;
+    out_ += '\n';
+  }
+  void sample(std::string_view name, std::string_view labels, double value) {
+    char number[64];
+    std::snprintf(number, sizeof number, "%.17g", value);
+    out_ += name;
+    if (!labels.empty()) {
+      out_ += '{';
+      out_ += labels;
+      out_ += '}';
+    }
+    out_ += ' ';
+    out_ += number;
+    out_ += '\n';
+  }
+  void one(std::string_view name, std::string_view type, std::string_view help, double value) {
+    header(name, type, help);
+    sample(name, "", value);
+  }
+  std::string take() { return std::move(out_); }
+
+ private:
+  std::string out_;
+};
+
+void histogram(Text& t, const Server& server, Server::Latency which, std::string_view name, std::string_view help) {
+  std::array<uint64_t, kBoundsUs.size()> cumulative{};
+  uint64_t count = 0, sum_us = 0;
+  server.latency_buckets(which, kBoundsUs, cumulative, count, sum_us);
+  t.header(name, "histogram", help);
+  const std::string bucket = std::string(name) + "_bucket";
+  for (size_t i = 0; i < kBoundsUs.size(); ++i) {
+    char le[40];
+    std::snprintf(le, sizeof le, "le=\"%g\"", static_cast<double>(kBoundsUs[i]) / 1e6);
+    t.sample(bucket, le, static_cast<double>(cumulative[i]));
+  }
+  t.sample(bucket, "le=\"+Inf\"", static_cast<double>(count));
+  t.sample(std::string(name) + "_sum", "", static_cast<double>(sum_us) / 1e6);
+  t.sample(std::string(name) + "_count", "", static_cast<double>(count));
+}
+
+int serve_metrics(mg_connection* conn, void* cbdata) {
+  const auto* server = static_cast<const Server*>(cbdata);
+  const std::string body = prometheus_text(*server);
+  mg_printf(conn,
+            "HTTP/1.1 200 OK\r\nContent-Type: text/plain; version=0.0.4; charset=utf-8\r\nContent-Length: %zu\r\nConnection: close\r\n\r\n",
+            body.size());
+  mg_write(conn, body.data(), body.size());
+  return 200;
+}
+
+}  // namespace
+
+std::string prometheus_text(const Server& s) {
+  Text t;
+  auto total = [&](const Counter WorkerCounters::* field) { return static_cast<double>(s.worker_total(field)); };
+  // The front.
+  t.one("mmo_datagrams_received_total", "counter", "Datagrams the workers received.", total(&WorkerCounters::datagrams_received));
+  t.one("mmo_datagrams_sent_total", "counter", "Datagrams the workers sent (replies and area-of-interest snapshots).",
+        total(&WorkerCounters::datagrams_sent));
+  t.one("mmo_send_failures_total", "counter", "Datagrams that could not be sent.", total(&WorkerCounters::send_failures));
+  t.one("mmo_join_challenges_sent_total", "counter", "Join challenges sent.", total(&WorkerCounters::challenges_sent));
+  t.one("mmo_joins_accepted_total", "counter", "Joins accepted.", total(&WorkerCounters::joins_accepted));
+  t.one("mmo_join_retransmits_total", "counter", "Join confirms resent by clients and answered again.", total(&WorkerCounters::join_retransmits));
+  t.one("mmo_joins_refused_total", "counter", "Joins refused (server full, bad spawn).", total(&WorkerCounters::joins_refused));
+  t.one("mmo_leaves_total", "counter", "Players who left.", total(&WorkerCounters::leaves));
+  t.one("mmo_sessions_expired_total", "counter", "Sessions ended for silence.", total(&WorkerCounters::sessions_expired));
+  t.one("mmo_moves_forwarded_total", "counter", "Moves handed to the engine.", total(&WorkerCounters::moves_forwarded));
+  t.one("mmo_economy_forwarded_total", "counter", "Economy requests handed to the engine.", total(&WorkerCounters::economy_forwarded));
+  t.one("mmo_raid_triggers_total", "counter", "Admin raid triggers handled.", total(&WorkerCounters::raid_triggers));
+  t.one("mmo_stats_requests_total", "counter", "Admin stats requests answered.", total(&WorkerCounters::stats_requests));
+  t.one("mmo_pongs_sent_total", "counter", "Pings answered.", total(&WorkerCounters::pongs_sent));
+  t.one("mmo_aoi_snapshots_sent_total", "counter", "Area-of-interest snapshots sent.", total(&WorkerCounters::aoi_snapshots_sent));
+  t.one("mmo_aoi_rounds_overrun_total", "counter", "Area-of-interest rounds a worker had not finished when the next tick came.",
+        total(&WorkerCounters::aoi_rounds_overrun));
+  t.one("mmo_rx_timestamps_missing_total", "counter", "Datagrams without a kernel receive timestamp.", total(&WorkerCounters::rx_timestamps_missing));
+  t.one("mmo_ticks_late_total", "counter", "Ticks skipped because the tick thread fell a whole period behind.", static_cast<double>(s.ticks_late_.get()));
+  t.one("mmo_sessions_live", "gauge", "Sessions joined now.", static_cast<double>(s.sessions_live()));
+  t.header("mmo_drops_total", "counter", "Datagrams dropped before the engine, by reason (docs/protocol.md).");
+  for (size_t r = 0; r < kDropReasonCount; ++r) {
+    t.sample("mmo_drops_total", std::string("reason=\"") + drop_reason_name(static_cast<DropReason>(r)) + "\"",
+             static_cast<double>(s.drops_total(r)));
+  }
+  t.header("mmo_engine_errors_total", "counter", "Engine calls that returned an error status, by status.");
+  for (size_t slot = 1; slot < kEngineStatusSlots; ++slot) {
+    const char* name = mmo_status_name(static_cast<MmoStatus>(1000 + slot));
+    if (std::string_view(name) == "MMO_UNKNOWN_STATUS") continue;
+    t.sample("mmo_engine_errors_total", std::string("status=\"") + name + "\"", static_cast<double>(s.engine_errors_total(slot)));
+  }
+  t.one("mmo_engine_poisoned", "gauge", "1 once a panic inside the engine has poisoned it (the server then stops).",
+        s.poisoned_.load(std::memory_order_acquire) ? 1.0 : 0.0);
+  // The engine's own counters (MmoStats), each once; lock waits in seconds.
+  MmoStats st{};
+  s.engine_->stats(st);
+#define MMO_METRIC(f)                                                                                                \
+  {                                                                                                                  \
+    std::string_view field = #f;                                                                                     \
+    if (field.ends_with("_wait_ns")) {                                                                               \
+      const std::string name = "mmo_engine_" + std::string(field.substr(0, field.size() - 3)) + "_seconds_total";  \
+      t.one(name, "counter", "Engine counter " #f ", in seconds.", static_cast<double>(st.f) / 1e9);                 \
+    } else {                                                                                                         \
+      t.one("mmo_engine_" #f "_total", "counter", "Engine counter " #f ".", static_cast<double>(st.f));            \
+    }                                                                                                                \
+  }
+  MMO_STATS_FIELDS(MMO_METRIC)
+#undef MMO_METRIC
+  MmoEconomyAudit audit{};
+  s.engine_->economy_audit(audit);
+  t.one("mmo_economy_live_gold", "gauge", "Gold in open wallets.", static_cast<double>(audit.live_gold));
+  t.one("mmo_economy_departed_gold", "gauge", "Gold of players who left.", static_cast<double>(audit.departed_gold));
+  t.one("mmo_economy_minted_gold", "gauge", "Gold ever minted.", static_cast<double>(audit.minted_gold));
+  t.one("mmo_economy_sunk_gold", "gauge", "Gold ever sunk.", static_cast<double>(audit.sunk_gold));
+  t.one("mmo_economy_conserved", "gauge", "1 while live + departed = minted - sunk, for gold and every item kind.", audit.conserved);
+  t.one("mmo_economy_open_wallets", "gauge", "Open wallets.", audit.open_wallets);
+  // The process.
+  rusage ru{};
+  getrusage(RUSAGE_SELF, &ru);
+  t.one("mmo_process_cpu_seconds_total", "counter", "User and system CPU time of the server process.",
+        static_cast<double>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) + static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6);
+  t.one("mmo_process_peak_resident_bytes", "gauge", "Peak resident set size of the server process.", static_cast<double>(ru.ru_maxrss) * 1024.0);
+  t.one("mmo_uptime_seconds", "gauge", "Seconds since the server started.", static_cast<double>(s.now_us()) / 1e6);
+  // Latency.
+  histogram(t, s, Server::Latency::Update, "mmo_update_latency_seconds",
+            "Server-side update latency: from a move datagram's kernel receive timestamp to the end of its batch's engine call.");
+  histogram(t, s, Server::Latency::Tick, "mmo_tick_duration_seconds", "Duration of the engine's tick (expiry and the world snapshot).");
+  histogram(t, s, Server::Latency::RaidSpawn, "mmo_raid_spawn_duration_seconds", "Duration of a raid burst's spawn.");
+  return t.take();
+}
+
+MetricsEndpoint::MetricsEndpoint(const std::string& bind, const Server& server) : server_(server) {
+  mg_init_library(0);
+  const char* options[] = {"listening_ports", bind.c_str(), "num_threads", "2", "enable_keep_alive", "no", nullptr};
+  mg_callbacks callbacks{};
+  context_ = mg_start(&callbacks, nullptr, options);
+  if (context_ == nullptr) {
+    mg_exit_library();
+    throw std::runtime_error("metrics: cannot listen on " + bind);
+  }
+  mg_set_request_handler(context_, "/metrics", serve_metrics, const_cast<Server*>(&server_));
+  mg_server_port ports[1]{};
+  const int n = mg_get_server_ports(context_, 1, ports);
+  const std::string host = bind.substr(0, bind.rfind(':'));
+  url_ = "http://" + host + ":" + std::to_string(n > 0 ? ports[0].port : 0) + "/metrics";
+}
+
+MetricsEndpoint::~MetricsEndpoint() {
+  mg_stop(context_);
+  mg_exit_library();
+}
+
+}  // namespace mmo::net

@@ -1,0 +1,209 @@
+// mmo-server as an operator runs it: a settings file (a raid beyond the default capacity once
+// the file raises it, flags overriding the file, bad keys named), the committed example file
+// and the README's flags table kept equal to what the binary prints, the Prometheus endpoint,
+// a poisoned engine stopping the server with its reason, and every admin stats request
+// answered.
+#include <gtest/gtest.h>
+
+#include <array>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "server_harness.hpp"
+
+namespace {
+
+using namespace mmo::wire;
+using namespace mmo::test;
+
+// Runs a shell command; returns {exit status, stdout and stderr}.
+std::pair<int, std::string> run(const std::string& command) {
+  std::string out;
+  FILE* p = popen((command + " 2>&1").c_str(), "r");
+  if (p == nullptr) return {-1, ""};
+  std::array<char, 4096> buf{};
+  size_t n;
+  while ((n = std::fread(buf.data(), 1, buf.size(), p)) > 0) out.append(buf.data(), n);
+  const int status = pclose(p);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// A settings file in the test's temporary directory.
+std::string write_settings(const std::string& name, const std::string& text) {
+  const std::string path = ::testing::TempDir() + name;
+  std::ofstream(path) << text;
+  return path;
+}
+
+RaidResult raid(Client& admin, uint32_t request_id, uint32_t count) {
+  admin.send(RaidTrigger{kAdminKey, request_id, count, 2000, 2000, 100, 2000, 10, 7, 2, 9});
+  const auto r = admin.wait_for<RaidResult>(std::chrono::milliseconds(5000), [&](const RaidResult& m) { return m.request_id == request_id; });
+  EXPECT_TRUE(r.has_value());
+  return r.value_or(RaidResult{});
+}
+
+TEST(ServerOperations, TheSettingsFileRaisesTheRaidCapacityAndFlagsOverrideIt) {
+  // 40,000 objects: more than the default capacity (32,768) holds.
+  {
+    ServerProcess server({});
+    ASSERT_NE(server.port(), 0) << server.first_line();
+    Client admin(server.port());
+    const RaidResult r = raid(admin, 1, 40'000);
+    EXPECT_EQ(r.status, MMO_ERR_CAPACITY) << "refused whole at the default capacity";
+    EXPECT_EQ(r.spawned, 0u);
+  }
+  const std::string path = write_settings("raid.toml",
+                                          "[server]\n"
+                                          "tick_hz = 5\n"
+                                          "[core]\n"
+                                          "raid_object_capacity = 100000\n");
+  ServerProcess server({"--config", path});  // the harness passes --tick-hz 20 after this
+  ASSERT_NE(server.port(), 0) << server.first_line();
+  EXPECT_NE(server.first_line().find("tick_hz=20"), std::string::npos) << "the flag overrides the file: " << server.first_line();
+  Client admin(server.port());
+  const RaidResult r = raid(admin, 2, 40'000);
+  EXPECT_EQ(r.status, MMO_OK);
+  EXPECT_EQ(r.spawned, 40'000u);
+  const auto stats = server_stats(admin, 3);
+  EXPECT_EQ(stats.at("engine_raid_objects_spawned"), 40'000u);
+  const auto [status, rest] = server.terminate();
+  EXPECT_EQ(WEXITSTATUS(status), 0) << rest;
+}
+
+TEST(ServerOperations, BadSettingsNameTheKeyAndTheRange) {
+  const std::string bin = MMO_SERVER_BINARY;
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"[core]\nraid_object_capacity = 99999999\n", "core.raid_object_capacity = 99999999 is out of range 0..16777216"},
+      {"[core]\nworld_size = 4096.0\n", "core.world_size is not a setting"},
+      {"[core]\naoi_k = \"many\"\n", "core.aoi_k must be an integer in 1..64"},
+      {"[server]\nport = 1.5\n", "server.port must be an integer in 0..65535"},
+      {"[server]\naddress_table_slots = 1000\n", "server.address_table_slots = 1000 must be a power of two"},
+      {"[core]\ncell_size_m = 8.0\ncontact_radius_m = 8.0\n", "contact_radius_m + cell_hysteresis_m must not exceed cell_size_m"},
+      {"[server]\nengine = \"python\"\n", "server.engine = \"python\" must be \"rust\" or \"baseline\""},
+      {"[logging]\nlevel = 3\n", "logging.level is not a setting"},
+      {"[core\n", "raid-bad-9.toml:1:"},
+  };
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const std::string path = write_settings("raid-bad-" + std::to_string(i + 1) + ".toml", cases[i].first);
+    const auto [status, out] = run(bin + " --config " + path + " --port 0");
+    EXPECT_EQ(status, 2) << cases[i].first << out;
+    EXPECT_NE(out.find(cases[i].second), std::string::npos) << "wanted '" << cases[i].second << "' in: " << out;
+  }
+  const auto [status, out] = run(bin + " --aoi-k 65");
+  EXPECT_EQ(status, 2);
+  EXPECT_NE(out.find("core.aoi_k = 65 is out of range 1..64"), std::string::npos) << out;
+}
+
+TEST(ServerOperations, TheExampleFileAndTheReadmeTableAreWhatTheBinaryPrints) {
+  const std::string bin = MMO_SERVER_BINARY;
+  const auto [s1, printed] = run(bin + " --print-config");
+  ASSERT_EQ(s1, 0) << printed;
+  EXPECT_EQ(printed, read_file(MMO_EXAMPLE_CONFIG)) << "regenerate with: make settings-docs";
+  // The example, read back, is the configuration it describes.
+  const auto [s2, again] = run(bin + " --config " + MMO_EXAMPLE_CONFIG + " --print-config");
+  ASSERT_EQ(s2, 0) << again;
+  EXPECT_EQ(again, printed);
+  const auto [s3, table] = run(bin + " --print-flags-table");
+  ASSERT_EQ(s3, 0);
+  EXPECT_NE(read_file(MMO_README).find(table), std::string::npos) << "the README's flags table is stale: make settings-docs";
+}
+
+// GET /metrics over a plain socket.
+std::string http_get(const std::string& url) {
+  const auto host_start = url.find("://") + 3;
+  const auto colon = url.find(':', host_start);
+  const auto slash = url.find('/', colon);
+  const std::string host = url.substr(host_start, colon - host_start);
+  const int port = std::stoi(url.substr(colon + 1, slash - colon - 1));
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in sa{};
+  sa.sin_family = AF_INET;
+  sa.sin_port = htons(static_cast<uint16_t>(port));
+  inet_pton(AF_INET, host.c_str(), &sa.sin_addr);
+  if (connect(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa) != 0) {
+    close(fd);
+    return "";
+  }
+  const std::string request = "GET " + url.substr(slash) + " HTTP/1.1\r\nHost: " + host + "\r\nConnection: close\r\n\r\n";
+  send(fd, request.data(), request.size(), 0);
+  std::string response;
+  std::array<char, 8192> buf{};
+  ssize_t n;
+  while ((n = recv(fd, buf.data(), buf.size(), 0)) > 0) response.append(buf.data(), static_cast<size_t>(n));
+  close(fd);
+  return response;
+}
+
+TEST(ServerOperations, MetricsAreServedInThePrometheusTextFormat) {
+  ServerProcess server({"--metrics-bind", "127.0.0.1:0"});
+  ASSERT_NE(server.port(), 0) << server.first_line();
+  const auto at = server.first_line().find("metrics=http://");
+  ASSERT_NE(at, std::string::npos) << server.first_line();
+  const std::string url = server.first_line().substr(at + 8, server.first_line().find_first_of(" \n", at) - at - 8);
+  Client a(server.port());
+  const Joined ja = join(a, 7, 1000, 1000);
+  a.send(move(ja, 1, 100, 1001, 1000));
+  ASSERT_TRUE(a.wait_for<MoveAck>());
+  Bytes bad(kMoveSize);
+  encode(move(ja, 2, 200, 1001, 1000), bad);
+  bad[0] ^= 0xff;
+  a.send_raw(bad);
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  const std::string response = http_get(url);
+  ASSERT_EQ(response.rfind("HTTP/1.1 200", 0), 0u) << response.substr(0, 200);
+  EXPECT_NE(response.find("Content-Type: text/plain; version=0.0.4"), std::string::npos);
+  const std::string body = response.substr(response.find("\r\n\r\n") + 4);
+  for (const char* line : {"mmo_engine_moves_applied_total 1", "mmo_drops_total{reason=\"bad_magic\"} 1", "mmo_sessions_live 1",
+                           "mmo_update_latency_seconds_count 1", "mmo_update_latency_seconds_bucket{le=\"+Inf\"} 1", "mmo_engine_poisoned 0",
+                           "# TYPE mmo_tick_duration_seconds histogram", "mmo_engine_errors_total{status=\"MMO_ERR_PANIC\"} 0"}) {
+    EXPECT_NE(body.find(line), std::string::npos) << line;
+  }
+  // promtool (Debian's prometheus package, installed by make deps) validates the format.
+  const std::string file = ::testing::TempDir() + "metrics.txt";
+  std::ofstream(file) << body;
+  const auto [status, out] = run("promtool check metrics < " + file);
+  EXPECT_EQ(status, 0) << out;
+}
+
+TEST(ServerOperations, APoisonedEngineStopsTheServerWithItsReason) {
+  ServerProcess server({"--engine", "rust", "--debug-inject-panic-after-moves", "3"});
+  ASSERT_NE(server.port(), 0) << server.first_line();
+  Client a(server.port());
+  const Joined ja = join(a, 9, 1000, 1000);
+  for (uint32_t seq = 1; seq <= 3; ++seq) a.send(move(ja, seq, seq * 100, 1000, 1000));
+  const auto [status, rest] = server.wait_exit(std::chrono::milliseconds(5000));
+  ASSERT_NE(status, -1) << "the server kept running with a poisoned engine";
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 3);
+  EXPECT_NE(rest.find("mmo-server: stopping: the engine is poisoned (debug_inject_panic returned MMO_ERR_PANIC)"), std::string::npos) << rest;
+  EXPECT_NE(rest.find("engine_status_err_panic 1"), std::string::npos) << rest;
+  EXPECT_NE(rest.find("engine_poisoned 1"), std::string::npos) << rest;
+}
+
+TEST(ServerOperations, EveryAdminStatsRequestIsAnswered) {
+  ServerProcess server({});
+  ASSERT_NE(server.port(), 0) << server.first_line();
+  Client admin(server.port());
+  constexpr uint32_t kRequests = 40;
+  for (uint32_t id = 1; id <= kRequests; ++id) admin.send(StatsRequest{kAdminKey, id});
+  std::set<uint32_t> answered;
+  while (answered.size() < kRequests) {
+    const auto reply = admin.wait_for<StatsReply>(std::chrono::milliseconds(3000));
+    if (!reply) break;
+    answered.insert(reply->request_id);
+  }
+  EXPECT_EQ(answered.size(), kRequests) << "every request back to back gets its reply";
+  const auto stats = server_stats(admin, 1000);
+  EXPECT_EQ(stats.at("stats_requests"), kRequests + 1);
+}
+
+}  // namespace
