@@ -421,6 +421,11 @@ MmoEconomyResult BaselineEngine::economy_one(const MmoEconomyOp& op, LockWaits& 
   return result;
 }
 
+std::shared_ptr<const WorldSnapshot> BaselineEngine::current_snapshot() const {
+  std::lock_guard lock(snapshot_mutex_);
+  return snapshot_;
+}
+
 MmoStatus BaselineEngine::area_of_interest(uint64_t player_id, std::span<MmoAoiEntry> entries, size_t& written) {
   // The caller's candidate buffer, kept per thread and reused (reserved once it has grown).
   thread_local std::vector<AoiCandidate> scratch;
@@ -428,7 +433,7 @@ MmoStatus BaselineEngine::area_of_interest(uint64_t player_id, std::span<MmoAoiE
     stats_.bump(Counter::aoi_not_in_snapshot);
     return MMO_ERR_UNKNOWN_PLAYER;
   }
-  const std::shared_ptr<const WorldSnapshot> snapshot = snapshot_.load(std::memory_order_acquire);
+  const std::shared_ptr<const WorldSnapshot> snapshot = current_snapshot();
   const SnapshotEntry* viewer = snapshot ? snapshot->find(player_id) : nullptr;
   if (viewer == nullptr) {
     stats_.bump(Counter::aoi_not_in_snapshot);
@@ -447,7 +452,7 @@ MmoStatus BaselineEngine::area_of_interest_batch(std::span<const uint64_t> playe
   if (overlap(players, entries) || overlap(players, counts) || overlap(entries, counts)) return MMO_ERR_INVALID_ARGUMENT;
   if (entries.size() / std::max<size_t>(k, 1) < players.size() && k != 0) return MMO_ERR_BUFFER_TOO_SMALL;
   if (counts.size() < players.size()) return MMO_ERR_BUFFER_TOO_SMALL;
-  const std::shared_ptr<const WorldSnapshot> snapshot = snapshot_.load(std::memory_order_acquire);
+  const std::shared_ptr<const WorldSnapshot> snapshot = current_snapshot();
   const size_t per_player = std::min<size_t>(k, config_.aoi_k);
   MmoAoiBatchInfo result{};
   if (snapshot) {

@@ -11,7 +11,7 @@
 //   std::multimap keyed by expiry tick;
 // - counters are one block of std::atomic<uint64_t> (baseline_stats.hpp);
 // - the area of interest reads a per-tick copy of the world published as a
-//   std::shared_ptr<const WorldSnapshot> (baseline_snapshot.hpp).
+//   std::shared_ptr<const WorldSnapshot> under a mutex (baseline_snapshot.hpp).
 //
 // Observable behaviour matches the Rust core call for call: every status, every event and its
 // order (Ack then its Contacts, or one Reject), every rejection reason and its precedence, the
@@ -186,9 +186,11 @@ class BaselineEngine final : public Engine {
 
   std::mutex tick_mutex_;
   uint32_t tick_ = 0;                      // guarded by tick_mutex_
-  // The latest world snapshot: stored by the tick, loaded (a reference-counted copy of the
-  // pointer) by every area-of-interest query. Null before the first tick.
-  std::atomic<std::shared_ptr<const WorldSnapshot>> snapshot_;
+  // The latest world snapshot: stored by the tick, copied (a reference-counted copy of the
+  // pointer, under the mutex) by every area-of-interest query. Null before the first tick.
+  mutable std::mutex snapshot_mutex_;
+  std::shared_ptr<const WorldSnapshot> snapshot_;  // guarded by snapshot_mutex_
+  std::shared_ptr<const WorldSnapshot> current_snapshot() const;
   std::atomic<uint32_t> current_tick_{0};  // the last finished tick, for raid spawn
 };
 

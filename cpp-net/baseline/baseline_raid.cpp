@@ -160,7 +160,7 @@ MmoStatus BaselineEngine::tick(uint64_t now_ms, MmoTickInfo& out) {
   }
   MmoTickInfo info{};
   publish_snapshot(tick_, now_ms, grid_waits);
-  info.snapshot_entities = static_cast<uint32_t>(snapshot_.load(std::memory_order_relaxed)->size());
+  info.snapshot_entities = static_cast<uint32_t>(current_snapshot()->size());
   add_lock_waits(Counter::lock_grid_contended, Counter::lock_grid_wait_ns, grid_waits);
   info.now_ms = now_ms;
   info.tick = tick_;
@@ -181,9 +181,13 @@ void BaselineEngine::publish_snapshot(uint32_t tick, uint64_t now_ms, LockWaits&
   std::vector<SnapshotEntry> entries;
   entries.reserve(players_live_.load(std::memory_order_relaxed) + objects_live_.load(std::memory_order_relaxed));
   grid_.for_each_entity(waits, [&](const GridEntity& e, Vec2 p) { entries.push_back(SnapshotEntry{e.id, p.x_m, p.y_m, e.kind}); });
-  snapshot_.store(std::make_shared<const WorldSnapshot>(tick, now_ms, config_.world_size_m, config_.snapshot_cell_m, config_.aoi_radius_m,
-                                                        std::move(entries)),
-                  std::memory_order_release);
+  auto fresh = std::make_shared<const WorldSnapshot>(tick, now_ms, config_.world_size_m, config_.snapshot_cell_m, config_.aoi_radius_m,
+                                                     std::move(entries));
+  {
+    std::lock_guard lock(snapshot_mutex_);
+    snapshot_.swap(fresh);
+  }
+  // `fresh` now holds the previous snapshot, released here, outside the lock.
   stats_.bump(Counter::snapshots_published);
 }
 

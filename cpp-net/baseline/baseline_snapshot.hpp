@@ -6,7 +6,8 @@
 // usually would: at the tick it copies every entity out of the grid under the grid's stripe
 // locks into a fresh std::vector on the heap, indexes it with std::unordered_maps (cell ->
 // entry indexes, player id -> entry), and publishes it as a std::shared_ptr<const
-// WorldSnapshot>; a reader copies the shared_ptr (an atomic reference count) and queries it.
+// WorldSnapshot> under a mutex; a reader copies the shared_ptr under it (an atomic reference
+// count) and queries it.
 //
 // The query is written competently: it visits snapshot cells in rings around the viewer and
 // stops once the ring can no longer hold anything nearer than the k-th candidate (or lies
