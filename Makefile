@@ -22,7 +22,7 @@ FUZZ_RUNS   ?= 2000000
 LOOM_TARGET := target/loom
 LOOM_TESTS  := --test loom_health --test loom_capacity --test loom_tick_board --test loom_snapshot_board
 
-.PHONY: all build rust-build cpp-build run test deps settings-docs check-format lint docs unit-tests loom bench bench-smoke \
+.PHONY: all build rust-build cpp-build run test deps settings-docs soak check-format lint docs unit-tests loom bench bench-smoke \
         header header-check cpp-test cpp-asan cpp-tsan cpp-valgrind fuzz compare compare-quick loadtest-smoke clean
 
 all: build
@@ -139,6 +139,15 @@ compare: deps build
 	cmake -S cpp-net -B $(SYSALLOC_BUILD) $(CMAKE_FLAGS) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMMO_SERVER_MIMALLOC=OFF
 	cmake --build $(SYSALLOC_BUILD) --target mmo-server
 	target/release/mmo-compare $(COMPARE_FLAGS)
+
+## The soak: steady play, raid bursts and an economy storm at once against mmo-server (Rust
+## engine, system-allocator build under heaptrack) for SOAK_S seconds (default an hour), its
+## RSS sampled every 10 s; fails if RSS grows 1% or more after warm-up. Report in report/soak/.
+SOAK_S ?= 3600
+soak: build
+	cmake -S cpp-net -B $(SYSALLOC_BUILD) $(CMAKE_FLAGS) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMMO_SERVER_MIMALLOC=OFF
+	cmake --build $(SYSALLOC_BUILD) --target mmo-server
+	loadtest/scripts/soak.sh $(SOAK_S) report/soak
 
 ## The same with short phases (about 4 minutes); part of make test (figures reported, not asserted).
 compare-quick:
