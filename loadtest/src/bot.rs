@@ -3,17 +3,21 @@
 //! economy transactions and hostile duties), then `LEAVE`.
 //!
 //! Why it is built this way:
-//! - **One task and one socket per bot.** The server binds a session to one (address, port),
-//!   and its kernel hash sends each address to one worker, so real clients look like this.
-//!   The task owns all of its state: no lock and no shared counter per packet.
+//! - **One socket per bot, many bots per thread.** The server binds a session to one
+//!   (address, port), and its kernel hash sends each address to one worker, so real clients
+//!   look like this. Joining and leaving are tokio tasks (a handful of round trips each);
+//!   play is a [`Player`] driven by a [`crate::driver`] thread that owns it outright: no
+//!   lock and no shared counter per packet.
 //! - **Measured from intended send times.** Move `k` is intended for
 //!   `move_start + stagger + k * interval` ([`crate::schedule`]); its round trip is measured
 //!   from that time to its ack, matched by sequence (`sequence = k + 1`; the ack echoes it).
-//!   A task that falls behind sends the overdue moves at once, each still measured from its
+//!   A bot that falls behind sends the overdue moves at once, each still measured from its
 //!   own intended time, and each still carrying `client_time_ms` = its intended time, so the
 //!   server's speed rule sees a steady walk.
-//! - **No allocation per packet.** Send and receive buffers live in the task; decoding
-//!   borrows; histograms grow only when a new largest value arrives.
+//! - **Arrival is the kernel's receive time.** A reply's round trip ends at its
+//!   `SO_TIMESTAMPNS` stamp, not when the driver read it.
+//! - **No allocation per packet.** Send buffers live in the bot, receive buffers in its
+//!   thread; decoding borrows; histograms grow only when a new largest value arrives.
 //! - **Warm-up excluded by intended time.** Only moves intended in
 //!   `[measure_start, end)` count as sent, acked or lost, and only their round trips are
 //!   recorded.
@@ -26,16 +30,17 @@ use crate::protocol::{self, Flags, JoinConfirm, JoinRequest, JoinStatus, Leave, 
 use crate::raid::RaidWindows;
 use crate::rng::Rng;
 use crate::schedule::{Epoch, Pacer, Schedule, elapsed_us, stagger};
+use crate::timer::SendGrid;
 use crate::walk::Walk;
-use std::net::SocketAddrV4;
+use std::net::{SocketAddrV4, UdpSocket as StdUdpSocket};
+use std::os::fd::{AsRawFd, RawFd};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 use tokio::net::UdpSocket;
 
-/// Receive buffer size: the largest reply a bot gets is an `AOI_SNAPSHOT` of 64 entries
-/// (1,304 bytes); anything larger arrives truncated and fails to decode.
-const RECV_BUF: usize = 2048;
+/// Receive buffer size for the join and leave exchanges.
+const RECV_BUF: usize = crate::net::RX_BUF;
 
 /// How to join.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -48,12 +53,13 @@ pub struct JoinPlan {
     pub attempts: u32,
 }
 
-/// A joined bot.
-pub struct Session {
+/// A joined bot. Its socket is tokio's while joining and leaving, a plain non-blocking one
+/// while a driver thread plays it.
+pub struct Session<S = UdpSocket> {
     /// The bot's index in the run.
     pub index: usize,
     /// Its socket (connected to the server).
-    pub socket: UdpSocket,
+    pub socket: S,
     /// Its player id.
     pub player_id: u64,
     /// Its session token.
@@ -68,7 +74,21 @@ pub struct Session {
     pub next_sequence: u32,
 }
 
-impl Session {
+impl<S> Session<S> {
+    /// The same session over another socket type.
+    fn with_socket<T>(self, socket: T) -> Session<T> {
+        Session {
+            index: self.index,
+            socket,
+            player_id: self.player_id,
+            session_token: self.session_token,
+            spawn: self.spawn,
+            server_clock: self.server_clock,
+            clock: self.clock,
+            next_sequence: self.next_sequence,
+        }
+    }
+
     /// The server's cookie period (`server_time_ms / 10_000`) at `now`, estimated from the
     /// accept.
     pub fn server_period(&self, now: Instant) -> u32 {
@@ -79,6 +99,29 @@ impl Session {
     /// The session as a victim for spoofing.
     pub fn victim(&self) -> Victim {
         Victim { player_id: self.player_id, session_token: self.session_token }
+    }
+}
+
+impl Session<UdpSocket> {
+    /// The session with its socket taken out of tokio (still non-blocking), for a driver
+    /// thread. Must be called inside the runtime.
+    pub fn into_std(self) -> std::io::Result<Session<StdUdpSocket>> {
+        let (socket, rest) = self.split();
+        Ok(rest.with_socket(socket.into_std()?))
+    }
+
+    fn split(self) -> (UdpSocket, Session<()>) {
+        let Session { index, socket, player_id, session_token, spawn, server_clock, clock, next_sequence } = self;
+        (socket, Session { index, socket: (), player_id, session_token, spawn, server_clock, clock, next_sequence })
+    }
+}
+
+impl Session<StdUdpSocket> {
+    /// The session handed back to tokio (for `LEAVE`). Must be called inside the runtime.
+    pub fn into_tokio(self) -> std::io::Result<Session<UdpSocket>> {
+        let Session { index, socket, player_id, session_token, spawn, server_clock, clock, next_sequence } = self;
+        let rest = Session { index, socket: (), player_id, session_token, spawn, server_clock, clock, next_sequence };
+        Ok(rest.with_socket(UdpSocket::from_std(socket)?))
     }
 }
 
@@ -363,8 +406,10 @@ fn payload(player_id: u64, sequence: u32) -> [u8; PAYLOAD_LEN] {
     p
 }
 
-struct Player {
-    session: Session,
+/// One bot at play, driven by a [`crate::driver`] thread: everything it sends and receives,
+/// without a system call of its own but `send`.
+pub struct Player {
+    session: Session<StdUdpSocket>,
     plan: Arc<PlayPlan>,
     rng: Rng,
     walk: Walk,
@@ -377,10 +422,57 @@ struct Player {
     duties: Option<Pacer>,
     report: BotReport,
     flushed: (u64, u64),
+    /// Keep reading until here (the plan's end plus drain, or sooner after a stop).
+    finish: Instant,
+    /// Stop even with economy requests unanswered here.
+    hard_stop: Instant,
     out: [u8; protocol::CLIENT_DATAGRAM_MAX + 64],
 }
 
 impl Player {
+    /// A bot ready to play `plan` from its session. Its moves are intended at
+    /// `move_start + offset + k * move_interval`, the offset spreading the bots evenly over
+    /// one interval and rounded down onto `grid` so a thread serves many bots per wake-up.
+    /// `walk` must start at the session's spawn point.
+    pub fn new(session: Session<StdUdpSocket>, plan: Arc<PlayPlan>, walk: Walk, rng: Rng, grid: &SendGrid) -> Player {
+        let offset = |interval: Duration| grid.floor_offset(stagger(session.index, plan.bots, interval));
+        let moves = Pacer::until(Schedule::new(plan.move_start + offset(plan.move_interval), plan.move_interval), plan.end);
+        let economy = plan.economy.map(|p| {
+            let start = plan.move_start + offset(p.interval);
+            EconomyAgent::new(p, session.player_id, session.session_token, Schedule::new(start, p.interval), plan.end, plan.measure_start)
+        });
+        let duties = plan.duties.map(|d| Pacer::until(Schedule::new(plan.move_start + offset(d.interval), d.interval), plan.end));
+        let finish = plan.end + plan.drain;
+        Player {
+            session,
+            rng,
+            walk,
+            moves,
+            acks: AckWindow { bits: [0; ACK_WINDOW / 64] },
+            recent: [SentMove::default(); RECENT_MOVES],
+            last_applied: None,
+            last_aoi: None,
+            economy,
+            duties,
+            report: BotReport {
+                move_rtt_from_send: Hist::coarse(),
+                send_lag: Hist::coarse(),
+                aoi_gap: Hist::coarse(),
+                ..BotReport::default()
+            },
+            flushed: (0, 0),
+            finish,
+            hard_stop: finish + plan.economy_settle,
+            plan,
+            out: [0u8; protocol::CLIENT_DATAGRAM_MAX + 64],
+        }
+    }
+
+    /// The bot's socket.
+    pub fn fd(&self) -> RawFd {
+        self.session.socket.as_raw_fd()
+    }
+
     fn client_ms(&self, t: Instant) -> u32 {
         t.saturating_duration_since(self.session.clock).as_millis() as u32
     }
@@ -389,13 +481,16 @@ impl Player {
         intended >= self.plan.measure_start && intended < self.plan.end
     }
 
-    async fn send_out(&mut self, len: usize) {
-        if self.session.socket.send(&self.out[..len]).await.is_err() {
+    fn send_out(&mut self, len: usize) -> bool {
+        // Non-blocking: a full send buffer is a send error, counted, never a stall.
+        let ok = self.session.socket.send(&self.out[..len]).is_ok();
+        if !ok {
             self.report.send_errors += 1;
         }
+        ok
     }
 
-    async fn send_move(&mut self, k: u64, intended: Instant) {
+    fn send_move(&mut self, k: u64, intended: Instant) {
         let sequence = (k + 1) as u32;
         let (x, y, facing) = self.walk.step(&mut self.rng);
         let now = Instant::now();
@@ -408,7 +503,7 @@ impl Player {
             self.report.send_lag.record(elapsed_us(intended, now));
         }
         let len = self.encode_move(&sent, self.session.session_token);
-        self.send_out(len).await;
+        self.send_out(len);
     }
 
     fn encode_move(&mut self, m: &SentMove, token: u64) -> usize {
@@ -425,7 +520,7 @@ impl Player {
         protocol::encode(&message.into(), Flags::NONE, &mut self.out).expect("walk positions are finite")
     }
 
-    async fn duty(&mut self, j: u64) {
+    fn duty(&mut self, j: u64) {
         let kind = HostileKind::BOT_DUTIES[((self.session.index as u64 + j) % 2) as usize];
         let len = match kind {
             HostileKind::Replayed => {
@@ -445,11 +540,70 @@ impl Player {
                 n
             }
         };
-        if self.session.socket.send(&self.out[..len]).await.is_ok() {
+        if self.send_out(len) {
             self.report.hostile.bump(kind);
-        } else {
-            self.report.send_errors += 1;
         }
+    }
+
+    /// Sends everything due at `now`: overdue moves oldest first (each measured from its own
+    /// intended time), economy requests and resends, hostile duties.
+    pub fn on_wake(&mut self, now: Instant) {
+        let behind = self.moves.behind(now);
+        self.report.max_behind = self.report.max_behind.max(behind);
+        while let Some((k, intended)) = self.moves.take_due(now) {
+            self.send_move(k, intended);
+        }
+        if let Some(agent) = &mut self.economy {
+            let sends = agent.poll(now, &mut self.rng, &self.plan.peers);
+            for o in sends.into_iter().flatten() {
+                let n = protocol::encode(&o.request.into(), o.flags, &mut self.out).expect("economy requests always encode");
+                self.send_out(n);
+            }
+        }
+        while let Some((j, _)) = self.duties.as_mut().and_then(|d| d.take_due(now)) {
+            self.duty(j);
+        }
+    }
+
+    fn economy_settled(&self) -> bool {
+        self.economy.as_ref().is_none_or(EconomyAgent::settled)
+    }
+
+    /// When the bot next has something to do: its next move exactly, anything else rounded
+    /// up onto `grid` (a resend a few hundred microseconds late costs nothing, and sharing
+    /// the moves' wake-ups saves one each). `None` never happens for a bot not yet finished.
+    pub fn next_wake(&self, grid: &SendGrid) -> Option<Instant> {
+        let end = if self.economy_settled() { self.finish } else { self.hard_stop };
+        let later = [self.economy.as_ref().and_then(EconomyAgent::next_deadline), self.duties.as_ref().and_then(Pacer::next_deadline)];
+        let mut wake = grid.round_up(end);
+        for d in later.into_iter().flatten() {
+            wake = wake.min(grid.round_up(d));
+        }
+        Some(self.moves.next_deadline().map_or(wake, |m| m.min(wake)))
+    }
+
+    /// Whether the bot is done at `now`: past its drain with the economy settled, or past
+    /// the hard stop.
+    pub fn finished(&self, now: Instant) -> bool {
+        (now >= self.finish && self.economy_settled()) || now >= self.hard_stop
+    }
+
+    /// Stops starting anything new (Ctrl-C): drains for the plan's drain from `now`.
+    pub fn stop_early(&mut self, now: Instant) {
+        self.moves.stop();
+        if let Some(agent) = &mut self.economy {
+            agent.stop_starting();
+        }
+        if let Some(d) = &mut self.duties {
+            d.stop();
+        }
+        self.finish = self.finish.min(now + self.plan.drain);
+        self.hard_stop = self.hard_stop.min(self.finish + self.plan.economy_settle);
+    }
+
+    /// A receive failed (e.g. an ICMP port unreachable on the connected socket).
+    pub fn on_recv_error(&mut self) {
+        self.report.recv_errors += 1;
     }
 
     fn on_ack(&mut self, ack: &MoveAck<'_>, now: Instant) {
@@ -489,7 +643,7 @@ impl Player {
         self.report.move_rtt.record(rtt);
         if sent.sequence == ack.sequence {
             let now_us = self.plan.epoch.micros(now);
-            self.report.move_rtt_from_send.record(now_us.saturating_sub(sent.sent_us));
+            self.report.move_rtt_from_send.record(now_us.saturating_sub(sent.sent_us).max(1));
         }
         if let Some(windows) = &self.plan.raid_windows {
             let epoch = self.plan.epoch;
@@ -501,15 +655,17 @@ impl Player {
         }
     }
 
-    fn on_datagram(&mut self, len: usize, buf: &[u8], now: Instant) {
-        // A datagram larger than the buffer arrives cut and fails to decode too.
-        let message = match protocol::decode(&buf[..len]) {
-            Ok(d) => d.message,
-            Err(_) => {
+    /// A datagram that reached the machine at `arrival`. One cut short by the receive buffer
+    /// counts as undecodable.
+    pub fn on_datagram(&mut self, bytes: &[u8], truncated: bool, arrival: Instant) {
+        let message = match protocol::decode(bytes) {
+            Ok(d) if !truncated => d.message,
+            _ => {
                 self.report.decode_errors += 1;
                 return;
             }
         };
+        let now = arrival;
         match message {
             Message::MoveAck(ack) => self.on_ack(&ack, now),
             Message::AoiSnapshot(_) => {
@@ -538,131 +694,24 @@ impl Player {
         }
     }
 
-    fn flush_live(&mut self) {
+    /// Adds what the bot counted since the last flush to the progress counters.
+    pub fn flush_live(&mut self) {
         let (m, a) = self.flushed;
         self.plan.live.moves_sent.fetch_add(self.report.moves_sent - m, Ordering::Relaxed);
         self.plan.live.acks.fetch_add(self.report.acks - a, Ordering::Relaxed);
         self.flushed = (self.report.moves_sent, self.report.acks);
     }
 
-    fn stop_early(&mut self) {
-        self.moves.stop();
+    /// Ends play: economy requests still unanswered are abandoned (counted unknown), and the
+    /// session (for `LEAVE`) and the report are handed back.
+    pub fn finish(mut self) -> (Session<StdUdpSocket>, BotReport) {
         if let Some(agent) = &mut self.economy {
-            agent.stop_starting();
+            agent.abandon_in_flight();
+            self.report.economy = agent.tally;
         }
-        if let Some(d) = &mut self.duties {
-            d.stop();
-        }
+        self.flush_live();
+        (self.session, self.report)
     }
-}
-
-/// Plays one joined bot until the plan's end (plus drain, plus economy settling) and returns
-/// the session (for `LEAVE`) and what it saw. `walk` must start at the session's spawn point.
-pub async fn play(session: Session, plan: Arc<PlayPlan>, walk: Walk, rng: Rng) -> (Session, BotReport) {
-    let offset = stagger(session.index, plan.bots, plan.move_interval);
-    let moves = Pacer::until(Schedule::new(plan.move_start + offset, plan.move_interval), plan.end);
-    let economy = plan.economy.map(|p| {
-        let start = plan.move_start + stagger(session.index, plan.bots, p.interval);
-        EconomyAgent::new(p, session.player_id, session.session_token, Schedule::new(start, p.interval), plan.end, plan.measure_start)
-    });
-    let duties = plan
-        .duties
-        .map(|d| Pacer::until(Schedule::new(plan.move_start + stagger(session.index, plan.bots, d.interval), d.interval), plan.end));
-    let mut p = Player {
-        session,
-        plan: Arc::clone(&plan),
-        rng,
-        walk,
-        moves,
-        acks: AckWindow { bits: [0; ACK_WINDOW / 64] },
-        recent: [SentMove::default(); RECENT_MOVES],
-        last_applied: None,
-        last_aoi: None,
-        economy,
-        duties,
-        report: BotReport { move_rtt_from_send: Hist::coarse(), send_lag: Hist::coarse(), aoi_gap: Hist::coarse(), ..BotReport::default() },
-        flushed: (0, 0),
-        out: [0u8; protocol::CLIENT_DATAGRAM_MAX + 64],
-    };
-    let mut buf = [0u8; RECV_BUF];
-    let mut finish = plan.end + plan.drain;
-    let mut hard_stop = finish + plan.economy_settle;
-    let mut stopped = false;
-    let mut next_flush = Instant::now() + Duration::from_secs(1);
-    let sleep = tokio::time::sleep_until(plan.move_start.into());
-    tokio::pin!(sleep);
-    loop {
-        let now = Instant::now();
-        if !stopped && plan.stop.load(Ordering::Relaxed) {
-            stopped = true;
-            p.stop_early();
-            finish = finish.min(now + plan.drain);
-            hard_stop = hard_stop.min(finish + plan.economy_settle);
-        }
-        let behind = p.moves.behind(now);
-        p.report.max_behind = p.report.max_behind.max(behind);
-        while let Some((k, intended)) = p.moves.take_due(now) {
-            p.send_move(k, intended).await;
-        }
-        if let Some(agent) = &mut p.economy {
-            let sends = agent.poll(now, &mut p.rng, &plan.peers);
-            for o in sends.into_iter().flatten() {
-                let n = protocol::encode(&o.request.into(), o.flags, &mut p.out).expect("economy requests always encode");
-                p.send_out(n).await;
-            }
-        }
-        while let Some((j, _)) = p.duties.as_mut().and_then(|d| d.take_due(now)) {
-            p.duty(j).await;
-        }
-        if now >= next_flush {
-            p.flush_live();
-            next_flush = now + Duration::from_secs(1);
-        }
-        let economy_settled = p.economy.as_ref().is_none_or(|a| a.settled());
-        if (now >= finish && economy_settled) || now >= hard_stop {
-            break;
-        }
-        let mut wake = if economy_settled { finish } else { hard_stop };
-        for d in
-            [p.moves.next_deadline(), p.economy.as_ref().and_then(|a| a.next_deadline()), p.duties.as_ref().and_then(|d| d.next_deadline())]
-                .into_iter()
-                .flatten()
-        {
-            wake = wake.min(d);
-        }
-        wake = wake.min(next_flush);
-        sleep.as_mut().reset(wake.into());
-        let got = tokio::select! {
-            biased;
-            r = p.session.socket.recv(&mut buf) => Some(r),
-            () = &mut sleep => None,
-        };
-        if let Some(r) = got {
-            let now = Instant::now();
-            match r {
-                Ok(n) => p.on_datagram(n, &buf, now),
-                Err(e) if is_transient(&e) => p.report.recv_errors += 1,
-                Err(_) => p.report.recv_errors += 1,
-            }
-            // Drain what else is queued before going back to the timers.
-            for _ in 0..64 {
-                match p.session.socket.try_recv(&mut buf) {
-                    Ok(n) => p.on_datagram(n, &buf, now),
-                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
-                    Err(_) => {
-                        p.report.recv_errors += 1;
-                        break;
-                    }
-                }
-            }
-        }
-    }
-    if let Some(agent) = &mut p.economy {
-        agent.abandon_in_flight();
-        p.report.economy = agent.tally;
-    }
-    p.flush_live();
-    (p.session, p.report)
 }
 
 /// What a `LEAVE` got.

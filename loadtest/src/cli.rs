@@ -54,6 +54,16 @@ fn parse_duration(s: &str) -> Result<Duration, String> {
     humantime::parse_duration(s).map_err(|e| format!("`{s}`: {e} (e.g. 20s, 500ms, 2m)"))
 }
 
+fn parse_cpu(s: &str) -> Result<usize, String> {
+    let cpu: usize = s.trim().parse().map_err(|e| format!("`{s}`: {e}"))?;
+    let allowed = crate::system::allowed_cpus();
+    if allowed.is_empty() || allowed.contains(&cpu) {
+        Ok(cpu)
+    } else {
+        Err(format!("cpu {cpu} is not one this process may run on ({allowed:?})"))
+    }
+}
+
 fn parse_ratio(s: &str) -> Result<f64, String> {
     let v: f64 = s.parse().map_err(|e| format!("`{s}`: {e}"))?;
     if (0.0..=1.0).contains(&v) { Ok(v) } else { Err(format!("`{s}` is not between 0 and 1")) }
@@ -119,10 +129,28 @@ pub struct Cli {
     #[arg(long, default_value_t = 10)]
     pub join_attempts: u32,
 
-    /// Tokio worker threads. 0 (the default): one per 1,000 bots, at most one per core: one
-    /// thread keeps up with about 1,000 bots at 10 Hz here, and the server shares the machine.
-    #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u32).range(0..=64))]
+    /// Bot driver threads, each playing its share of the bots from one loop. 0 (the
+    /// default): one per 4,000 bots, at most one per core (one thread keeps 2,000 bots at
+    /// 10 Hz within tens of microseconds of their schedule here, at a fraction of a core).
+    #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u32).range(0..=256))]
     pub threads: u32,
+
+    /// Pin driver thread `t` to CPU `PIN[t % len]` (comma-separated, e.g. `2,3`), so a run
+    /// on a bigger machine keeps the tester off the server's cores.
+    #[arg(long, value_delimiter = ',', value_parser = parse_cpu)]
+    pub pin: Vec<usize>,
+
+    /// Spacing of the send grid, microseconds: bots' intended send times are spread over
+    /// the move interval on multiples of it, so a driver thread wakes once per grid point
+    /// (1,000 times a second by default) rather than once per move.
+    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u64).range(10..=100_000))]
+    pub send_tick_us: u64,
+
+    /// The longest a driver thread spins before a send, microseconds: it sleeps until its
+    /// learned wake-up lateness before the deadline and spins the rest, at most this long.
+    /// More spin buys precision on a machine with a jittery timer at the cost of CPU.
+    #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u64).range(0..=10_000))]
+    pub max_spin_us: u64,
 
     /// The server's admin key (decimal or 0x hex), for STATS_REQUEST and RAID_TRIGGER.
     /// Required by the raid, economy and hostile scenarios.
@@ -156,6 +184,33 @@ pub struct Cli {
     /// Seed of every random choice (walks, nonces, counterparties).
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
+
+    /// Search for the most players the server holds within --rtt-p99-max and --max-loss:
+    /// steps of --capacity-step bots from --capacity-start, each a whole run of --duration,
+    /// then bisection. Reports every step, why the first failing one failed, and whether the
+    /// tester itself was the limit.
+    #[arg(long, help_heading = "Capacity search")]
+    pub find_capacity: bool,
+
+    /// Capacity search: a step passes when the move round trip p99 is at most this.
+    #[arg(long, default_value = "2ms", value_parser = parse_duration, help_heading = "Capacity search")]
+    pub rtt_p99_max: Duration,
+
+    /// Capacity search: bots in the first step.
+    #[arg(long, default_value_t = 500, value_parser = clap::value_parser!(u32).range(1..=100_000), help_heading = "Capacity search")]
+    pub capacity_start: u32,
+
+    /// Capacity search: bots added per step.
+    #[arg(long, default_value_t = 500, value_parser = clap::value_parser!(u32).range(1..=100_000), help_heading = "Capacity search")]
+    pub capacity_step: u32,
+
+    /// Capacity search: never try more bots than this.
+    #[arg(long, default_value_t = 20_000, value_parser = clap::value_parser!(u32).range(1..=100_000), help_heading = "Capacity search")]
+    pub capacity_max: u32,
+
+    /// Capacity search: bisection steps between the last passing and first failing step.
+    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(0..=10), help_heading = "Capacity search")]
+    pub capacity_refine: u32,
 
     /// Raid: time between RAID_TRIGGERs.
     #[arg(long, default_value = "5s", value_parser = parse_duration, help_heading = "Raid")]
@@ -219,14 +274,14 @@ pub struct Cli {
 }
 
 impl Cli {
-    /// The tokio worker threads to run: `--threads`, or for 0 one per 1,000 bots (at least
+    /// The bot driver threads to run: `--threads`, or for 0 one per 4,000 bots (at least
     /// one, at most one per core).
-    pub fn worker_threads(&self) -> usize {
+    pub fn driver_threads(&self) -> usize {
         if self.threads > 0 {
             return self.threads as usize;
         }
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-        (self.players as usize).div_ceil(1000).clamp(1, cores)
+        (self.players as usize).div_ceil(4000).clamp(1, cores)
     }
 
     /// Time between one bot's moves.

@@ -10,7 +10,9 @@
 //! - [`protocol`]: the wire protocol v1 codec (`docs/protocol.md`), held to the committed byte
 //!   vectors in `docs/protocol-vectors-v1.txt`.
 //! - [`schedule`]: intended send times, catch-up without coordinated omission, stagger.
-//! - [`bot`]: one bot: join handshake, play loop, leave; the flood bot.
+//! - [`bot`]: one bot: join handshake, play ([`bot::Player`]), leave; the flood bot.
+//! - [`driver`]: threads that each play many bots from one loop, on time to tens of µs.
+//! - [`timer`]: the send grid, the deadline queue and the wake-up tuner those threads use.
 //! - [`walk`]: a random walk that obeys the server's movement rules.
 //! - [`economy`]: one bot's reliable economy traffic and its ledger.
 //! - [`raid`]: raid triggers and the during/between-raid windows.
@@ -18,6 +20,7 @@
 //! - [`admin`]: `STATS_REQUEST` and `RAID_TRIGGER` over the admin socket.
 //! - [`server_stats`]: the server's `name value` figures.
 //! - [`checks`]: pass/fail verdicts against bounds and the server's figures.
+//! - [`capacity`]: `--find-capacity`, the most players within a round-trip bound.
 //! - [`run`]: one run, start to finish.
 //! - [`metrics`]: per-task histograms merged at the end.
 //! - [`report`], [`plot`], [`progress`]: JSON, tables, `.hgrm` files, SVG, progress bar.
@@ -25,8 +28,10 @@
 
 pub mod admin;
 pub mod bot;
+pub mod capacity;
 pub mod checks;
 pub mod cli;
+pub mod driver;
 pub mod economy;
 pub mod hostile;
 pub mod metrics;
@@ -41,4 +46,5 @@ pub mod run;
 pub mod schedule;
 pub mod server_stats;
 pub mod system;
+pub mod timer;
 pub mod walk;

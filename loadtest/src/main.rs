@@ -3,10 +3,12 @@
 //! ```text
 //! mmo-loadtest --scenario steady --players 500 --duration 20s
 //! mmo-loadtest --scenario raid --admin-key 0xa11ce --json out/raid.json --out-dir out/raid
+//! mmo-loadtest --find-capacity --scenario steady --admin-key 0xa11ce --duration 10s --out-dir out/cap
 //! ```
 //!
-//! Exit status: 0 every check passed, 1 a check failed, 2 a usage or setup error (bad
-//! option, no server, no admin reply where the scenario needs one).
+//! Exit status: 0 every check passed (with `--find-capacity`: the search ran and some step
+//! passed), 1 a check failed (no step passed), 2 a usage or setup error (bad option, no
+//! server, no admin reply where the scenario needs one).
 
 use clap::Parser;
 use mmo_loadtest::cli::Cli;
@@ -20,7 +22,9 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    let runtime = match tokio::runtime::Builder::new_multi_thread().worker_threads(cli.worker_threads()).enable_all().build() {
+    // One tokio thread runs joins, leaves, the admin side and the progress bar; the bots play
+    // on their own driver threads (`--threads`).
+    let runtime = match tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("mmo-loadtest: starting the runtime: {e}");
@@ -28,6 +32,9 @@ fn main() -> ExitCode {
         }
     };
     let progress = Progress::new(cli.quiet);
+    if cli.find_capacity {
+        return find_capacity(&runtime, &cli, &progress);
+    }
     let outcome = runtime.block_on(mmo_loadtest::run::run(cli.clone(), &progress));
     progress.finish();
     let result = match outcome {
@@ -75,4 +82,50 @@ fn main() -> ExitCode {
         }
     }
     if report.passed { ExitCode::SUCCESS } else { ExitCode::from(1) }
+}
+
+/// `--find-capacity`: the search, its table, `--json` and `--out-dir/capacity.svg`.
+fn find_capacity(runtime: &tokio::runtime::Runtime, cli: &Cli, progress: &Progress) -> ExitCode {
+    let outcome = runtime.block_on(mmo_loadtest::capacity::find(cli, progress));
+    progress.finish();
+    let report = match outcome {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("mmo-loadtest: {e:#}");
+            return ExitCode::from(2);
+        }
+    };
+    print!("{}", report.summary());
+    let write = |path: &std::path::Path, text: String| {
+        path.parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .map_or(Ok(()), std::fs::create_dir_all)
+            .and_then(|()| std::fs::write(path, text))
+            .map_err(|e| format!("writing {}: {e}", path.display()))
+    };
+    if let Some(path) = &cli.json
+        && let Err(e) = write(path, report.to_json() + "\n")
+    {
+        eprintln!("mmo-loadtest: {e}");
+        return ExitCode::from(2);
+    }
+    if let Some(dir) = &cli.out_dir {
+        let steps: Vec<(u32, u64, u64, bool)> =
+            report.steps.iter().map(|s| (s.figures.players, s.figures.rtt_us.p50, s.figures.rtt_us.p99, s.verdict.passed)).collect();
+        let title = format!("mmo-loadtest --find-capacity {}: move round trip by players", report.scenario);
+        let path = dir.join("capacity.svg");
+        let svg = match mmo_loadtest::plot::capacity_svg(&title, &steps, report.plan.rtt_p99_max_us) {
+            Ok(svg) => svg,
+            Err(e) => {
+                eprintln!("mmo-loadtest: plotting: {e:#}");
+                return ExitCode::from(2);
+            }
+        };
+        if let Err(e) = write(&path, svg) {
+            eprintln!("mmo-loadtest: {e}");
+            return ExitCode::from(2);
+        }
+        println!("wrote {}", path.display());
+    }
+    if report.capacity > 0 { ExitCode::SUCCESS } else { ExitCode::from(1) }
 }

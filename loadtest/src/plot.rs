@@ -130,3 +130,63 @@ pub fn write_out_dir(dir: &Path, title: &str, metrics: &[(&str, &Merged, bool)])
     written.push(path);
     Ok(written)
 }
+
+/// The capacity search's plot as SVG text: players (x) against the move round trip p50 and
+/// p99 (y, µs) of each step, with the p99 bound as a horizontal line, failing steps marked.
+/// `steps` are (players, p50, p99, passed).
+pub fn capacity_svg(title: &str, steps: &[(u32, u64, u64, bool)], p99_bound_us: u64) -> anyhow::Result<String> {
+    let mut sorted = steps.to_vec();
+    sorted.sort_by_key(|s| s.0);
+    let max_players = sorted.iter().map(|s| s.0).max().unwrap_or(1).max(1) as f64;
+    let max_us = sorted.iter().map(|s| s.2).max().unwrap_or(0).max(p99_bound_us).max(1) as f64;
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (960, 600)).into_drawing_area();
+        root.fill(&WHITE).map_err(|e| anyhow::anyhow!("{e}"))?;
+        let mut chart = ChartBuilder::on(&root)
+            .caption(title, ("sans-serif", 22))
+            .margin(16)
+            .margin_right(48)
+            .x_label_area_size(40)
+            .y_label_area_size(70)
+            .build_cartesian_2d(0f64..max_players * 1.05, 0f64..max_us * 1.1)
+            .map_err(|e| anyhow::anyhow!("{e}"))?;
+        chart
+            .configure_mesh()
+            .x_label_formatter(&|x| format!("{x:.0}"))
+            .y_label_formatter(&|y| format!("{y:.0}"))
+            .x_desc("players (bots)")
+            .y_desc("move round trip (µs)")
+            .draw()
+            .map_err(|e| anyhow::anyhow!("{e}"))?;
+        let line =
+            |pick: fn(&(u32, u64, u64, bool)) -> u64| sorted.iter().map(move |s| (f64::from(s.0), pick(s) as f64)).collect::<Vec<_>>();
+        for (name, colour, points) in [("p50", BLUE, line(|s| s.1)), ("p99", RED, line(|s| s.2))] {
+            chart
+                .draw_series(LineSeries::new(points.clone(), colour.stroke_width(2)))
+                .map_err(|e| anyhow::anyhow!("{e}"))?
+                .label(name)
+                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], colour.stroke_width(2)));
+            chart.draw_series(points.iter().map(|&p| Circle::new(p, 3, colour.filled()))).map_err(|e| anyhow::anyhow!("{e}"))?;
+        }
+        chart
+            .draw_series(sorted.iter().filter(|s| !s.3).map(|s| Cross::new((f64::from(s.0), s.2 as f64), 8, BLACK.stroke_width(2))))
+            .map_err(|e| anyhow::anyhow!("{e}"))?
+            .label("failed step")
+            .legend(|(x, y)| Cross::new((x + 10, y), 6, BLACK.stroke_width(2)));
+        chart
+            .draw_series(LineSeries::new(vec![(0.0, p99_bound_us as f64), (max_players * 1.05, p99_bound_us as f64)], BLACK.mix(0.5)))
+            .map_err(|e| anyhow::anyhow!("{e}"))?
+            .label(format!("p99 bound {p99_bound_us} µs"))
+            .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], BLACK.mix(0.5)));
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::UpperLeft)
+            .background_style(WHITE.mix(0.9))
+            .border_style(BLACK)
+            .draw()
+            .map_err(|e| anyhow::anyhow!("{e}"))?;
+        root.present().map_err(|e| anyhow::anyhow!("{e}"))?;
+    }
+    Ok(svg)
+}

@@ -18,6 +18,7 @@ use crate::admin::AdminClient;
 use crate::bot::{self, BotReport, DutyPlan, FloodTally, JoinPlan, LeaveOutcome, LiveCounters, PlayPlan, Session};
 use crate::checks::{self, Check};
 use crate::cli::{Cli, Scenario};
+use crate::driver::{self, Bot, DriverConfig, DriverReport, Played};
 use crate::economy::{EconomyPlan, EconomyTally};
 use crate::hostile::{self, HostileKind, HostilePlan, ProbeReport, SentCounts, Victim};
 use crate::metrics::Merged;
@@ -157,6 +158,8 @@ pub struct RunResult {
     pub server_before: Option<ServerStats>,
     /// The server's figures after play.
     pub server_after: Option<ServerStats>,
+    /// Seconds between reading the server's figures before and after play.
+    pub server_window_s: Option<f64>,
     /// Why the server's figures are missing, if they are.
     pub server_error: Option<String>,
     /// `LEAVE`s acknowledged.
@@ -165,6 +168,12 @@ pub struct RunResult {
     pub leaves_unacked: u64,
     /// The load tester's own CPU and memory over the run.
     pub usage: ProcessUsage,
+    /// The load tester's CPU while the bots played (joins and leaves left out).
+    pub play_usage: ProcessUsage,
+    /// Wall time the bots played (start of the driver threads to their end), seconds.
+    pub play_wall_s: f64,
+    /// What the bot driver threads did.
+    pub driver: DriverReport,
     /// The kernel's UDP counters over the run (machine-wide).
     pub udp: Option<UdpCounters>,
     /// Whether Ctrl-C stopped the run early.
@@ -173,6 +182,41 @@ pub struct RunResult {
     pub measured_s: f64,
     /// The checks and their verdicts.
     pub checks: Vec<Check>,
+}
+
+/// Splits the joined bots over the driver threads (bot `i` to thread `i % threads`, so each
+/// thread's bots are spread evenly over the send interval) and starts them, each on its own
+/// OS thread, pinned where `--pin` says.
+fn spawn_drivers(
+    sessions: Vec<(Session, Walk, Rng)>,
+    plan: &Arc<PlayPlan>,
+    cli: &Cli,
+) -> anyhow::Result<Vec<tokio::sync::oneshot::Receiver<std::io::Result<Played>>>> {
+    let threads = cli.driver_threads().min(sessions.len().max(1));
+    let mut groups: Vec<Vec<Bot>> = (0..threads).map(|_| Vec::with_capacity(sessions.len() / threads + 1)).collect();
+    for (k, (s, walk, rng)) in sessions.into_iter().enumerate() {
+        let session = s.into_std().context("taking a bot's socket out of tokio")?;
+        groups[k % threads].push(Bot { session, walk, rng });
+    }
+    let mut out = Vec::with_capacity(threads);
+    for (t, bots) in groups.into_iter().enumerate() {
+        let config = DriverConfig {
+            tick: Duration::from_micros(cli.send_tick_us),
+            max_spin: Duration::from_micros(cli.max_spin_us),
+            cpu: (!cli.pin.is_empty()).then(|| cli.pin[t % cli.pin.len()]),
+            ..DriverConfig::default()
+        };
+        let plan = Arc::clone(plan);
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        std::thread::Builder::new()
+            .name(format!("bots-{t}"))
+            .spawn(move || {
+                let _ = tx.send(driver::drive(bots, &plan, config));
+            })
+            .context("starting a bot driver thread")?;
+        out.push(rx);
+    }
+    Ok(out)
 }
 
 fn join_failure_kind(e: &bot::JoinError) -> String {
@@ -310,6 +354,7 @@ pub async fn run(cli: Cli, progress: &Progress) -> anyhow::Result<RunResult> {
     }
 
     let mut server_error = None;
+    let server_before_at = Instant::now();
     let server_before = match admin.as_mut() {
         Some(admin) => match admin.stats().await {
             Ok(s) => Some(s),
@@ -356,8 +401,9 @@ pub async fn run(cli: Cli, progress: &Progress) -> anyhow::Result<RunResult> {
     // The server's clock, for the cookie period a bad-cookie datagram claims.
     let clock = sessions.first().map(|(s, _, _)| s.server_clock);
     progress.start_play(move_start, measure_start, end, cli.drain, Arc::clone(&live), Arc::clone(&stop));
-    let play_handles: Vec<_> =
-        sessions.into_iter().map(|(s, walk, rng)| tokio::spawn(bot::play(s, Arc::clone(&plan), walk, rng))).collect();
+    let play_usage0 = ProcessUsage::now();
+    let play_started = Instant::now();
+    let drivers = spawn_drivers(sessions, &plan, &cli)?;
 
     // The raid driver borrows the admin client for the run and hands it back at the end.
     let raid_handle = if let Some(windows) = raid_windows.clone()
@@ -395,11 +441,17 @@ pub async fn run(cli: Cli, progress: &Progress) -> anyhow::Result<RunResult> {
 
     let mut totals = Totals::default();
     let mut sessions = Vec::with_capacity(joined + 1);
-    for h in play_handles {
-        let (session, report) = h.await.context("a bot task panicked")?;
-        totals.add(&report);
-        sessions.push(session);
+    let mut driver = DriverReport::default();
+    for d in drivers {
+        let (played, report) = d.await.context("a bot driver thread stopped without a result")?.context("a bot driver thread failed")?;
+        driver.add(&report);
+        for (session, report) in played {
+            totals.add(&report);
+            sessions.push(session.into_tokio().context("handing a bot's socket back to tokio")?);
+        }
     }
+    let play_usage = ProcessUsage::now().since(&play_usage0);
+    let play_wall_s = play_started.elapsed().as_secs_f64();
     let raid = match raid_handle {
         Some(h) => {
             let (a, bursts) = h.await.context("the raid task panicked")?;
@@ -440,6 +492,7 @@ pub async fn run(cli: Cli, progress: &Progress) -> anyhow::Result<RunResult> {
         },
         _ => None,
     };
+    let server_window_s = server_after.is_some().then(|| server_before_at.elapsed().as_secs_f64());
 
     let (mut leaves_acked, mut leaves_unacked) = (0, 0);
     if cli.leave_at_end {
@@ -470,10 +523,14 @@ pub async fn run(cli: Cli, progress: &Progress) -> anyhow::Result<RunResult> {
         hostile: hostile_outcome,
         server_before,
         server_after,
+        server_window_s,
         server_error,
         leaves_acked,
         leaves_unacked,
         usage,
+        play_usage,
+        play_wall_s,
+        driver,
         udp,
         interrupted,
         measured_s,

@@ -114,6 +114,42 @@ impl UdpCounters {
     }
 }
 
+/// Pins the calling thread to `cpu` (`sched_setaffinity`).
+pub fn pin_current_thread(cpu: usize) -> std::io::Result<()> {
+    if cpu >= libc::CPU_SETSIZE as usize {
+        return Err(std::io::Error::new(std::io::ErrorKind::InvalidInput, format!("cpu {cpu} is beyond CPU_SETSIZE")));
+    }
+    // SAFETY: an all-zero cpu_set_t is the empty set; CPU_SET writes within it (bound checked
+    // above); sched_setaffinity reads `size_of` bytes of it.
+    let rc = unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(cpu, &mut set);
+        libc::sched_setaffinity(0, size_of::<libc::cpu_set_t>(), &set)
+    };
+    if rc == 0 { Ok(()) } else { Err(std::io::Error::last_os_error()) }
+}
+
+/// Sets the calling thread's timer slack (`PR_SET_TIMERSLACK`): how far the kernel may defer
+/// the end of its sleeps to batch wake-ups (50 µs by default). Best effort: an error leaves
+/// the default, which costs precision, not correctness.
+pub fn set_timer_slack(slack: std::time::Duration) {
+    let ns = slack.as_nanos().clamp(1, u128::from(u64::MAX)) as libc::c_ulong;
+    // SAFETY: PR_SET_TIMERSLACK takes its value by argument and touches no memory of ours.
+    let _ = unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, ns, 0 as libc::c_ulong, 0 as libc::c_ulong, 0 as libc::c_ulong) };
+}
+
+/// CPUs this process may run on (`sched_getaffinity`), for checking `--pin`.
+pub fn allowed_cpus() -> Vec<usize> {
+    // SAFETY: as in `pin_current_thread`; CPU_ISSET reads within the set.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        if libc::sched_getaffinity(0, size_of::<libc::cpu_set_t>(), &mut set) != 0 {
+            return Vec::new();
+        }
+        (0..libc::CPU_SETSIZE as usize).filter(|&c| libc::CPU_ISSET(c, &set)).collect()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -28,6 +28,9 @@ pub struct FakeConfig {
     /// Per-player token bucket: rate per second and burst.
     pub player_rate: f64,
     pub player_burst: f64,
+    /// With more players than this joined, leave every 3rd move unanswered, as an
+    /// overloaded server would (0: never). The capacity search must find this number.
+    pub overloaded_above_players: usize,
 }
 
 impl Default for FakeConfig {
@@ -39,6 +42,7 @@ impl Default for FakeConfig {
             apply_duplicates_again: false,
             player_rate: 60.0,
             player_burst: 120.0,
+            overloaded_above_players: 0,
         }
     }
 }
@@ -95,6 +99,7 @@ struct State {
     counters: BTreeMap<String, u64>,
     economy_results: u64,
     tick: u32,
+    moves_seen: u64,
 }
 
 fn cookie(addr: SocketAddr, nonce: u64) -> u64 {
@@ -131,6 +136,7 @@ impl State {
             counters,
             economy_results: 0,
             tick: 0,
+            moves_seen: 0,
         }
     }
 
@@ -252,6 +258,11 @@ impl State {
             Message::Move(m) => match self.admit(m.player_id, m.session_token, from, Some(m.sequence)) {
                 Err(r) => self.drop_for(r),
                 Ok(_) => {
+                    self.moves_seen += 1;
+                    let overloaded = self.config.overloaded_above_players;
+                    if overloaded > 0 && self.sessions.len() > overloaded && self.moves_seen.is_multiple_of(3) {
+                        return;
+                    }
                     self.bump("engine_moves_applied", 1);
                     let ack = MoveAck {
                         sequence: m.sequence,
