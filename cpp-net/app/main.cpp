@@ -127,8 +127,9 @@ int main(int argc, char** argv) {
   std::unique_ptr<mmo::net::Server> server;
   std::unique_ptr<mmo::net::MetricsEndpoint> metrics;
   try {
-    std::unique_ptr<mmo::Engine> engine =
-        settings.engine == "rust" ? mmo::make_rust_engine(settings.core) : mmo::make_baseline_engine(settings.core);
+    std::unique_ptr<mmo::Engine> engine = settings.engine == "rust"       ? mmo::make_rust_engine(settings.core)
+                                          : settings.engine == "baseline" ? mmo::make_baseline_engine(settings.core)
+                                                                          : mmo::make_null_engine(settings.core);
     server = std::make_unique<mmo::net::Server>(settings.server, std::move(engine));
     if (!settings.metrics_bind.empty()) metrics = std::make_unique<mmo::net::MetricsEndpoint>(settings.metrics_bind, *server);
   } catch (const std::exception& e) {

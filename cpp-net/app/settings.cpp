@@ -48,7 +48,7 @@ void visit_settings(Settings& s, V&& v) {
   v(Number<unsigned>{"server", "tick_hz", "--tick-hz", s.server.tick_hz, 1, 100, "ticks per second (areas of interest go out at this rate)"});
   v(Number<int>{"server", "tick_nice", "--tick-nice", s.server.tick_nice, 0, 19,
                 "niceness of the tick thread, so a worker woken by a datagram runs ahead of it (0: the process's)"});
-  v(Text{"server", "engine", "--engine", s.engine, "game-state engine: rust or baseline"});
+  v(Text{"server", "engine", "--engine", s.engine, "game-state engine: rust, baseline, or null (no game state: the comparison's floor)"});
   v(Number<uint32_t>{"server", "max_players", "--max-players", s.server.max_players, 1, 1 << 24,
                      "players joined at once, at most (also the core's player_capacity)"});
   v(Number<unsigned>{"server", "idle_timeout_s", "--idle-timeout-s", s.server.idle_timeout_s, 0, 86400, "end a session silent this long (0: never)"});
@@ -226,7 +226,9 @@ Settings Settings::defaults() {
 }
 
 void Settings::finish() {
-  if (engine != "rust" && engine != "baseline") throw SettingsError("server.engine = \"" + engine + "\" must be \"rust\" or \"baseline\"");
+  if (engine != "rust" && engine != "baseline" && engine != "null") {
+    throw SettingsError("server.engine = \"" + engine + "\" must be \"rust\", \"baseline\" or \"null\"");
+  }
   try {
     server.admin_key = parse_u64(admin_key_text);
   } catch (const std::exception&) {

@@ -57,4 +57,9 @@ class Engine {
 // the configuration is refused.
 std::unique_ptr<Engine> make_rust_engine(const MmoConfig& config);
 
+// An engine that keeps no game state (null_engine.cpp): it acknowledges every move and
+// answers every area of interest empty. The comparison's floor row: the same front and
+// kernel path with no engine work behind them. Not a game server.
+std::unique_ptr<Engine> make_null_engine(const MmoConfig& config);
+
 }  // namespace mmo

@@ -1,8 +1,8 @@
 // mmo-server as an operator runs it: a settings file (a raid beyond the default capacity once
 // the file raises it, flags overriding the file, bad keys named), the committed example file
 // and the README's flags table kept equal to what the binary prints, the Prometheus endpoint,
-// a poisoned engine stopping the server with its reason, and every admin stats request
-// answered.
+// a poisoned engine stopping the server with its reason, every admin stats request
+// answered, and the null engine (the comparison's floor) acknowledging moves.
 #include <gtest/gtest.h>
 
 #include <array>
@@ -88,7 +88,7 @@ TEST(ServerOperations, BadSettingsNameTheKeyAndTheRange) {
       {"[server]\nport = 1.5\n", "server.port must be an integer in 0..65535"},
       {"[server]\naddress_table_slots = 1000\n", "server.address_table_slots = 1000 must be a power of two"},
       {"[core]\ncell_size_m = 8.0\ncontact_radius_m = 8.0\n", "contact_radius_m + cell_hysteresis_m must not exceed cell_size_m"},
-      {"[server]\nengine = \"python\"\n", "server.engine = \"python\" must be \"rust\" or \"baseline\""},
+      {"[server]\nengine = \"python\"\n", "server.engine = \"python\" must be \"rust\", \"baseline\" or \"null\""},
       {"[logging]\nlevel = 3\n", "logging.level is not a setting"},
       {"[core\n", "raid-bad-9.toml:1:"},
   };
@@ -187,6 +187,25 @@ TEST(ServerOperations, APoisonedEngineStopsTheServerWithItsReason) {
   EXPECT_NE(rest.find("mmo-server: stopping: the engine is poisoned (debug_inject_panic returned MMO_ERR_PANIC)"), std::string::npos) << rest;
   EXPECT_NE(rest.find("engine_status_err_panic 1"), std::string::npos) << rest;
   EXPECT_NE(rest.find("engine_poisoned 1"), std::string::npos) << rest;
+}
+
+TEST(ServerOperations, TheNullEngineAcknowledgesMovesAndSendsEmptyAreasOfInterest) {
+  // The comparison's floor row: the same front, no game state behind it.
+  ServerProcess server({"--engine", "null"});
+  ASSERT_NE(server.port(), 0) << server.first_line();
+  EXPECT_NE(server.first_line().find("engine=null"), std::string::npos) << server.first_line();
+  Client a(server.port()), b(server.port());
+  const Joined ja = join(a, 11, 1000, 1000);
+  const Joined jb = join(b, 12, 1001, 1000);
+  EXPECT_NE(ja.player_id, jb.player_id);
+  a.send(move(ja, 1, 100, 1001, 1000));
+  const auto ack = a.wait_for<MoveAck>();
+  ASSERT_TRUE(ack.has_value());
+  EXPECT_EQ(ack->sequence, 1u);
+  EXPECT_EQ(ack->contact_count, 0u) << "no contacts: b stands a metre away, but the null engine keeps no grid";
+  const auto snap = a.wait_for<AoiSnapshot>(std::chrono::milliseconds(2000));
+  ASSERT_TRUE(snap.has_value()) << "one snapshot per player per tick, as for a real engine";
+  EXPECT_EQ(snap->count, 0u);
 }
 
 TEST(ServerOperations, EveryAdminStatsRequestIsAnswered) {
