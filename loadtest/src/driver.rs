@@ -310,11 +310,7 @@ impl Loop {
 
 /// Plays `bots` until the plan's end (plus drain, plus economy settling) on the calling
 /// thread, and returns each bot's session (for `LEAVE`) and report, in the order given.
-pub fn drive(
-    bots: Vec<Bot>,
-    plan: &Arc<PlayPlan>,
-    config: DriverConfig,
-) -> io::Result<Played> {
+pub fn drive(bots: Vec<Bot>, plan: &Arc<PlayPlan>, config: DriverConfig) -> io::Result<Played> {
     let mut report = DriverReport { threads: 1, ..DriverReport::default() };
     if let Some(cpu) = config.cpu
         && let Err(e) = system::pin_current_thread(cpu)

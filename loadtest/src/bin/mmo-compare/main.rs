@@ -1,24 +1,36 @@
 //! `mmo-compare`: the product's proof, one command. The same network front, the same load,
 //! each engine in turn, with allocation counts, heap, CPU and latency side by side.
 //!
-//! For each row (`rust`, `baseline`, `baseline-jemalloc`) it starts `mmo-server` on loopback
-//! and drives it with `mmo-loadtest`, in fresh server processes:
+//! Rows: `rust` (the Rust core, mimalloc build), `baseline` (the C++ baseline on glibc
+//! malloc), `baseline-mimalloc` and `baseline-jemalloc` (the same baseline with Debian's
+//! libmimalloc or libjemalloc preloaded: the allocator separated from the design), and
+//! `null-engine` (the same front with an engine that keeps no state: the front-plus-kernel
+//! floor every other row is also shown above). For each row it starts `mmo-server` on
+//! loopback and drives it with `mmo-loadtest`, in fresh server processes:
 //!
 //! | run | server | load | gives |
 //! |---|---|---|---|
-//! | plain steady | the row's production build | steady, `T` | CPU ns per update (rusage), update latency, round trip, peak RSS |
-//! | plain raid | same | raid bursts, `T` | raid spawn ms, round trip during raids, peak RSS |
+//! | plain steady, `--repeats` times | the row's production build | steady, `T` | CPU ns per update (rusage), update latency, round trip, peak RSS |
+//! | plain raid, `--repeats` times | same | raid bursts, `T` | raid spawn ms, round trip during raids, peak RSS |
 //! | heaptrack steady `T` and `2T` | system-allocator build under heaptrack | steady | allocation calls per steady update: the *difference* of the two runs over the difference of their updates, so start-up, joins and pre-warming cancel out |
 //! | heaptrack raid | same | raid, `T` | allocation calls per raid burst (against the steady `T` run), peak heap, temporaries, leaks |
-//! | perf | the row's production build | raid, `T` | top symbols by self time, a flame graph |
+//! | perf | the row's production build | raid, `T` | top symbols by self time, a flame graph, the engine's share of whole stacks, the share of stacks without a known root |
+//!
+//! The plain runs are interleaved (every row's steady and raid run, then every row's again),
+//! so a drift in the machine spreads over all rows instead of landing on one; the report gives
+//! each figure's median over the repeats with its min and max, and ratios of medians.
+//! `--pin` gives the server and the load tester disjoint CPUs when the machine has at least
+//! four; the report says what was pinned.
 //!
 //! The Rust row's production build links mimalloc; its heaptrack runs use the build without
 //! it (`build/cpp-sysalloc`), where the Rust core allocates through glibc malloc and heaptrack
 //! sees every call (mimalloc's own allocations would be invisible to it). The baseline rows run
-//! the system-allocator build throughout, `baseline-jemalloc` with Debian's libjemalloc
-//! preloaded.
+//! the system-allocator build throughout, the allocator rows with their library preloaded
+//! (heaptrack does not see a preloaded allocator's calls, so those rows have no heaptrack
+//! runs: their allocation calls are the baseline row's, the same code). Every build keeps frame
+//! pointers, so perf's stacks reach their roots.
 //!
-//! Output: `report/compare.json` (schema `mmo-compare/1`), `report/compare.md`, flame graphs
+//! Output: `report/compare.json` (schema `mmo-compare/2`), `report/compare.md`, flame graphs
 //! and the load tester's latency plots, and a summary on the terminal. Figures are reported,
 //! not asserted: a noisy shared machine makes absolute numbers soft, so the report leads with
 //! ratios of rows measured in the same run.
@@ -41,8 +53,12 @@ enum Row {
     Rust,
     /// The C++ baseline on glibc malloc.
     Baseline,
-    /// The C++ baseline with libjemalloc preloaded.
+    /// The C++ baseline with Debian's libmimalloc preloaded.
+    BaselineMimalloc,
+    /// The C++ baseline with Debian's libjemalloc preloaded.
     BaselineJemalloc,
+    /// The network front with the null engine (no game state): the floor.
+    NullEngine,
 }
 
 impl Row {
@@ -50,32 +66,56 @@ impl Row {
         match self {
             Row::Rust => "rust",
             Row::Baseline => "baseline",
+            Row::BaselineMimalloc => "baseline-mimalloc",
             Row::BaselineJemalloc => "baseline-jemalloc",
+            Row::NullEngine => "null-engine",
         }
     }
     fn engine(self) -> &'static str {
         match self {
             Row::Rust => "rust",
-            Row::Baseline | Row::BaselineJemalloc => "baseline",
+            Row::Baseline | Row::BaselineMimalloc | Row::BaselineJemalloc => "baseline",
+            Row::NullEngine => "null",
         }
+    }
+    /// The allocator library preloaded into this row's server, if any.
+    fn preload(self, args: &Args) -> Option<PathBuf> {
+        match self {
+            Row::BaselineMimalloc => Some(args.mimalloc.clone()),
+            Row::BaselineJemalloc => Some(args.jemalloc.clone()),
+            _ => None,
+        }
+    }
+    /// Whether the row's production build is the mimalloc-linked one (the Rust row, and the
+    /// null engine, whose front is the Rust row's).
+    fn production_build(self) -> bool {
+        matches!(self, Row::Rust | Row::NullEngine)
     }
 }
 
 #[derive(Parser, Debug)]
 #[command(name = "mmo-compare", about = "Rust core against the C++ baseline: heaptrack, perf and latency, side by side")]
 struct Args {
-    /// Short phases (about 4 minutes in all on a 2-core machine); the default is the full run.
+    /// Short phases, one repeat, the rows rust, baseline and null-engine (about 4 minutes on
+    /// a 2-core machine); the default is the full run.
     #[arg(long)]
     quick: bool,
-    /// Seconds per phase (default: 8 quick, 40 full).
+    /// Seconds per phase (default: 6 quick, 30 full).
     #[arg(long)]
     phase_s: Option<u64>,
     /// Bots (default: 500 quick, 1000 full).
     #[arg(long)]
     players: Option<u32>,
-    /// Rows to run, in order.
-    #[arg(long, value_enum, value_delimiter = ',', default_values_t = [Row::Rust, Row::Baseline, Row::BaselineJemalloc])]
+    /// Rows to run (default: all five; rust, baseline and null-engine with --quick).
+    #[arg(long, value_enum, value_delimiter = ',')]
     rows: Vec<Row>,
+    /// Plain runs of each row, interleaved (default: 3 full, 1 quick).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=20))]
+    repeats: Option<u32>,
+    /// Give the server and the load tester disjoint CPUs (the first half to the server, the
+    /// rest to the tester) when the machine has at least 4; otherwise run unpinned and say so.
+    #[arg(long)]
+    pin: bool,
     /// Where the report goes.
     #[arg(long, default_value = "report")]
     out: PathBuf,
@@ -91,6 +131,9 @@ struct Args {
     /// libjemalloc for the baseline-jemalloc row.
     #[arg(long, default_value = "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2")]
     jemalloc: PathBuf,
+    /// libmimalloc for the baseline-mimalloc row.
+    #[arg(long, default_value = "/usr/lib/x86_64-linux-gnu/libmimalloc.so.2")]
+    mimalloc: PathBuf,
     /// Server I/O threads.
     #[arg(long, default_value_t = 2)]
     server_threads: u32,
@@ -107,8 +150,10 @@ const ADMIN_KEY: &str = "0xc0a1e5ce";
 /// What the runs of one row produced.
 #[derive(Default)]
 struct RowResult {
-    plain_steady: Option<serde_json::Value>,
-    plain_raid: Option<serde_json::Value>,
+    /// The load tester's report of each plain steady run, in the order run.
+    plain_steady: Vec<serde_json::Value>,
+    /// The same for the raid runs.
+    plain_raid: Vec<serde_json::Value>,
     heap_steady_short: Option<(heaptrack::HeapFigures, u64)>,
     heap_steady_long: Option<(heaptrack::HeapFigures, u64)>,
     heap_raid: Option<(heaptrack::HeapFigures, u64, u64)>,
@@ -116,6 +161,8 @@ struct RowResult {
     flamegraph: Option<String>,
     /// Share of the perf run's samples inside the engine, and that run's CPU ns per update.
     engine_share: Option<f64>,
+    /// Share of the perf run's samples whose stack does not reach a known root.
+    unknown_root_share: Option<f64>,
     perf_cpu_ns_per_update: Option<f64>,
     notes: Vec<String>,
 }
@@ -124,11 +171,48 @@ struct Harness {
     args: Args,
     phase: Duration,
     players: u32,
+    /// CPUs for the server and for the load tester (both empty when unpinned).
+    pin: CpuPlan,
+}
+
+/// Which CPUs the server and the load tester run on.
+#[derive(Clone, Debug, Default)]
+struct CpuPlan {
+    server: Vec<usize>,
+    tester: Vec<usize>,
+    /// What the report says about pinning.
+    note: String,
+}
+
+impl CpuPlan {
+    /// Splits the CPUs this process may use: the first half to the server, the rest to the
+    /// tester, when asked and there are at least four.
+    fn new(asked: bool) -> CpuPlan {
+        let cpus = mmo_loadtest::system::allowed_cpus();
+        if !asked {
+            return CpuPlan {
+                note: "not pinned (run with --pin to give the server and the tester their own CPUs)".into(),
+                ..CpuPlan::default()
+            };
+        }
+        if cpus.len() < 4 {
+            return CpuPlan {
+                note: format!("not pinned: --pin asked, but {} CPUs are too few to give the server and the tester their own", cpus.len()),
+                ..CpuPlan::default()
+            };
+        }
+        let (server, tester) = cpus.split_at(cpus.len() / 2);
+        CpuPlan {
+            server: server.to_vec(),
+            tester: tester.to_vec(),
+            note: format!("pinned: server on CPUs {server:?}, load tester on CPUs {tester:?}"),
+        }
+    }
 }
 
 impl Harness {
     fn server_spec(&self, row: Row, production: bool, wrapper: Wrapper) -> ServerSpec {
-        let binary = if production && row == Row::Rust { self.args.server.clone() } else { self.args.sysalloc_server.clone() };
+        let binary = if production && row.production_build() { self.args.server.clone() } else { self.args.sysalloc_server.clone() };
         ServerSpec {
             binary,
             args: vec![
@@ -143,8 +227,9 @@ impl Harness {
                 "--max-players".into(),
                 (self.players + 64).to_string(),
             ],
-            preload: (row == Row::BaselineJemalloc).then(|| self.args.jemalloc.clone()),
+            preload: row.preload(&self.args),
             wrapper,
+            cpus: self.pin.server.clone(),
         }
     }
 
@@ -164,6 +249,10 @@ impl Harness {
         }
         if let Some(dir) = out_dir {
             a.extend(["--out-dir".into(), dir.display().to_string()]);
+        }
+        if !self.pin.tester.is_empty() {
+            let list: Vec<String> = self.pin.tester.iter().map(ToString::to_string).collect();
+            a.extend(["--pin".into(), list.join(","), "--threads".into(), self.pin.tester.len().to_string()]);
         }
         a
     }
@@ -209,8 +298,10 @@ impl Harness {
         let (json, _) = outcome?;
         result.top_symbols = perf::top_symbols(&data, 15)?;
         let svg = format!("flame-{}.svg", row.name());
-        result.engine_share =
+        let shares =
             perf::flamegraph(&data, &format!("mmo-server --engine {} (raid load), cpu-clock", row.engine()), &self.args.out.join(&svg))?;
+        result.engine_share = shares.engine;
+        result.unknown_root_share = shares.unknown_root;
         result.flamegraph = Some(svg);
         let delta = |k: &str| json.get("server_delta").and_then(|d| d.get(k)).and_then(|v| v.as_f64());
         if let (Some(u), Some(s), Some(n)) = (delta("cpu_user_us"), delta("cpu_system_us"), delta("engine_moves_applied"))
@@ -222,74 +313,61 @@ impl Harness {
         Ok(())
     }
 
-    fn run_row(&self, row: Row, heaptrack_ok: bool, perf_ok: bool) -> RowResult {
-        let mut r = RowResult::default();
-        let step = |what: &str, f: &mut dyn FnMut(&mut RowResult) -> Result<()>, r: &mut RowResult| {
-            let t0 = Instant::now();
-            eprint!("mmo-compare: {:<18} {:<28}", row.name(), what);
-            match f(r) {
-                Ok(()) => eprintln!(" {:>5.1} s", t0.elapsed().as_secs_f64()),
-                Err(e) => {
-                    eprintln!(" FAILED: {e:#}");
-                    r.notes.push(format!("{what}: {e:#}"));
-                }
+    /// One step of a row's runs, timed and reported on stderr; a failure becomes a note.
+    fn step(&self, row: Row, what: &str, r: &mut RowResult, f: &mut dyn FnMut(&mut RowResult) -> Result<()>) {
+        let t0 = Instant::now();
+        eprint!("mmo-compare: {:<18} {:<28}", row.name(), what);
+        match f(r) {
+            Ok(()) => eprintln!(" {:>5.1} s", t0.elapsed().as_secs_f64()),
+            Err(e) => {
+                eprintln!(" FAILED: {e:#}");
+                r.notes.push(format!("{what}: {e:#}"));
             }
-        };
-        step(
-            "plain steady",
-            &mut |r| {
-                r.plain_steady = Some(self.plain_run(row, "steady", self.phase, "steady")?);
-                Ok(())
-            },
-            &mut r,
-        );
-        step(
-            "plain raid",
-            &mut |r| {
-                r.plain_raid = Some(self.plain_run(row, "raid", self.phase, "raid")?);
-                Ok(())
-            },
-            &mut r,
-        );
-        if heaptrack_ok && row == Row::BaselineJemalloc {
-            r.notes.push("heaptrack runs skipped for this row: heaptrack does not see the allocations of a preloaded libjemalloc; its allocation calls are the baseline row's (the same code)".into());
+        }
+    }
+
+    /// Repeat `rep` of a row's plain runs (steady, then raid).
+    fn run_plain(&self, row: Row, rep: u32, r: &mut RowResult) {
+        let tag = |phase: &str| if rep == 0 { phase.to_string() } else { format!("{phase}-{}", rep + 1) };
+        self.step(row, &format!("plain steady #{}", rep + 1), r, &mut |r| {
+            r.plain_steady.push(self.plain_run(row, "steady", self.phase, &tag("steady"))?);
+            Ok(())
+        });
+        self.step(row, &format!("plain raid #{}", rep + 1), r, &mut |r| {
+            r.plain_raid.push(self.plain_run(row, "raid", self.phase, &tag("raid"))?);
+            Ok(())
+        });
+    }
+
+    /// A row's heaptrack and perf runs (once each: allocation counts do not drift with the
+    /// machine's load, and a profile's shares are read within one run).
+    fn run_profiles(&self, row: Row, heaptrack_ok: bool, perf_ok: bool, r: &mut RowResult) {
+        if heaptrack_ok && row.preload(&self.args).is_some() {
+            r.notes.push("heaptrack runs skipped for this row: heaptrack does not see the allocations of a preloaded allocator; its allocation calls are the baseline row's (the same code)".into());
         } else if heaptrack_ok {
-            step(
-                "heaptrack steady T",
-                &mut |r| {
-                    let (h, j) = self.heap_run(row, "steady", self.phase, "steady-short")?;
-                    r.heap_steady_short = Some((h, server_figure(&j, "engine_moves_applied")));
-                    Ok(())
-                },
-                &mut r,
-            );
-            step(
-                "heaptrack steady 2T",
-                &mut |r| {
-                    let (h, j) = self.heap_run(row, "steady", self.phase * 2, "steady-long")?;
-                    r.heap_steady_long = Some((h, server_figure(&j, "engine_moves_applied")));
-                    Ok(())
-                },
-                &mut r,
-            );
-            step(
-                "heaptrack raid T",
-                &mut |r| {
-                    let (h, j) = self.heap_run(row, "raid", self.phase, "raid")?;
-                    r.heap_raid = Some((h, server_figure(&j, "engine_moves_applied"), server_figure(&j, "engine_raid_bursts")));
-                    Ok(())
-                },
-                &mut r,
-            );
+            self.step(row, "heaptrack steady T", r, &mut |r| {
+                let (h, j) = self.heap_run(row, "steady", self.phase, "steady-short")?;
+                r.heap_steady_short = Some((h, server_figure(&j, "engine_moves_applied")));
+                Ok(())
+            });
+            self.step(row, "heaptrack steady 2T", r, &mut |r| {
+                let (h, j) = self.heap_run(row, "steady", self.phase * 2, "steady-long")?;
+                r.heap_steady_long = Some((h, server_figure(&j, "engine_moves_applied")));
+                Ok(())
+            });
+            self.step(row, "heaptrack raid T", r, &mut |r| {
+                let (h, j) = self.heap_run(row, "raid", self.phase, "raid")?;
+                r.heap_raid = Some((h, server_figure(&j, "engine_moves_applied"), server_figure(&j, "engine_raid_bursts")));
+                Ok(())
+            });
         } else {
             r.notes.push("heaptrack runs skipped (heaptrack not installed or --no-heaptrack)".into());
         }
         if perf_ok {
-            step("perf (raid load)", &mut |r| self.perf_run(row, r), &mut r);
+            self.step(row, "perf (raid load)", r, &mut |r| self.perf_run(row, r));
         } else {
             r.notes.push("perf run skipped (perf cannot record here or --no-perf)".into());
         }
-        r
     }
 }
 
@@ -327,8 +405,16 @@ fn tool_available(name: &str) -> bool {
 
 fn main() -> Result<()> {
     let args = Args::parse();
-    let phase = Duration::from_secs(args.phase_s.unwrap_or(if args.quick { 8 } else { 40 }));
+    let phase = Duration::from_secs(args.phase_s.unwrap_or(if args.quick { 6 } else { 30 }));
     let players = args.players.unwrap_or(if args.quick { 500 } else { 1000 });
+    let repeats = args.repeats.unwrap_or(if args.quick { 1 } else { 3 });
+    let rows: Vec<Row> = if !args.rows.is_empty() {
+        args.rows.clone()
+    } else if args.quick {
+        vec![Row::Rust, Row::Baseline, Row::NullEngine]
+    } else {
+        vec![Row::Rust, Row::Baseline, Row::BaselineMimalloc, Row::BaselineJemalloc, Row::NullEngine]
+    };
     for (what, path) in [("server", &args.server), ("system-allocator server", &args.sysalloc_server), ("load tester", &args.loadtest)] {
         if !path.exists() {
             bail!("the {what} binary {} does not exist: run `make compare` (it builds everything first)", path.display());
@@ -338,11 +424,20 @@ fn main() -> Result<()> {
     let heaptrack_ok = !args.no_heaptrack && tool_available("heaptrack_print");
     let perf_ok = !args.no_perf && perf::available();
     let started = Instant::now();
-    let harness = Harness { args, phase, players };
-    let mut rows = Vec::new();
-    for &row in &harness.args.rows {
-        rows.push((row.name(), harness.run_row(row, heaptrack_ok, perf_ok)));
+    let pin = CpuPlan::new(args.pin);
+    eprintln!("mmo-compare: {}", pin.note);
+    let harness = Harness { args, phase, players, pin };
+    let mut results: Vec<RowResult> = rows.iter().map(|_| RowResult::default()).collect();
+    // Interleaved: A B C D E, A B C D E, ... so a drift in the machine spreads over the rows.
+    for rep in 0..repeats {
+        for (row, r) in rows.iter().zip(results.iter_mut()) {
+            harness.run_plain(*row, rep, r);
+        }
     }
+    for (row, r) in rows.iter().zip(results.iter_mut()) {
+        harness.run_profiles(*row, heaptrack_ok, perf_ok, r);
+    }
+    let rows: Vec<(&'static str, RowResult)> = rows.iter().map(|r| r.name()).zip(results).collect();
     let command = std::env::args().collect::<Vec<_>>().join(" ");
     let summary = report::write(
         &harness.args.out,
@@ -353,6 +448,8 @@ fn main() -> Result<()> {
             phase_s: phase.as_secs(),
             players,
             server_threads: harness.args.server_threads,
+            repeats,
+            pinning: harness.pin.note.clone(),
             elapsed_s: started.elapsed().as_secs_f64(),
         },
     )?;

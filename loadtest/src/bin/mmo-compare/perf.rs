@@ -115,9 +115,63 @@ pub fn engine_share(folded: &str) -> Option<f64> {
     (total > 0).then(|| engine as f64 / total as f64)
 }
 
+/// Frames a complete user stack starts from: the process's entry and a thread's start. glibc
+/// and libstdc++ are built without frame pointers, and glibc clears the frame pointer where a
+/// thread or the process begins, so a whole chain ends at the first function they call there:
+/// `__libc_start_call_main` (the main thread), `execute_native_thread_routine` (a
+/// `std::thread`), `start_thread` (any pthread); `_start` and `clone3` where the unwinder sees
+/// further.
+pub const ROOT_FRAMES: [&str; 8] = [
+    "_start",
+    "__libc_start_main",
+    "__libc_start_call_main",
+    "start_thread",
+    "clone",
+    "clone3",
+    "__clone3",
+    "execute_native_thread_routine",
+];
+
+/// Whether `frame` (a folded frame) is where a whole stack starts: one of [`ROOT_FRAMES`], or
+/// an unsymbolized frame in libstdc++ (inferno names it by its library): Debian ships
+/// libstdc++ stripped, and the one libstdc++ function at the bottom of a thread's stack is its
+/// `std::thread` trampoline, `execute_native_thread_routine`.
+pub fn is_root_frame(frame: &str) -> bool {
+    ROOT_FRAMES.iter().any(|r| frame == *r || frame.starts_with(&format!("{r}@"))) || frame.starts_with("[libstdc++.so")
+}
+
+/// The share of samples (0..1) whose stack does not reach a known root ([`ROOT_FRAMES`]),
+/// from folded stacks whose first frame is the thread's name (inferno's perf folder). A frame
+/// pointer chain broken by code built without frame pointers ends early, at an `[unknown]`
+/// frame or a function in the middle of the call path; those samples cannot be placed in the
+/// whole stack, so a profile is only read by whole stacks when this share is small.
+pub fn unknown_root_share(folded: &str) -> Option<f64> {
+    let (mut unknown, mut total) = (0u64, 0u64);
+    for line in folded.lines() {
+        let Some((stack, count)) = line.rsplit_once(' ') else { continue };
+        let Ok(count) = count.parse::<u64>() else { continue };
+        total += count;
+        let root = stack.split(';').nth(1).unwrap_or("");
+        let root = root.strip_suffix("_[k]").unwrap_or(root);
+        if !is_root_frame(root) {
+            unknown += count;
+        }
+    }
+    (total > 0).then(|| unknown as f64 / total as f64)
+}
+
+/// What a profile's whole stacks say.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Shares {
+    /// Share of samples with an engine frame anywhere in the stack ([`engine_share`]).
+    pub engine: Option<f64>,
+    /// Share of samples whose stack does not reach a known root ([`unknown_root_share`]).
+    pub unknown_root: Option<f64>,
+}
+
 /// `perf script` | collapse (inferno) | flame graph SVG (inferno) into `svg`. Returns the
-/// engine's share of the samples ([`engine_share`]).
-pub fn flamegraph(data: &Path, title: &str, svg: &Path) -> Result<Option<f64>> {
+/// engine's share of the samples and the share without a known root.
+pub fn flamegraph(data: &Path, title: &str, svg: &Path) -> Result<Shares> {
     let script = Command::new("perf").args(["script", "-i"]).arg(data).stderr(Stdio::null()).output().context("running perf script")?;
     if !script.status.success() {
         bail!("perf script failed");
@@ -132,7 +186,10 @@ pub fn flamegraph(data: &Path, title: &str, svg: &Path) -> Result<Option<f64>> {
     options.title = title.to_string();
     let file = std::fs::File::create(svg).with_context(|| format!("creating {}", svg.display()))?;
     inferno::flamegraph::from_reader(&mut options, &folded[..], std::io::BufWriter::new(file)).context("drawing the flame graph")?;
-    Ok(engine_share(&String::from_utf8_lossy(&folded)))
+    // The folded stacks too, next to the graph: the input of any other flame graph tool.
+    std::fs::write(svg.with_extension("folded"), &folded).with_context(|| format!("writing {}", svg.with_extension("folded").display()))?;
+    let folded = String::from_utf8_lossy(&folded);
+    Ok(Shares { engine: engine_share(&folded), unknown_root: unknown_root_share(&folded) })
 }
 
 /// Whether `perf` can record here (it is installed and the kernel lets this user sample).
@@ -155,6 +212,14 @@ mod tests {
         let folded = "main;mmo::net::Worker::run;mmo_ffi::mmo_apply_moves;mmo_core::grid::Grid::for_each_near 30\nmain;__sendmmsg 60\nmain;mmo::baseline::Grid::nearest_k 10\n";
         assert_eq!(engine_share(folded), Some(0.4));
         assert_eq!(engine_share(""), None);
+    }
+
+    #[test]
+    fn unknown_roots_are_stacks_that_stop_short_of_the_entry_or_thread_start() {
+        let folded = "mmo-server;_start;__libc_start_main;main 50\nmmo-worker;clone3;start_thread;mmo::net::Worker::run 30\nmmo-worker;[unknown];mmo_core::grid::Grid::for_each_near 15\nmmo-worker;mmo::net::Worker::run;recvmmsg 5\nmmo-worker;[libstdc++.so.6.0.30];mmo::net::Worker::run 100\n";
+        let share = unknown_root_share(folded).unwrap();
+        assert!((share - 0.1).abs() < 1e-9, "{share}");
+        assert_eq!(unknown_root_share(""), None);
     }
 
     #[test]

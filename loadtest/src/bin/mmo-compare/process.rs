@@ -36,6 +36,8 @@ pub struct ServerSpec {
     pub preload: Option<PathBuf>,
     /// How to wrap it.
     pub wrapper: Wrapper,
+    /// CPUs to pin the server (and its wrapper) to; empty for no pinning.
+    pub cpus: Vec<usize>,
 }
 
 /// A running server.
@@ -65,6 +67,25 @@ impl ServerProcess {
         cmd.args(&spec.args).args(["--port", "0"]).stdout(Stdio::piped()).stderr(stderr).stdin(Stdio::null());
         if let Some(lib) = &spec.preload {
             cmd.env("LD_PRELOAD", lib);
+        }
+        if !spec.cpus.is_empty() {
+            let cpus = spec.cpus.clone();
+            // SAFETY: the closure runs in the forked child before exec and only calls
+            // sched_setaffinity (async-signal-safe) on a set built on its own stack.
+            unsafe {
+                use std::os::unix::process::CommandExt;
+                cmd.pre_exec(move || {
+                    let mut set: libc::cpu_set_t = std::mem::zeroed();
+                    for &c in &cpus {
+                        libc::CPU_SET(c, &mut set);
+                    }
+                    if libc::sched_setaffinity(0, size_of::<libc::cpu_set_t>(), &set) == 0 {
+                        Ok(())
+                    } else {
+                        Err(std::io::Error::last_os_error())
+                    }
+                });
+            }
         }
         let mut child = cmd.spawn().with_context(|| format!("starting {}", spec.binary.display()))?;
         let stdout = child.stdout.take().ok_or_else(|| anyhow!("no stdout"))?;

@@ -1,5 +1,6 @@
-//! `report/compare.json` (schema `mmo-compare/1`), `report/compare.md`, and the terminal
-//! summary, from the runs of every row.
+//! `report/compare.json` (schema `mmo-compare/2`), `report/compare.md`, and the terminal
+//! summary, from the runs of every row: each figure's median over the repeated plain runs with
+//! its min and max, ratios of medians, and every row's cost above the null engine's floor.
 
 use crate::RowResult;
 use anyhow::{Context, Result};
@@ -19,6 +20,10 @@ pub struct RunInfo {
     pub players: u32,
     /// Server I/O threads.
     pub server_threads: u32,
+    /// Plain runs per row.
+    pub repeats: u32,
+    /// What was pinned where.
+    pub pinning: String,
     /// Wall time of the whole comparison.
     pub elapsed_s: f64,
 }
@@ -31,10 +36,60 @@ fn get_f64(v: Option<&Value>, path: &[&str]) -> Option<f64> {
     cur.as_f64()
 }
 
-/// The figures of one row, in the schema's names. `None` where a run failed or was skipped.
-fn figures(r: &RowResult) -> Map<String, Value> {
-    let steady = r.plain_steady.as_ref();
-    let raid = r.plain_raid.as_ref();
+/// A row's figures: per plain run, and each numeric figure's median, min and max over them.
+struct RowFigures {
+    median: Map<String, Value>,
+    min: Map<String, Value>,
+    max: Map<String, Value>,
+    runs: Vec<Map<String, Value>>,
+}
+
+/// The figures of one row, over its repeats.
+fn figures(r: &RowResult) -> RowFigures {
+    let n = r.plain_steady.len().max(r.plain_raid.len()).max(1);
+    let runs: Vec<Map<String, Value>> = (0..n).map(|i| figures_one(r, r.plain_steady.get(i), r.plain_raid.get(i))).collect();
+    RowFigures {
+        median: combine(&runs, median),
+        min: combine(&runs, |v| v.iter().copied().fold(f64::INFINITY, f64::min)),
+        max: combine(&runs, |v| v.iter().copied().fold(f64::NEG_INFINITY, f64::max)),
+        runs,
+    }
+}
+
+/// The median of `v` (not empty): the middle value, or the mean of the two middle ones.
+fn median(v: &[f64]) -> f64 {
+    let mut v = v.to_vec();
+    v.sort_by(f64::total_cmp);
+    let mid = v.len() / 2;
+    if v.len() % 2 == 1 { v[mid] } else { (v[mid - 1] + v[mid]) / 2.0 }
+}
+
+/// Folds the runs' maps leaf by leaf: numbers through `pick` (runs without the figure left
+/// out; `null` if none has it), nested objects recursively, anything else from the first run.
+fn combine(runs: &[Map<String, Value>], pick: fn(&[f64]) -> f64) -> Map<String, Value> {
+    let mut out = Map::new();
+    let Some(first) = runs.first() else { return out };
+    for (key, value) in first {
+        let column: Vec<&Value> = runs.iter().filter_map(|m| m.get(key)).collect();
+        let combined = match value {
+            Value::Object(_) => {
+                let objects: Vec<Map<String, Value>> = column.iter().filter_map(|v| v.as_object().cloned()).collect();
+                Value::Object(combine(&objects, pick))
+            }
+            Value::Number(_) | Value::Null if column.iter().all(|v| v.is_number() || v.is_null()) => {
+                let numbers: Vec<f64> = column.iter().filter_map(|v| v.as_f64()).collect();
+                if numbers.is_empty() { Value::Null } else { json!(pick(&numbers)) }
+            }
+            other => other.clone(),
+        };
+        out.insert(key.clone(), combined);
+    }
+    out
+}
+
+/// The figures of one row from one steady and one raid plain run (and the row's single
+/// heaptrack and perf runs), in the schema's names. `None` where a run failed or was skipped.
+fn figures_one(r: &RowResult, steady: Option<&Value>, raid: Option<&Value>) -> Map<String, Value> {
     let mut m = Map::new();
     let put = |m: &mut Map<String, Value>, k: &str, v: Option<f64>| {
         m.insert(k.into(), v.map_or(Value::Null, |x| json!(x)));
@@ -52,6 +107,12 @@ fn figures(r: &RowResult) -> Map<String, Value> {
     };
     put(&mut m, "alloc_calls", alloc_calls);
     put(&mut m, "alloc_calls_per_update", per_update);
+    // The smallest non-zero figure the method can show: one call over the updates' difference.
+    let resolution = match (&r.heap_steady_short, &r.heap_steady_long) {
+        (Some((_, u1)), Some((_, u2))) if u2 > u1 => Some(1.0 / (u2 - u1) as f64),
+        _ => None,
+    };
+    put(&mut m, "alloc_calls_per_update_resolution", resolution);
     let peak_heap = [r.heap_steady_long.map(|h| h.0.peak_heap_bytes), r.heap_raid.map(|h| h.0.peak_heap_bytes)].into_iter().flatten().max();
     put(&mut m, "peak_heap_bytes", peak_heap.map(|b| b as f64));
     let rss_kb = [get_f64(steady, &["server", "peak_rss_kb"]), get_f64(raid, &["server", "peak_rss_kb"])]
@@ -103,6 +164,11 @@ fn figures(r: &RowResult) -> Map<String, Value> {
     }
     m.insert("lock_waits".into(), json!({"steady": lock_waits(steady), "raid": lock_waits(raid)}));
     m.insert("rtt_us".into(), json!({"p50": get_f64(steady, &["rtt_us", "p50"]), "p99": get_f64(steady, &["rtt_us", "p99"]), "p999": get_f64(steady, &["rtt_us", "p999"])}));
+    m.insert("rtt_us_raid_phase".into(), json!({"p50": get_f64(raid, &["rtt_us", "p50"]), "p99": get_f64(raid, &["rtt_us", "p99"]), "p999": get_f64(raid, &["rtt_us", "p999"])}));
+    m.insert(
+        "send_lag_us".into(),
+        json!({"p99": get_f64(steady, &["send_lag_us", "p99"]), "p99_raid": get_f64(raid, &["send_lag_us", "p99"])}),
+    );
     m.insert(
         "raid_spawn_ms".into(),
         json!({"median": get_f64(raid, &["raid_spawn_ms", "median"]), "max": get_f64(raid, &["raid_spawn_ms", "max"])}),
@@ -123,6 +189,7 @@ fn figures(r: &RowResult) -> Map<String, Value> {
     });
     m.insert("phases".into(), json!({"steady": phase(steady_phase), "raid": phase(raid_phase)}));
     put(&mut m, "engine_cpu_share", r.engine_share);
+    put(&mut m, "perf_unknown_root_share", r.unknown_root_share);
     put(
         &mut m,
         "engine_cpu_ns_per_update",
@@ -186,8 +253,11 @@ mod heaptrack_fig {
     }
 }
 
+/// Every numeric figure of a row, by name (nested ones as `name.sub`), in the tables' order.
+type Flat = Vec<(String, Option<f64>)>;
+
 /// Every numeric figure (nested ones as `name.sub`).
-fn flat(m: &Map<String, Value>) -> Vec<(String, Option<f64>)> {
+fn flat(m: &Map<String, Value>) -> Flat {
     let mut out = Vec::new();
     for key in [
         "updates",
@@ -201,6 +271,7 @@ fn flat(m: &Map<String, Value>) -> Vec<(String, Option<f64>)> {
         "cpu_ns_per_update_raid",
         "engine_cpu_share",
         "engine_cpu_ns_per_update",
+        "perf_unknown_root_share",
     ] {
         out.push((key.to_string(), m.get(key).and_then(Value::as_f64)));
     }
@@ -208,7 +279,9 @@ fn flat(m: &Map<String, Value>) -> Vec<(String, Option<f64>)> {
         ("update_latency_us", &["p50", "p99", "p999"][..]),
         ("update_latency_us_raid", &["p50", "p99", "p999"]),
         ("rtt_us", &["p50", "p99", "p999"]),
+        ("rtt_us_raid_phase", &["p50", "p99", "p999"]),
         ("rtt_us_during_raid", &["p50", "p99", "p999"]),
+        ("send_lag_us", &["p99", "p99_raid"]),
         ("raid_spawn_ms", &["median", "max"]),
     ] {
         for sub in subs {
@@ -321,29 +394,79 @@ fn cell(v: Option<f64>, unit: &str) -> String {
     }
 }
 
+/// Figures shown above the null engine's floor: what the engine adds to the front and kernel.
+const ABOVE_FLOOR: [&str; 6] = [
+    "cpu_ns_per_update",
+    "cpu_ns_per_update_raid",
+    "update_latency_us.p50",
+    "update_latency_us.p99",
+    "update_latency_us_raid.p99",
+    "peak_rss_bytes",
+];
+
+/// `median (min–max)` when the runs differ, the median alone otherwise.
+fn spread_cell(median: Option<f64>, min: Option<f64>, max: Option<f64>, unit: &str, repeats: u32) -> String {
+    match (median, min, max) {
+        (Some(_), Some(lo), Some(hi)) if repeats > 1 && lo != hi => {
+            format!("{} ({}–{})", cell(median, unit), cell(Some(lo), unit), cell(Some(hi), unit))
+        }
+        _ => cell(median, unit),
+    }
+}
+
 /// Writes both reports; returns the terminal summary.
 pub fn write(out: &Path, rows: &[(&'static str, RowResult)], info: &RunInfo) -> Result<String> {
-    let figs: Vec<(&str, Map<String, Value>)> = rows.iter().map(|(n, r)| (*n, figures(r))).collect();
-    let find = |name: &str| figs.iter().find(|(n, _)| *n == name).map(|(_, m)| m);
+    let all: Vec<(&str, RowFigures)> = rows.iter().map(|(n, r)| (*n, figures(r))).collect();
+    let figs: Vec<(&str, &Map<String, Value>)> = all.iter().map(|(n, f)| (*n, &f.median)).collect();
+    let find = |name: &str| figs.iter().find(|(n, _)| *n == name).map(|(_, m)| *m);
     let ratio_map = match (find("rust"), find("baseline")) {
         (Some(r), Some(b)) => Some(ratios(r, b)),
         _ => None,
     };
+    let floor = find("null-engine").map(flat);
     let mut engines = Map::new();
-    for (name, m) in &figs {
-        engines.insert((*name).to_string(), Value::Object(m.clone()));
+    let mut spread = Map::new();
+    let mut runs = Map::new();
+    for (name, f) in &all {
+        engines.insert((*name).to_string(), Value::Object(f.median.clone()));
+        spread.insert((*name).to_string(), json!({"min": f.min, "max": f.max}));
+        runs.insert((*name).to_string(), json!(f.runs));
+    }
+    let mut above_floor = Map::new();
+    if let Some(floor) = &floor {
+        for (name, m) in figs.iter().filter(|(n, _)| *n != "null-engine") {
+            let f = flat(m);
+            let mut row = Map::new();
+            for key in ABOVE_FLOOR {
+                let mine = f.iter().find(|(k, _)| k == key).and_then(|(_, v)| *v);
+                let base = floor.iter().find(|(k, _)| k == key).and_then(|(_, v)| *v);
+                row.insert(
+                    key.to_string(),
+                    match (mine, base) {
+                        (Some(a), Some(b)) => json!(a - b),
+                        _ => Value::Null,
+                    },
+                );
+            }
+            above_floor.insert((*name).to_string(), Value::Object(row));
+        }
     }
     let machine = machine();
     let doc = json!({
-        "schema": "mmo-compare/1",
+        "schema": "mmo-compare/2",
         "command": info.command,
         "mode": if info.quick { "quick" } else { "full" },
         "phase_s": info.phase_s,
         "players": info.players,
         "server_threads": info.server_threads,
+        "repeats": info.repeats,
+        "pinning": info.pinning,
         "elapsed_s": info.elapsed_s,
         "machine": machine,
         "engines": engines,
+        "spread": spread,
+        "runs": runs,
+        "above_null_engine": above_floor,
         "ratios": { "rust_over_baseline": ratio_map.clone().map_or(Value::Null, Value::Object) },
     });
     std::fs::write(out.join("compare.json"), serde_json::to_string_pretty(&doc)?).context("writing compare.json")?;
@@ -353,13 +476,15 @@ pub fn write(out: &Path, rows: &[(&'static str, RowResult)], info: &RunInfo) -> 
     let _ = writeln!(md, "# Rust core vs C++ baseline\n");
     let _ = writeln!(
         md,
-        "Command: `{}` ({} mode: {} s phases, {} bots, {} server I/O thread(s); took {:.0} s).\n",
+        "Command: `{}` ({} mode: {} s phases, {} bots, {} server I/O thread(s), {} interleaved plain run(s) per row; took {:.0} s). CPUs: {}.\n",
         info.command,
         if info.quick { "quick" } else { "full" },
         info.phase_s,
         info.players,
         info.server_threads,
-        info.elapsed_s
+        info.repeats,
+        info.elapsed_s,
+        info.pinning
     );
     let _ = writeln!(
         md,
@@ -370,6 +495,9 @@ pub fn write(out: &Path, rows: &[(&'static str, RowResult)], info: &RunInfo) -> 
         machine["kernel"].as_str().unwrap_or("?"),
         machine["date"].as_str().unwrap_or("?")
     );
+    if info.repeats > 1 {
+        let _ = writeln!(md, "Each cell: the median of the plain runs, with their min–max where they differ; ratios divide medians.\n");
+    }
     let header: Vec<&str> = figs.iter().map(|(n, _)| *n).collect();
     let _ = write!(md, "| figure | {} |", header.join(" | "));
     if ratio_map.is_some() {
@@ -377,18 +505,33 @@ pub fn write(out: &Path, rows: &[(&'static str, RowResult)], info: &RunInfo) -> 
     }
     md.push('\n');
     let _ = writeln!(md, "|---|{}{}", "---|".repeat(header.len()), if ratio_map.is_some() { "---|" } else { "" });
-    let flats: Vec<Vec<(String, Option<f64>)>> = figs.iter().map(|(_, m)| flat(m)).collect();
+    let flats: Vec<(Flat, Flat, Flat)> = all.iter().map(|(_, f)| (flat(&f.median), flat(&f.min), flat(&f.max))).collect();
     let ratio_flat = ratio_map.as_ref().map(flat);
-    for (i, (name, _)) in flats.first().map(|f| f.as_slice()).unwrap_or(&[]).iter().enumerate() {
+    for (i, (name, _)) in flats.first().map(|f| f.0.as_slice()).unwrap_or(&[]).iter().enumerate() {
         let unit = if name.ends_with("bytes") { "bytes" } else { "" };
         let _ = write!(md, "| {name} |");
-        for f in &flats {
-            let _ = write!(md, " {} |", cell(f[i].1, unit));
+        for (med, lo, hi) in &flats {
+            let _ = write!(md, " {} |", spread_cell(med[i].1, lo[i].1, hi[i].1, unit, info.repeats));
         }
         if let Some(rf) = &ratio_flat {
             let _ = write!(md, " {} |", cell(rf[i].1, ""));
         }
         md.push('\n');
+    }
+    if !above_floor.is_empty() {
+        let _ = writeln!(
+            md,
+            "\n## Above the floor (each row's median minus the null engine's: what the engine adds to the front and the kernel)\n"
+        );
+        let _ = writeln!(md, "| row | {} |\n|---|{}", ABOVE_FLOOR.join(" | "), "---|".repeat(ABOVE_FLOOR.len()));
+        for (name, row) in &above_floor {
+            let _ = write!(md, "| {name} |");
+            for key in ABOVE_FLOOR {
+                let unit = if key.ends_with("bytes") { "bytes" } else { "" };
+                let _ = write!(md, " {} |", cell(row.get(key).and_then(Value::as_f64), unit));
+            }
+            md.push('\n');
+        }
     }
     if let (Some(rust), Some(r)) = (find("rust"), &ratio_map) {
         let _ = writeln!(md, "\n## Targets (Rust core, measured in this run)\n\n| target | measured | met |\n|---|---|---|");
@@ -442,9 +585,16 @@ pub fn write(out: &Path, rows: &[(&'static str, RowResult)], info: &RunInfo) -> 
             );
         }
     }
-    let _ = writeln!(md, "\n## Where the time goes (perf, cpu-clock, raid load)\n");
+    let _ = writeln!(md, "\n## Where the time goes (perf, cpu-clock, raid load, frame-pointer stacks)\n");
     for ((name, m), (_, r)) in figs.iter().zip(rows) {
         let _ = writeln!(md, "### {name}\n");
+        let share = |k: &str| m.get(k).and_then(Value::as_f64).map_or("n/a".to_string(), |v| format!("{:.1}%", v * 100.0));
+        let _ = writeln!(
+            md,
+            "Samples with an engine frame in their stack: {}; samples whose stack does not reach a known root: {}.\n",
+            share("engine_cpu_share"),
+            share("perf_unknown_root_share")
+        );
         if let Some(svg) = &r.flamegraph {
             let _ = writeln!(md, "Flame graph: [{svg}]({svg})\n");
         }
@@ -464,8 +614,7 @@ pub fn write(out: &Path, rows: &[(&'static str, RowResult)], info: &RunInfo) -> 
     }
     let _ = writeln!(
         md,
-        "\n## How to read this\n\n- `alloc_calls` and `alloc_calls_per_update`: the difference between a {0} s and a {1} s steady heaptrack run, over the difference in updates applied: start-up, joins and pre-warming cancel out, so this is what one more update costs.\n- `cpu_ns_per_update`: the server process's user + system CPU time (rusage) over the steady phase, divided by the updates the engine applied in it. It includes the network front, identical for every row.\n- `engine_cpu_share` and `engine_cpu_ns_per_update`: from the perf run (raid load): the share of samples whose stack passes through the engine (`mmo_core::`, `mmo_ffi::`, `mmo::baseline::`), times that run's CPU per update. The network front and the kernel's UDP work are the same code for every row and usually dominate `cpu_ns_per_update`; this is the part the engines differ in.\n- `update_latency_us` (steady) and `update_latency_us_raid`: server-side, from each move datagram's kernel receive timestamp (`SO_TIMESTAMPNS`, so time spent waiting in the socket buffer counts) to the end of its batch's engine call (hdrhistogram in the server). `rtt_us` and `rtt_us_during_raid`: the load tester's move-to-ack round trip from each move's intended send time.
-- `lock_waits` (compare.json): per lock left on the update path, the fraction of moves that waited on it, its contended acquisitions, and the wait per update, counted by each engine (a lock is tried first; only a held one is timed). The front has no lock on that path.\n- `peak_rss_bytes`: the server's `ru_maxrss` in the plain runs; `peak_rss_bytes_per_player` divides it by the bots. `peak_heap_bytes` and `leaked_bytes`: heaptrack, system-allocator build.\n- Ratios divide the Rust row by the `baseline` row of this same run.",
+        "\n## How to read this\n\n- Rows: `rust` the Rust core (mimalloc); `baseline` the C++ baseline (glibc malloc); `baseline-mimalloc` and `baseline-jemalloc` the same baseline with that allocator preloaded, so the allocator's part and the design's part of a ratio can be told apart; `null-engine` the same front with an engine that keeps no state (every move acknowledged, every area of interest empty): the front and the kernel alone, the floor under every row.\n- `alloc_calls` and `alloc_calls_per_update`: the raw difference between a {0} s and a {1} s steady heaptrack run (signed, never clamped), over the difference in updates applied: start-up, joins and pre-warming cancel out, so this is what one more update costs. `alloc_calls_per_update_resolution` is one call over that difference: a figure of that order is noise.\n- `cpu_ns_per_update`: the server process's user + system CPU time (rusage) over the steady phase, divided by the updates the engine applied in it; it includes the network front and the kernel's UDP work, which the null-engine row measures alone (see \"Above the floor\").\n- `engine_cpu_share` and `engine_cpu_ns_per_update`: from the perf run (raid load), the share of samples whose whole stack (frame pointers, every build) passes through the engine (`mmo_core::`, `mmo_ffi::`, `mmo::baseline::`), times that run's CPU per update. `perf_unknown_root_share`: samples whose stack does not reach the process's or a thread's start; the shares are only as good as this is small.\n- `update_latency_us` (steady) and `update_latency_us_raid`: server-side, from each move datagram's kernel receive timestamp (`SO_TIMESTAMPNS`, so time spent waiting in the socket buffer counts) to the end of its batch's engine call (hdrhistogram in the server). `rtt_us`, `rtt_us_raid_phase` and `rtt_us_during_raid`: the load tester's move-to-ack round trip from each move's intended send time (steady; the whole raid phase; moves overlapping a raid window). `send_lag_us`: how late the tester sent, part of every round trip.\n- `lock_waits` (compare.json): per lock left on the update path, the fraction of moves that waited on it, its contended acquisitions, and the wait per update, counted by each engine (a lock is tried first; only a held one is timed). The front has no lock on that path.\n- `peak_rss_bytes`: the server's `ru_maxrss` in the plain runs; `peak_rss_bytes_per_player` divides it by the bots. `peak_heap_bytes` and `leaked_bytes`: heaptrack, system-allocator build.\n- Ratios divide the Rust row's median by the `baseline` row's of this same run.",
         info.phase_s,
         info.phase_s * 2
     );
@@ -474,23 +623,26 @@ pub fn write(out: &Path, rows: &[(&'static str, RowResult)], info: &RunInfo) -> 
     let mut summary = String::new();
     let _ = writeln!(
         summary,
-        "mmo-compare: {} mode, {} bots, {} s phases, {:.0} s",
+        "mmo-compare: {} mode, {} bots, {} s phases, {} run(s) per row, {:.0} s; {}",
         if info.quick { "quick" } else { "full" },
         info.players,
         info.phase_s,
-        info.elapsed_s
+        info.repeats,
+        info.elapsed_s,
+        info.pinning
     );
     for (name, m) in &figs {
         let g = |k: &str| m.get(k).and_then(Value::as_f64);
         let s = |k: &str, sub: &str| m.get(k).and_then(|v| v.get(sub)).and_then(Value::as_f64);
         let _ = writeln!(
             summary,
-            "  {name:<18} cpu/update {:>8} ns  alloc/update {:>8}  p99 update {:>6} us  raid spawn {:>6} ms  peak RSS {}",
+            "  {name:<18} cpu/update {:>8} ns  alloc/update {:>8}  p99 update {:>6} us  raid spawn {:>6} ms  peak RSS {}  unknown roots {}",
             cell(g("cpu_ns_per_update"), ""),
             cell(g("alloc_calls_per_update"), ""),
             cell(s("update_latency_us", "p99"), ""),
             cell(s("raid_spawn_ms", "median"), ""),
-            cell(g("peak_rss_bytes"), "bytes")
+            cell(g("peak_rss_bytes"), "bytes"),
+            cell(g("perf_unknown_root_share"), "")
         );
     }
     if let (Some(rust), Some(r)) = (find("rust"), &ratio_map) {
@@ -508,4 +660,37 @@ pub fn write(out: &Path, rows: &[(&'static str, RowResult)], info: &RunInfo) -> 
     }
     let _ = writeln!(summary, "  report: {}/compare.md, {}/compare.json", out.display(), out.display());
     Ok(summary)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn repeats_combine_leaf_by_leaf_into_median_min_and_max() {
+        let runs: Vec<Map<String, Value>> = [
+            json!({"cpu": 10.0, "lat": {"p99": 5.0}, "name": "a", "gone": null}),
+            json!({"cpu": 30.0, "lat": {"p99": 1.0}, "name": "b", "gone": null}),
+            json!({"cpu": 20.0, "lat": {"p99": null}, "name": "c", "gone": null}),
+        ]
+        .into_iter()
+        .map(|v| v.as_object().unwrap().clone())
+        .collect();
+        let med = combine(&runs, median);
+        assert_eq!(med["cpu"], json!(20.0));
+        assert_eq!(med["lat"]["p99"], json!(3.0), "the runs without the figure are left out, two remain");
+        assert_eq!(med["name"], json!("a"), "non-numbers come from the first run");
+        assert_eq!(med["gone"], Value::Null);
+        let lo = combine(&runs, |v| v.iter().copied().fold(f64::INFINITY, f64::min));
+        assert_eq!(lo["cpu"], json!(10.0));
+        assert_eq!(median(&[4.0, 1.0, 3.0, 2.0]), 2.5);
+    }
+
+    #[test]
+    fn a_cell_shows_the_spread_only_when_the_runs_differ() {
+        assert_eq!(spread_cell(Some(20.0), Some(10.0), Some(30.0), "", 3), "20.00 (10.00–30.00)");
+        assert_eq!(spread_cell(Some(20.0), Some(20.0), Some(20.0), "", 3), "20.00");
+        assert_eq!(spread_cell(Some(20.0), Some(10.0), Some(30.0), "", 1), "20.00");
+        assert_eq!(spread_cell(None, None, None, "", 3), "n/a");
+    }
 }
