@@ -1,8 +1,9 @@
 // baseline_grid.hpp: the baseline's collision grid, written the conventional way: cell key ->
 // std::unordered_set of std::shared_ptr<GridEntity>, the cells spread over striped
 // std::shared_mutex-guarded std::unordered_maps: MmoConfig::grid_shards stripes (a power of
-// two, default 128), stripe = cell key & (stripes - 1) (a cell key is its own std::hash, so
-// neighbouring cells fall in different stripes).
+// two, default 128), stripe = the cell key's bits mixed by a multiplicative (Fibonacci) hash,
+// so a cell's horizontal and vertical neighbours fall in unrelated stripes (`cell & 127`
+// would be the column alone, and a column's cells would share one stripe).
 //
 // Every float computation that decides a cell, a contact or a distance is written exactly as
 // the Rust core's rust-core/src/grid.rs writes it (f32 arithmetic in the same order, the same
