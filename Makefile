@@ -22,7 +22,7 @@ FUZZ_RUNS   ?= 2000000
 LOOM_TARGET := target/loom
 LOOM_TESTS  := --test loom_health --test loom_capacity --test loom_tick_board --test loom_snapshot_board
 
-.PHONY: all build rust-build cpp-build run test deps settings-docs soak check-format lint docs unit-tests loom bench bench-smoke \
+.PHONY: all build rust-build cpp-build run test deps settings-docs soak capacity check-format lint docs unit-tests loom bench bench-smoke \
         header header-check cpp-test cpp-asan cpp-tsan cpp-valgrind fuzz compare compare-quick loadtest-smoke clean
 
 all: build
@@ -140,6 +140,14 @@ compare: deps build
 	cmake -S cpp-net -B $(SYSALLOC_BUILD) $(CMAKE_FLAGS) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMMO_SERVER_MIMALLOC=OFF
 	cmake --build $(SYSALLOC_BUILD) --target mmo-server
 	target/release/mmo-compare $(COMPARE_FLAGS)
+
+## The most players each engine holds within a 2 ms round-trip p99 (mmo-loadtest
+## --find-capacity, steady and raid, Rust and baseline); report in report/capacity/. About 10
+## minutes here.
+capacity: build
+	cmake -S cpp-net -B $(SYSALLOC_BUILD) $(CMAKE_FLAGS) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMMO_SERVER_MIMALLOC=OFF
+	cmake --build $(SYSALLOC_BUILD) --target mmo-server
+	loadtest/scripts/capacity.sh report/capacity
 
 ## The soak: steady play, raid bursts and an economy storm at once against mmo-server (Rust
 ## engine, system-allocator build under heaptrack) for SOAK_S seconds (default an hour), its

@@ -152,6 +152,12 @@ pub struct Cli {
     #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u64).range(0..=10_000))]
     pub max_spin_us: u64,
 
+    /// How often a driver thread reads its sockets, milliseconds. Round trips end at each
+    /// reply's kernel receive stamp, so reading less often costs no precision; it only delays
+    /// the economy's bookkeeping and saves receive calls (more replies per call).
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u64).range(1..=100))]
+    pub read_period_ms: u64,
+
     /// The server's admin key (decimal or 0x hex), for STATS_REQUEST and RAID_TRIGGER.
     /// Required by the raid, economy and hostile scenarios.
     #[arg(long, value_parser = parse_u64)]

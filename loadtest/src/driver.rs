@@ -6,7 +6,7 @@
 //! 12 ms late at p99 while both cores sat mostly idle, and the tester, not the server, set the
 //! tail it reported. Here a thread owns its bots outright and runs one loop:
 //!
-//! 1. **Read.** Every `read_period` (5 ms), ask `epoll` which of its sockets have
+//! 1. **Read.** Every `read_period` (`--read-period-ms`, 5 ms), ask `epoll` which of its sockets have
 //!    input (without waiting) and drain each with `recvmmsg`. Every datagram carries the
 //!    kernel's receive timestamp (`SO_TIMESTAMPNS`), so a reply's arrival time is when it
 //!    reached the machine, however long the thread took to read it.
@@ -169,7 +169,8 @@ pub struct DriverSummary {
 pub type Played = (Vec<(Session<UdpSocket>, BotReport)>, DriverReport);
 
 /// `recvmmsg` calls per socket per read pass, at most: a socket that keeps filling cannot
-/// starve the others or the sends.
+/// starve the others or the sends. What is left (more than 64 datagrams in one read period,
+/// far beyond a bot's 30 a second) is read after the socket's next arrival.
 const READS_PER_SOCKET: usize = 4;
 
 /// Ready sockets reported per `epoll_wait`.
@@ -199,7 +200,7 @@ impl Loop {
             self.done[i] = true;
             self.active -= 1;
             self.deadlines.set(i, None);
-            // Level-triggered: a finished bot's socket would otherwise be reported forever.
+            // Its input is no longer read; stop being told about it.
             let _ = self.readiness.remove(self.players[i].fd());
         } else {
             self.deadlines.set(i, self.players[i].next_wake(&self.grid));

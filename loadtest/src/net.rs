@@ -181,8 +181,11 @@ impl ArrivalClock {
     }
 }
 
-/// Which of many sockets have something to read (`epoll`, level-triggered), asked without
-/// waiting: a driver thread sleeps on its timers, not on its sockets.
+/// Which of many sockets have something to read (`epoll`), asked without waiting: a driver
+/// thread sleeps on its timers, not on its sockets. Edge-triggered: a socket is reported once
+/// per arrival, so the caller must read it until it is empty (a short `recvmmsg` batch says
+/// so); in exchange `epoll_wait` does not re-poll every socket that still holds input, which
+/// at 2,000 sockets was a tenth of the tester's CPU.
 pub struct Readiness {
     epoll: OwnedFd,
     events: Vec<libc::epoll_event>,
@@ -203,7 +206,7 @@ impl Readiness {
 
     /// Watches `fd` for input, reporting it as `token`.
     pub fn add(&self, fd: RawFd, token: u64) -> io::Result<()> {
-        let mut ev = libc::epoll_event { events: libc::EPOLLIN as u32, u64: token };
+        let mut ev = libc::epoll_event { events: (libc::EPOLLIN | libc::EPOLLET) as u32, u64: token };
         // SAFETY: `ev` is valid for the call; the kernel copies it.
         if unsafe { libc::epoll_ctl(self.epoll.as_raw_fd(), libc::EPOLL_CTL_ADD, fd, &mut ev) } == 0 {
             Ok(())

@@ -203,8 +203,8 @@ fn spawn_drivers(
         let config = DriverConfig {
             tick: Duration::from_micros(cli.send_tick_us),
             max_spin: Duration::from_micros(cli.max_spin_us),
+            read_period: Duration::from_millis(cli.read_period_ms),
             cpu: (!cli.pin.is_empty()).then(|| cli.pin[t % cli.pin.len()]),
-            ..DriverConfig::default()
         };
         let plan = Arc::clone(plan);
         let (tx, rx) = tokio::sync::oneshot::channel();

@@ -53,7 +53,7 @@ fn an_oversized_datagram_is_flagged_truncated() {
 }
 
 #[test]
-fn readiness_reports_exactly_the_sockets_with_input() {
+fn readiness_reports_each_arrival_once_for_exactly_the_sockets_with_input() {
     let sockets: Vec<(UdpSocket, UdpSocket)> = (0..5).map(|_| pair()).collect();
     let mut r = Readiness::new(8).unwrap();
     for (i, (rx, _)) in sockets.iter().enumerate() {
@@ -66,9 +66,12 @@ fn readiness_reports_exactly_the_sockets_with_input() {
     let mut got: Vec<u64> = r.ready().unwrap().collect();
     got.sort_unstable();
     assert_eq!(got, vec![1, 4]);
+    assert_eq!(r.ready().unwrap().count(), 0, "edge-triggered: each arrival is reported once");
+    sockets[1].1.send(b"c").unwrap();
+    sockets[4].1.send(b"d").unwrap();
     r.remove(sockets[4].0.as_raw_fd()).unwrap();
-    assert_eq!(r.ready().unwrap().collect::<Vec<_>>(), vec![1], "a removed socket is no longer reported");
+    assert_eq!(r.ready().unwrap().collect::<Vec<_>>(), vec![1], "a new arrival is reported again; a removed socket is not");
     let mut batch = RxBatch::new();
-    assert_eq!(batch.recv(sockets[1].0.as_raw_fd()).unwrap(), 1);
-    assert_eq!(r.ready().unwrap().count(), 0, "drained sockets are not ready");
+    assert_eq!(batch.recv(sockets[1].0.as_raw_fd()).unwrap(), 2, "both of its datagrams are still there to read");
+    assert_eq!(r.ready().unwrap().count(), 0);
 }
