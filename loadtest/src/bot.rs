@@ -24,7 +24,7 @@
 
 use crate::economy::{EconomyAgent, EconomyPlan, EconomyTally};
 use crate::hostile::{CraftContext, HostileKind, SentCounts, Victim, craft};
-use crate::metrics::Hist;
+use crate::metrics::Merged;
 use crate::net::{connected_socket, is_transient};
 use crate::protocol::{self, Flags, JoinConfirm, JoinRequest, JoinStatus, Leave, Message, Move, MoveAck, MoveResult, PAYLOAD_LEN};
 use crate::raid::RaidWindows;
@@ -296,7 +296,61 @@ pub struct PlayPlan {
     pub stop: Arc<AtomicBool>,
 }
 
-/// What one bot saw while playing.
+/// The latency histograms of every bot one driver thread plays. The thread owns them (no
+/// lock, no atomic), and they are allocated before play ([`Merged::presized`]), so recording
+/// never allocates on the thread's schedule.
+#[derive(Clone, Debug)]
+pub struct Latencies {
+    /// Move round trips, microseconds, from intended send time.
+    pub move_rtt: Merged,
+    /// Move round trips from the actual send (diagnostic: leaves out the tester's own
+    /// lateness, so it is *not* free of coordinated omission).
+    pub move_rtt_from_send: Merged,
+    /// How late each measured move went out after its intended time, microseconds.
+    pub send_lag: Merged,
+    /// Move round trips overlapping a raid window.
+    pub move_rtt_raid: Merged,
+    /// Move round trips not overlapping any raid window.
+    pub move_rtt_calm: Merged,
+    /// Time between a bot's consecutive snapshots, microseconds.
+    pub aoi_gap: Merged,
+    /// Economy round trips (first send's intended time to result), microseconds.
+    pub economy_rtt: Merged,
+}
+
+impl Default for Latencies {
+    fn default() -> Self {
+        Latencies::new()
+    }
+}
+
+impl Latencies {
+    /// Empty histograms, presized.
+    pub fn new() -> Latencies {
+        Latencies {
+            move_rtt: Merged::presized(),
+            move_rtt_from_send: Merged::presized(),
+            send_lag: Merged::presized(),
+            move_rtt_raid: Merged::presized(),
+            move_rtt_calm: Merged::presized(),
+            aoi_gap: Merged::presized(),
+            economy_rtt: Merged::presized(),
+        }
+    }
+
+    /// Adds another thread's histograms.
+    pub fn add(&mut self, o: &Latencies) {
+        self.move_rtt.add(&o.move_rtt);
+        self.move_rtt_from_send.add(&o.move_rtt_from_send);
+        self.send_lag.add(&o.send_lag);
+        self.move_rtt_raid.add(&o.move_rtt_raid);
+        self.move_rtt_calm.add(&o.move_rtt_calm);
+        self.aoi_gap.add(&o.aoi_gap);
+        self.economy_rtt.add(&o.economy_rtt);
+    }
+}
+
+/// What one bot saw while playing (its latencies go to its thread's [`Latencies`]).
 #[derive(Clone, Debug, Default)]
 pub struct BotReport {
     /// Moves intended in the measured window (sent, or attempted).
@@ -327,22 +381,6 @@ pub struct BotReport {
     pub send_errors: u64,
     /// The most overdue moves sent at once (how far the task fell behind).
     pub max_behind: u64,
-    /// Move round trips, microseconds, from intended send time.
-    pub move_rtt: Hist,
-    /// Move round trips from the actual send (diagnostic: leaves out the tester's own
-    /// lateness, so it is *not* free of coordinated omission).
-    pub move_rtt_from_send: Hist,
-    /// How late each measured move went out after its intended time, microseconds (the
-    /// tester's timer granularity and scheduling delay).
-    pub send_lag: Hist,
-    /// Move round trips overlapping a raid window.
-    pub move_rtt_raid: Hist,
-    /// Move round trips not overlapping any raid window.
-    pub move_rtt_calm: Hist,
-    /// Time between consecutive snapshots, microseconds.
-    pub aoi_gap: Hist,
-    /// Economy round trips (first send's intended time to result), microseconds.
-    pub economy_rtt: Hist,
     /// The economy ledger.
     pub economy: EconomyTally,
     /// Hostile duties sent.
@@ -454,12 +492,7 @@ impl Player {
             last_aoi: None,
             economy,
             duties,
-            report: BotReport {
-                move_rtt_from_send: Hist::coarse(),
-                send_lag: Hist::coarse(),
-                aoi_gap: Hist::coarse(),
-                ..BotReport::default()
-            },
+            report: BotReport::default(),
             flushed: (0, 0),
             finish,
             hard_stop: finish + plan.economy_settle,
@@ -490,7 +523,7 @@ impl Player {
         ok
     }
 
-    fn send_move(&mut self, k: u64, intended: Instant) {
+    fn send_move(&mut self, k: u64, intended: Instant, lat: &mut Latencies) {
         let sequence = (k + 1) as u32;
         let (x, y, facing) = self.walk.step(&mut self.rng);
         let now = Instant::now();
@@ -500,7 +533,7 @@ impl Player {
         self.session.next_sequence = sequence.wrapping_add(1);
         if self.in_measured_window(intended) {
             self.report.moves_sent += 1;
-            self.report.send_lag.record(elapsed_us(intended, now));
+            lat.send_lag.record(elapsed_us(intended, now));
         }
         let len = self.encode_move(&sent, self.session.session_token);
         self.send_out(len);
@@ -547,11 +580,11 @@ impl Player {
 
     /// Sends everything due at `now`: overdue moves oldest first (each measured from its own
     /// intended time), economy requests and resends, hostile duties.
-    pub fn on_wake(&mut self, now: Instant) {
+    pub fn on_wake(&mut self, now: Instant, lat: &mut Latencies) {
         let behind = self.moves.behind(now);
         self.report.max_behind = self.report.max_behind.max(behind);
         while let Some((k, intended)) = self.moves.take_due(now) {
-            self.send_move(k, intended);
+            self.send_move(k, intended, lat);
         }
         if let Some(agent) = &mut self.economy {
             let sends = agent.poll(now, &mut self.rng, &self.plan.peers);
@@ -606,7 +639,7 @@ impl Player {
         self.report.recv_errors += 1;
     }
 
-    fn on_ack(&mut self, ack: &MoveAck<'_>, now: Instant) {
+    fn on_ack(&mut self, ack: &MoveAck<'_>, now: Instant, lat: &mut Latencies) {
         let highest = self.moves.taken() as u32;
         if ack.sequence == 0 || ack.sequence > highest {
             self.report.unexpected_acks += 1;
@@ -640,24 +673,24 @@ impl Player {
             self.report.rejected[usize::from(ack.result.as_u8()).min(5)] += 1;
         }
         let rtt = elapsed_us(intended, now);
-        self.report.move_rtt.record(rtt);
+        lat.move_rtt.record(rtt);
         if sent.sequence == ack.sequence {
             let now_us = self.plan.epoch.micros(now);
-            self.report.move_rtt_from_send.record(now_us.saturating_sub(sent.sent_us).max(1));
+            lat.move_rtt_from_send.record(now_us.saturating_sub(sent.sent_us).max(1));
         }
         if let Some(windows) = &self.plan.raid_windows {
             let epoch = self.plan.epoch;
             if windows.overlaps(epoch.micros(intended), epoch.micros(now)) {
-                self.report.move_rtt_raid.record(rtt);
+                lat.move_rtt_raid.record(rtt);
             } else {
-                self.report.move_rtt_calm.record(rtt);
+                lat.move_rtt_calm.record(rtt);
             }
         }
     }
 
     /// A datagram that reached the machine at `arrival`. One cut short by the receive buffer
     /// counts as undecodable.
-    pub fn on_datagram(&mut self, bytes: &[u8], truncated: bool, arrival: Instant) {
+    pub fn on_datagram(&mut self, bytes: &[u8], truncated: bool, arrival: Instant, lat: &mut Latencies) {
         let message = match protocol::decode(bytes) {
             Ok(d) if !truncated => d.message,
             _ => {
@@ -667,13 +700,13 @@ impl Player {
         };
         let now = arrival;
         match message {
-            Message::MoveAck(ack) => self.on_ack(&ack, now),
+            Message::MoveAck(ack) => self.on_ack(&ack, now, lat),
             Message::AoiSnapshot(_) => {
                 let measuring = now >= self.plan.measure_start && now < self.plan.end;
                 if let Some(prev) = self.last_aoi
                     && measuring
                 {
-                    self.report.aoi_gap.record(elapsed_us(prev, now));
+                    lat.aoi_gap.record(elapsed_us(prev, now));
                 }
                 if measuring {
                     self.report.aoi_snapshots += 1;
@@ -683,7 +716,7 @@ impl Player {
             Message::EconomyResult(r) => match &mut self.economy {
                 Some(agent) => {
                     if let Some(us) = agent.on_result(now, &r) {
-                        self.report.economy_rtt.record(us);
+                        lat.economy_rtt.record(us);
                     }
                 }
                 None => self.report.unexpected_messages += 1,

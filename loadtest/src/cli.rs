@@ -152,6 +152,15 @@ pub struct Cli {
     #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u64).range(0..=10_000))]
     pub max_spin_us: u64,
 
+    /// Niceness of the bot driver threads (default 0, the server's). On a machine the tester
+    /// shares with the server, a server busy on every core (the area of interest after each
+    /// tick) delays the tester's sends; a negative value lets a driver thread preempt it for
+    /// the few hundred microseconds a grid point's sends take, at the cost of the server's
+    /// own latency. Below 0 needs CAP_SYS_NICE; refused, the threads run at 0 and the report
+    /// says so.
+    #[arg(long, default_value_t = 0, allow_negative_numbers = true, value_parser = clap::value_parser!(i32).range(-20..=19))]
+    pub driver_nice: i32,
+
     /// How often a driver thread reads its sockets, milliseconds. Round trips end at each
     /// reply's kernel receive stamp, so reading less often costs no precision; it only delays
     /// the economy's bookkeeping and saves receive calls (more replies per call).

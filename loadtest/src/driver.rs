@@ -18,7 +18,7 @@
 //! A thread never blocks on a socket and never shares a bot, so nothing is locked per packet;
 //! the only shared writes are the progress counters, once a second per thread.
 
-use crate::bot::{BotReport, PlayPlan};
+use crate::bot::{BotReport, Latencies, PlayPlan};
 use crate::bot::{Player, Session};
 use crate::metrics::Merged;
 use crate::net::{ArrivalClock, Readiness, RxBatch, enable_rx_timestamps};
@@ -47,6 +47,8 @@ pub struct DriverConfig {
     pub max_spin: Duration,
     /// Pin the thread to this CPU.
     pub cpu: Option<usize>,
+    /// Run the thread at this niceness (below 0 needs `CAP_SYS_NICE`).
+    pub nice: i32,
 }
 
 impl Default for DriverConfig {
@@ -56,6 +58,7 @@ impl Default for DriverConfig {
             read_period: Duration::from_millis(5),
             max_spin: Duration::from_micros(50),
             cpu: None,
+            nice: 0,
         }
     }
 }
@@ -75,7 +78,8 @@ pub struct Bot {
 pub struct DriverReport {
     /// Driver threads.
     pub threads: u32,
-    /// Threads that could not be pinned to their CPU (and ran unpinned), with the reason.
+    /// Threads that could not be pinned to their CPU (and ran unpinned), or not given their
+    /// niceness, with the reason.
     pub pin_errors: Vec<String>,
     /// Times a thread woke to serve due bots or read.
     pub wakes: u64,
@@ -97,6 +101,10 @@ pub struct DriverReport {
     pub read_errors: u64,
     /// The largest spin margin any thread settled on, µs.
     pub margin_us_max: u64,
+    /// How long each read batch took, µs (up to 64 sockets with input, drained).
+    pub read_pass_us: Merged,
+    /// How long each send pass took, µs (every bot due at one wake-up).
+    pub send_pass_us: Merged,
 }
 
 impl DriverReport {
@@ -114,6 +122,8 @@ impl DriverReport {
         self.truncated += o.truncated;
         self.read_errors += o.read_errors;
         self.margin_us_max = self.margin_us_max.max(o.margin_us_max);
+        self.read_pass_us.add(&o.read_pass_us);
+        self.send_pass_us.add(&o.send_pass_us);
     }
 
     /// The JSON form.
@@ -131,6 +141,8 @@ impl DriverReport {
             truncated: self.truncated,
             read_errors: self.read_errors,
             margin_us_max: self.margin_us_max,
+            read_pass_us: self.read_pass_us.summary(),
+            send_pass_us: self.send_pass_us.summary(),
         }
     }
 }
@@ -162,19 +174,30 @@ pub struct DriverSummary {
     pub read_errors: u64,
     /// Largest spin margin, µs.
     pub margin_us_max: u64,
+    /// Duration of read passes, µs.
+    pub read_pass_us: crate::metrics::Summary,
+    /// Duration of send passes, µs.
+    pub send_pass_us: crate::metrics::Summary,
 }
 
-/// What one driver thread hands back: each bot's session (for `LEAVE`) and report, in the
-/// order given, and the thread's own report.
-pub type Played = (Vec<(Session<UdpSocket>, BotReport)>, DriverReport);
+/// What one driver thread hands back.
+pub struct Played {
+    /// Each bot's session (for `LEAVE`) and report, in the order given.
+    pub bots: Vec<(Session<UdpSocket>, BotReport)>,
+    /// The thread's own figures.
+    pub report: DriverReport,
+    /// Its bots' latency histograms.
+    pub latencies: Latencies,
+}
 
 /// `recvmmsg` calls per socket per read pass, at most: a socket that keeps filling cannot
 /// starve the others or the sends. What is left (more than 64 datagrams in one read period,
 /// far beyond a bot's 30 a second) is read after the socket's next arrival.
 const READS_PER_SOCKET: usize = 4;
 
-/// Ready sockets reported per `epoll_wait`.
-const READY_BATCH: usize = 256;
+/// Ready sockets read per read batch: about a quarter of a millisecond of receives, so a
+/// send is never held up longer than that by reading.
+const READY_BATCH: usize = 64;
 
 /// How often a thread adds its bots' counts to the shared progress counters.
 const FLUSH_EVERY: Duration = Duration::from_secs(1);
@@ -189,6 +212,7 @@ struct Loop {
     rx: RxBatch,
     tuner: WakeTuner,
     report: DriverReport,
+    latencies: Latencies,
 }
 
 impl Loop {
@@ -207,32 +231,29 @@ impl Loop {
         }
     }
 
-    fn read(&mut self) {
+    /// Reads up to [`READY_BATCH`] sockets with input; returns whether more may be waiting.
+    /// One batch at a time, so the burst of snapshots after each server tick (one per bot,
+    /// all at once) is read between sends rather than holding them up for milliseconds.
+    fn read(&mut self) -> bool {
         let clock = ArrivalClock::read();
-        // Each pass reports at most READY_BATCH sockets; enough passes to see every socket.
-        let passes = self.players.len() / READY_BATCH + 2;
-        for _ in 0..passes {
-            let mut tokens = [0u64; READY_BATCH];
-            let mut n = 0;
-            match self.readiness.ready() {
-                Ok(ready) => {
-                    for t in ready {
-                        tokens[n] = t;
-                        n += 1;
-                    }
-                }
-                Err(_) => {
-                    self.report.read_errors += 1;
-                    return;
+        let mut tokens = [0u64; READY_BATCH];
+        let mut n = 0;
+        match self.readiness.ready() {
+            Ok(ready) => {
+                for t in ready {
+                    tokens[n] = t;
+                    n += 1;
                 }
             }
-            for &t in &tokens[..n] {
-                self.read_socket(t as usize, &clock);
-            }
-            if n < READY_BATCH {
-                return;
+            Err(_) => {
+                self.report.read_errors += 1;
+                return false;
             }
         }
+        for &t in &tokens[..n] {
+            self.read_socket(t as usize, &clock);
+        }
+        n == READY_BATCH
     }
 
     fn read_socket(&mut self, i: usize, clock: &ArrivalClock) {
@@ -264,7 +285,7 @@ impl Loop {
                     self.report.truncated += 1;
                 }
                 let arrival = clock.arrival(d.arrived_realtime);
-                self.players[i].on_datagram(d.bytes, d.truncated, arrival);
+                self.players[i].on_datagram(d.bytes, d.truncated, arrival, &mut self.latencies);
             }
             if got < crate::net::RX_BATCH {
                 break;
@@ -318,6 +339,11 @@ pub fn drive(bots: Vec<Bot>, plan: &Arc<PlayPlan>, config: DriverConfig) -> io::
     {
         report.pin_errors.push(format!("cpu {cpu}: {e}"));
     }
+    if config.nice != 0
+        && let Err(e) = system::set_thread_nice(config.nice)
+    {
+        report.pin_errors.push(format!("nice {}: {e}", config.nice));
+    }
     // The kernel may otherwise defer a sleep's end by up to 50 µs to batch wake-ups.
     system::set_timer_slack(Duration::from_nanos(1));
     let grid = SendGrid::new(plan.move_start, config.tick);
@@ -341,6 +367,7 @@ pub fn drive(bots: Vec<Bot>, plan: &Arc<PlayPlan>, config: DriverConfig) -> io::
         rx: RxBatch::new(),
         tuner: WakeTuner::new(Duration::from_micros(2), config.max_spin),
         report,
+        latencies: Latencies::new(),
     };
     for i in 0..n {
         l.reschedule(i, start);
@@ -360,15 +387,23 @@ pub fn drive(bots: Vec<Bot>, plan: &Arc<PlayPlan>, config: DriverConfig) -> io::
         }
         // Reads first, so a result that settles an economy request cancels its resend.
         if now >= next_read {
-            l.read();
-            next_read = now + config.read_period;
+            let more = l.read();
+            // More ready sockets: read the next batch right after this wake-up's sends.
+            next_read = if more { now } else { now + config.read_period };
+            l.report.read_pass_us.record(now.elapsed().as_micros() as u64);
         }
         // Every bot due now; the loop is bounded by the bots' count (each is served once, and
         // its next deadline is after `now`, or it is due again only on the next turn).
+        let sends_from = Instant::now();
+        let mut served = 0;
         for _ in 0..n {
             let Some(i) = l.deadlines.pop_due(now) else { break };
-            l.players[i].on_wake(now);
+            l.players[i].on_wake(now, &mut l.latencies);
             l.reschedule(i, now);
+            served += 1;
+        }
+        if served > 0 {
+            l.report.send_pass_us.record(sends_from.elapsed().as_micros() as u64);
         }
         if now >= next_flush {
             l.players.iter_mut().for_each(Player::flush_live);
@@ -386,6 +421,6 @@ pub fn drive(bots: Vec<Bot>, plan: &Arc<PlayPlan>, config: DriverConfig) -> io::
         }
     }
     l.report.margin_us_max = l.tuner.margin().as_micros() as u64;
-    let out = l.players.into_iter().map(Player::finish).collect();
-    Ok((out, l.report))
+    let bots = l.players.into_iter().map(Player::finish).collect();
+    Ok(Played { bots, report: l.report, latencies: l.latencies })
 }

@@ -1,21 +1,22 @@
-//! Latency histograms: one set per bot task, merged once at the end.
+//! Latency histograms: one set per bot driver thread, merged once at the end.
 //!
-//! Each bot records into its own [`Hist`] (no lock, no atomic, no other thread touches it);
-//! when the bots finish, [`Hist::merge_into`] folds them into one [`Merged`] per metric. A
-//! bot's histogram is allocated on its first sample and uses 32-bit counts (a bot records
-//! far fewer than 4 billion samples), so 5,000 bots cost tens of megabytes, not hundreds;
-//! merged histograms use 64-bit counts. Values are microseconds and the histograms grow
-//! automatically to the largest value seen, so a multi-second stall is recorded as what it
-//! was, never clipped. The headline round trips keep 3 significant digits (0.1 %
-//! resolution, about 20 to 45 KB per bot); diagnostics ([`Hist::coarse`]: send lag, round
-//! trips from the actual send, snapshot gaps) keep 2 (1 %, a few KB), which is what keeps
-//! thousands of bots' histograms in tens of megabytes.
+//! A driver thread owns every bot it plays, so one set of histograms per thread is as free of
+//! locks as one per bot, and costs a megabyte in all instead of tens of kilobytes per bot. A
+//! set is allocated before play for values up to a minute ([`Merged::presized`]), so neither
+//! a bot's first sample nor a new largest value allocates while the thread is on schedule:
+//! with one histogram per bot, 2,000 bots' first samples at the start of the measured window
+//! allocated and faulted in hundreds of megabytes at once and held the thread up for a
+//! tenth of a second. Values are microseconds at 3 significant digits (0.1 % resolution);
+//! a value beyond the presized range still grows the histogram rather than being clipped, so
+//! a multi-second stall is recorded as what it was.
 
 use hdrhistogram::Histogram;
 use serde::Serialize;
 
 const SIGFIG: u8 = 3;
-const COARSE_SIGFIG: u8 = 2;
+
+/// The range [`Merged::presized`] covers without growing: a minute, in microseconds.
+pub const PRESIZED_MAX_US: u64 = 60_000_000;
 
 /// Records `count` of `value` (0 as 1), growing the histogram to fit: `record_n` resizes an
 /// auto-resizing histogram, whereas the `saturating_*` calls clamp to its current range. Only
@@ -24,57 +25,6 @@ fn record_n<T: hdrhistogram::Counter>(h: &mut Histogram<T>, value: u64, count: T
     let value = value.max(1);
     if h.record_n(value, count).is_err() {
         h.saturating_record_n(value, count);
-    }
-}
-
-/// One task's histogram of microsecond values, allocated on first use.
-#[derive(Clone, Debug)]
-pub struct Hist {
-    h: Option<Histogram<u32>>,
-    sigfig: u8,
-}
-
-impl Default for Hist {
-    fn default() -> Self {
-        Hist::new()
-    }
-}
-
-impl Hist {
-    /// An empty histogram with 3 significant digits (no allocation yet).
-    pub fn new() -> Hist {
-        Hist { h: None, sigfig: SIGFIG }
-    }
-
-    /// An empty histogram with 2 significant digits, for diagnostics.
-    pub fn coarse() -> Hist {
-        Hist { h: None, sigfig: COARSE_SIGFIG }
-    }
-
-    /// Records one value, in microseconds (0 is recorded as 1).
-    pub fn record(&mut self, us: u64) {
-        let sigfig = self.sigfig;
-        let h = self.h.get_or_insert_with(|| Histogram::new(sigfig).expect("2 or 3 significant digits is a valid precision"));
-        record_n(h, us, 1);
-    }
-
-    /// Number of values recorded.
-    pub fn len(&self) -> u64 {
-        self.h.as_ref().map_or(0, |h| h.len())
-    }
-
-    /// Whether nothing was recorded.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
-    /// Adds every value recorded here to `total` (exactly: bucket by bucket).
-    pub fn merge_into(&self, total: &mut Merged) {
-        if let Some(h) = &self.h {
-            for v in h.iter_recorded() {
-                record_n(&mut total.0, v.value_iterated_to(), u64::from(v.count_at_value()));
-            }
-        }
     }
 }
 
@@ -92,6 +42,14 @@ impl Merged {
     /// An empty histogram.
     pub fn new() -> Merged {
         Merged(Histogram::new(SIGFIG).expect("3 significant digits is a valid precision"))
+    }
+
+    /// An empty histogram already sized for values up to [`PRESIZED_MAX_US`] (about 130 KB),
+    /// so recording below that never allocates; larger values still grow it.
+    pub fn presized() -> Merged {
+        let mut h = Histogram::new_with_max(PRESIZED_MAX_US, SIGFIG).expect("a one-minute range at 3 significant digits is valid");
+        h.auto(true);
+        Merged(h)
     }
 
     /// Records one value directly (for figures gathered by one task, e.g. raid spawn times).
@@ -168,34 +126,31 @@ mod tests {
 
     #[test]
     fn merging_is_exact_and_empty_is_zero() {
-        let mut a = Hist::new();
-        let mut b = Hist::new();
+        let mut a = Merged::presized();
+        let mut b = Merged::new();
         assert!(a.is_empty());
         for v in 1..=1000 {
             a.record(v);
         }
         b.record(5_000_000);
         b.record(0);
-        // Growing past the first range keeps the value, not a clamped one.
-        let mut c = Hist::new();
-        c.record(100_000);
-        let mut only_c = Merged::new();
-        c.merge_into(&mut only_c);
-        assert!((100_000..=100_100).contains(&only_c.summary().max), "{}", only_c.summary().max);
-        let mut coarse = Hist::coarse();
-        coarse.record(123_456);
-        let mut m2 = Merged::new();
-        coarse.merge_into(&mut m2);
-        assert!((123_456..=124_800).contains(&m2.summary().max), "within 1 %: {}", m2.summary().max);
         let mut m = Merged::new();
-        a.merge_into(&mut m);
-        b.merge_into(&mut m);
-        Hist::new().merge_into(&mut m);
+        m.add(&a);
+        m.add(&b);
+        m.add(&Merged::presized());
         let s = m.summary();
         assert_eq!(s.count, 1002);
         assert_eq!(s.min, 1);
         assert_eq!(s.p50, 500);
         assert!(s.max >= 5_000_000 && s.max <= 5_005_000, "{}", s.max);
         assert_eq!(Merged::new().summary(), Summary::default());
+    }
+
+    #[test]
+    fn a_presized_histogram_keeps_values_beyond_its_range() {
+        let mut h = Merged::presized();
+        h.record(PRESIZED_MAX_US * 10);
+        let max = h.summary().max;
+        assert!(max >= PRESIZED_MAX_US * 10 && max <= PRESIZED_MAX_US * 10 / 1000 * 1001, "grown, not clipped: {max}");
     }
 }

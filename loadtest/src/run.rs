@@ -15,7 +15,7 @@
 //! drop deltas.
 
 use crate::admin::AdminClient;
-use crate::bot::{self, BotReport, DutyPlan, FloodTally, JoinPlan, LeaveOutcome, LiveCounters, PlayPlan, Session};
+use crate::bot::{self, BotReport, DutyPlan, FloodTally, JoinPlan, Latencies, LeaveOutcome, LiveCounters, PlayPlan, Session};
 use crate::checks::{self, Check};
 use crate::cli::{Cli, Scenario};
 use crate::driver::{self, Bot, DriverConfig, DriverReport, Played};
@@ -109,15 +109,18 @@ impl Totals {
         self.recv_errors += r.recv_errors;
         self.send_errors += r.send_errors;
         self.max_behind = self.max_behind.max(r.max_behind);
-        r.move_rtt.merge_into(&mut self.move_rtt);
-        r.move_rtt_from_send.merge_into(&mut self.move_rtt_from_send);
-        r.send_lag.merge_into(&mut self.send_lag);
-        r.move_rtt_raid.merge_into(&mut self.move_rtt_raid);
-        r.move_rtt_calm.merge_into(&mut self.move_rtt_calm);
-        r.aoi_gap.merge_into(&mut self.aoi_gap);
-        r.economy_rtt.merge_into(&mut self.economy_rtt);
         self.economy.add(&r.economy);
         self.hostile.add(&r.hostile);
+    }
+
+    fn add_latencies(&mut self, l: &Latencies) {
+        self.move_rtt.add(&l.move_rtt);
+        self.move_rtt_from_send.add(&l.move_rtt_from_send);
+        self.send_lag.add(&l.send_lag);
+        self.move_rtt_raid.add(&l.move_rtt_raid);
+        self.move_rtt_calm.add(&l.move_rtt_calm);
+        self.aoi_gap.add(&l.aoi_gap);
+        self.economy_rtt.add(&l.economy_rtt);
     }
 
     /// Acks with a non-zero result.
@@ -205,6 +208,7 @@ fn spawn_drivers(
             max_spin: Duration::from_micros(cli.max_spin_us),
             read_period: Duration::from_millis(cli.read_period_ms),
             cpu: (!cli.pin.is_empty()).then(|| cli.pin[t % cli.pin.len()]),
+            nice: cli.driver_nice,
         };
         let plan = Arc::clone(plan);
         let (tx, rx) = tokio::sync::oneshot::channel();
@@ -443,9 +447,10 @@ pub async fn run(cli: Cli, progress: &Progress) -> anyhow::Result<RunResult> {
     let mut sessions = Vec::with_capacity(joined + 1);
     let mut driver = DriverReport::default();
     for d in drivers {
-        let (played, report) = d.await.context("a bot driver thread stopped without a result")?.context("a bot driver thread failed")?;
-        driver.add(&report);
-        for (session, report) in played {
+        let played = d.await.context("a bot driver thread stopped without a result")?.context("a bot driver thread failed")?;
+        driver.add(&played.report);
+        totals.add_latencies(&played.latencies);
+        for (session, report) in played.bots {
             totals.add(&report);
             sessions.push(session.into_tokio().context("handing a bot's socket back to tokio")?);
         }

@@ -150,6 +150,17 @@ pub fn allowed_cpus() -> Vec<usize> {
     }
 }
 
+/// Sets the calling thread's niceness (`setpriority` on its thread id). Lowering it below
+/// the process's needs `CAP_SYS_NICE` (root has it); the error says when it was refused.
+pub fn set_thread_nice(nice: i32) -> std::io::Result<()> {
+    // SAFETY: gettid and setpriority take plain integers and touch no memory of ours.
+    let rc = unsafe {
+        let tid = libc::gettid();
+        libc::setpriority(libc::PRIO_PROCESS, tid as libc::id_t, nice)
+    };
+    if rc == 0 { Ok(()) } else { Err(std::io::Error::last_os_error()) }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
