@@ -151,6 +151,6 @@ mod tests {
         let mut h = Merged::presized();
         h.record(PRESIZED_MAX_US * 10);
         let max = h.summary().max;
-        assert!(max >= PRESIZED_MAX_US * 10 && max <= PRESIZED_MAX_US * 10 / 1000 * 1001, "grown, not clipped: {max}");
+        assert!((PRESIZED_MAX_US * 10..=PRESIZED_MAX_US * 10 / 1000 * 1001).contains(&max), "grown, not clipped: {max}");
     }
 }
