@@ -67,7 +67,7 @@ wait "$wrapper_pid" || true
 grep -q "^mmo-server: final uptime" "$log" || { echo "soak: the server did not stop cleanly" >&2; status=1; }
 trace=$(ls "$out"/heaptrack.* 2>/dev/null | head -1)
 heaptrack_print -f "$trace" --suppressions "$suppressions" --print-suppressions 1 --print-leaks 1 --print-peaks 0 \
-  --print-allocators 0 --print-temporary 0 --print-histogram 0 >"$out/leaks.txt" 2>&1 || true
+  --print-allocators 0 --print-temporary 0 >"$out/leaks.txt" 2>&1 || true
 leaked=$(sed -n 's/^total memory leaked: \(.*\)$/\1/p' "$out/leaks.txt")
 suppressed=$(sed -n 's/^suppressed leaks: \(.*\)$/\1/p' "$out/leaks.txt")
 
