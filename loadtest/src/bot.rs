@@ -75,6 +75,12 @@ pub struct Session<S = UdpSocket> {
 }
 
 impl<S> Session<S> {
+    /// The socket, and the rest of the session without it.
+    fn split(self) -> (S, Session<()>) {
+        let Session { index, socket, player_id, session_token, spawn, server_clock, clock, next_sequence } = self;
+        (socket, Session { index, socket: (), player_id, session_token, spawn, server_clock, clock, next_sequence })
+    }
+
     /// The same session over another socket type.
     fn with_socket<T>(self, socket: T) -> Session<T> {
         Session {
@@ -109,18 +115,12 @@ impl Session<UdpSocket> {
         let (socket, rest) = self.split();
         Ok(rest.with_socket(socket.into_std()?))
     }
-
-    fn split(self) -> (UdpSocket, Session<()>) {
-        let Session { index, socket, player_id, session_token, spawn, server_clock, clock, next_sequence } = self;
-        (socket, Session { index, socket: (), player_id, session_token, spawn, server_clock, clock, next_sequence })
-    }
 }
 
 impl Session<StdUdpSocket> {
     /// The session handed back to tokio (for `LEAVE`). Must be called inside the runtime.
     pub fn into_tokio(self) -> std::io::Result<Session<UdpSocket>> {
-        let Session { index, socket, player_id, session_token, spawn, server_clock, clock, next_sequence } = self;
-        let rest = Session { index, socket: (), player_id, session_token, spawn, server_clock, clock, next_sequence };
+        let (socket, rest) = self.split();
         Ok(rest.with_socket(UdpSocket::from_std(socket)?))
     }
 }
@@ -604,15 +604,15 @@ impl Player {
 
     /// When the bot next has something to do: its next move exactly, anything else rounded
     /// up onto `grid` (a resend a few hundred microseconds late costs nothing, and sharing
-    /// the moves' wake-ups saves one each). `None` never happens for a bot not yet finished.
-    pub fn next_wake(&self, grid: &SendGrid) -> Option<Instant> {
+    /// the moves' wake-ups saves one each).
+    pub fn next_wake(&self, grid: &SendGrid) -> Instant {
         let end = if self.economy_settled() { self.finish } else { self.hard_stop };
         let later = [self.economy.as_ref().and_then(EconomyAgent::next_deadline), self.duties.as_ref().and_then(Pacer::next_deadline)];
         let mut wake = grid.round_up(end);
         for d in later.into_iter().flatten() {
             wake = wake.min(grid.round_up(d));
         }
-        Some(self.moves.next_deadline().map_or(wake, |m| m.min(wake)))
+        self.moves.next_deadline().map_or(wake, |m| m.min(wake))
     }
 
     /// Whether the bot is done at `now`: past its drain with the economy settled, or past

@@ -289,9 +289,9 @@ fn figures(r: &RunResult) -> StepFigures {
     StepFigures {
         players: r.cli.players,
         joined: r.joined as u32,
-        rtt_us: t.move_rtt.summary(),
+        rtt_us: t.latencies.move_rtt.summary(),
         loss: crate::checks::loss_ratio(t.moves_sent, t.acks),
-        send_lag_us: t.send_lag.summary(),
+        send_lag_us: t.latencies.send_lag.summary(),
         tester_cpu_cores: if r.play_wall_s > 0.0 {
             (r.play_usage.cpu_user_us + r.play_usage.cpu_system_us) as f64 / 1e6 / r.play_wall_s
         } else {

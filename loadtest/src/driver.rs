@@ -34,7 +34,8 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-/// How a driver thread runs.
+/// How a driver thread runs (the defaults are the command line's: `--send-tick-us`,
+/// `--read-period-ms`, `--max-spin-us`, `--pin`, `--driver-nice`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct DriverConfig {
     /// Spacing of the send grid: moves are intended on multiples of it.
@@ -51,18 +52,6 @@ pub struct DriverConfig {
     pub nice: i32,
 }
 
-impl Default for DriverConfig {
-    fn default() -> Self {
-        DriverConfig {
-            tick: Duration::from_millis(1),
-            read_period: Duration::from_millis(5),
-            max_spin: Duration::from_micros(50),
-            cpu: None,
-            nice: 0,
-        }
-    }
-}
-
 /// A joined bot handed to a driver thread.
 pub struct Bot {
     /// Its session (socket non-blocking).
@@ -73,8 +62,9 @@ pub struct Bot {
     pub rng: Rng,
 }
 
-/// What the driver threads did, merged over threads.
-#[derive(Clone, Debug, Default)]
+/// What the driver threads did, merged over threads (the JSON report carries it as is, each
+/// histogram as its summary).
+#[derive(Clone, Debug, Default, Serialize)]
 pub struct DriverReport {
     /// Driver threads.
     pub threads: u32,
@@ -125,59 +115,6 @@ impl DriverReport {
         self.read_pass_us.add(&o.read_pass_us);
         self.send_pass_us.add(&o.send_pass_us);
     }
-
-    /// The JSON form.
-    pub fn summary(&self) -> DriverSummary {
-        DriverSummary {
-            threads: self.threads,
-            pin_errors: self.pin_errors.clone(),
-            wakes: self.wakes,
-            sleeps: self.sleeps,
-            oversleep_us: self.oversleep_us.summary(),
-            spin_us: self.spin_us,
-            reads: self.reads,
-            datagrams: self.datagrams,
-            unstamped: self.unstamped,
-            truncated: self.truncated,
-            read_errors: self.read_errors,
-            margin_us_max: self.margin_us_max,
-            read_pass_us: self.read_pass_us.summary(),
-            send_pass_us: self.send_pass_us.summary(),
-        }
-    }
-}
-
-/// [`DriverReport`] as the JSON report carries it.
-#[derive(Clone, Debug, Serialize)]
-pub struct DriverSummary {
-    /// Driver threads.
-    pub threads: u32,
-    /// Pinning failures.
-    pub pin_errors: Vec<String>,
-    /// Wake-ups.
-    pub wakes: u64,
-    /// Sleeps.
-    pub sleeps: u64,
-    /// Lateness of sleeps, µs.
-    pub oversleep_us: crate::metrics::Summary,
-    /// Spinning, µs.
-    pub spin_us: u64,
-    /// `recvmmsg` calls that returned datagrams.
-    pub reads: u64,
-    /// Datagrams read.
-    pub datagrams: u64,
-    /// Datagrams without a kernel timestamp.
-    pub unstamped: u64,
-    /// Datagrams cut short.
-    pub truncated: u64,
-    /// Read errors.
-    pub read_errors: u64,
-    /// Largest spin margin, µs.
-    pub margin_us_max: u64,
-    /// Duration of read passes, µs.
-    pub read_pass_us: crate::metrics::Summary,
-    /// Duration of send passes, µs.
-    pub send_pass_us: crate::metrics::Summary,
 }
 
 /// What one driver thread hands back.
@@ -227,7 +164,7 @@ impl Loop {
             // Its input is no longer read; stop being told about it.
             let _ = self.readiness.remove(self.players[i].fd());
         } else {
-            self.deadlines.set(i, self.players[i].next_wake(&self.grid));
+            self.deadlines.set(i, Some(self.players[i].next_wake(&self.grid)));
         }
     }
 
@@ -333,7 +270,14 @@ impl Loop {
 /// Plays `bots` until the plan's end (plus drain, plus economy settling) on the calling
 /// thread, and returns each bot's session (for `LEAVE`) and report, in the order given.
 pub fn drive(bots: Vec<Bot>, plan: &Arc<PlayPlan>, config: DriverConfig) -> io::Result<Played> {
-    let mut report = DriverReport { threads: 1, ..DriverReport::default() };
+    // Presized, like the bots' latencies: recording on the thread's schedule never allocates.
+    let mut report = DriverReport {
+        threads: 1,
+        oversleep_us: Merged::presized(),
+        read_pass_us: Merged::presized(),
+        send_pass_us: Merged::presized(),
+        ..DriverReport::default()
+    };
     if let Some(cpu) = config.cpu
         && let Err(e) = system::pin_current_thread(cpu)
     {

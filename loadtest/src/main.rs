@@ -47,26 +47,22 @@ fn main() -> ExitCode {
     let report = Report::new(&result);
     print!("{}", report.summary());
     if let Some(path) = &cli.json
-        && let Err(e) = path
-            .parent()
-            .filter(|p| !p.as_os_str().is_empty())
-            .map_or(Ok(()), std::fs::create_dir_all)
-            .and_then(|()| std::fs::write(path, report.to_json() + "\n"))
+        && let Err(e) = write_file(path, report.to_json() + "\n")
     {
-        eprintln!("mmo-loadtest: writing {}: {e}", path.display());
+        eprintln!("mmo-loadtest: {e}");
         return ExitCode::from(2);
     }
     if let Some(dir) = &cli.out_dir {
         let t = &result.totals;
         let metrics = [
-            ("move_rtt", &t.move_rtt, true),
-            ("move_rtt_from_actual_send", &t.move_rtt_from_send, true),
-            ("move_send_lag", &t.send_lag, false),
-            ("move_rtt_during_raid", &t.move_rtt_raid, true),
-            ("move_rtt_between_raids", &t.move_rtt_calm, true),
-            ("economy_rtt", &t.economy_rtt, true),
+            ("move_rtt", &t.latencies.move_rtt, true),
+            ("move_rtt_from_actual_send", &t.latencies.move_rtt_from_send, true),
+            ("move_send_lag", &t.latencies.send_lag, false),
+            ("move_rtt_during_raid", &t.latencies.move_rtt_raid, true),
+            ("move_rtt_between_raids", &t.latencies.move_rtt_calm, true),
+            ("economy_rtt", &t.latencies.economy_rtt, true),
             ("join_handshake", &result.join_us, true),
-            ("aoi_interarrival", &t.aoi_gap, false),
+            ("aoi_interarrival", &t.latencies.aoi_gap, false),
         ];
         let title = format!("mmo-loadtest {}: {} bots, round trips from intended send time", cli.scenario.name(), result.joined);
         match write_out_dir(dir, &title, &metrics) {
@@ -96,15 +92,8 @@ fn find_capacity(runtime: &tokio::runtime::Runtime, cli: &Cli, progress: &Progre
         }
     };
     print!("{}", report.summary());
-    let write = |path: &std::path::Path, text: String| {
-        path.parent()
-            .filter(|p| !p.as_os_str().is_empty())
-            .map_or(Ok(()), std::fs::create_dir_all)
-            .and_then(|()| std::fs::write(path, text))
-            .map_err(|e| format!("writing {}: {e}", path.display()))
-    };
     if let Some(path) = &cli.json
-        && let Err(e) = write(path, report.to_json() + "\n")
+        && let Err(e) = write_file(path, report.to_json() + "\n")
     {
         eprintln!("mmo-loadtest: {e}");
         return ExitCode::from(2);
@@ -121,11 +110,20 @@ fn find_capacity(runtime: &tokio::runtime::Runtime, cli: &Cli, progress: &Progre
                 return ExitCode::from(2);
             }
         };
-        if let Err(e) = write(&path, svg) {
+        if let Err(e) = write_file(&path, svg) {
             eprintln!("mmo-loadtest: {e}");
             return ExitCode::from(2);
         }
         println!("wrote {}", path.display());
     }
     if report.capacity > 0 { ExitCode::SUCCESS } else { ExitCode::from(1) }
+}
+
+/// Writes `text` to `path`, creating its folder; the error names the path.
+fn write_file(path: &std::path::Path, text: String) -> Result<(), String> {
+    path.parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .map_or(Ok(()), std::fs::create_dir_all)
+        .and_then(|()| std::fs::write(path, text))
+        .map_err(|e| format!("writing {}: {e}", path.display()))
 }

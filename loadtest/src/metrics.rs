@@ -98,6 +98,13 @@ impl Merged {
     }
 }
 
+/// A histogram reports (JSON) as its [`Summary`].
+impl Serialize for Merged {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        self.summary().serialize(serializer)
+    }
+}
+
 /// A distribution in microseconds (all zero when empty). Percentiles are the highest value
 /// equivalent to the recorded one at 3 significant digits.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]

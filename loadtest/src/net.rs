@@ -243,9 +243,4 @@ impl Readiness {
         };
         Ok(self.events[..n].iter().map(|e: &libc::epoll_event| e.u64))
     }
-
-    /// The most tokens one [`Self::ready`] reports.
-    pub fn batch(&self) -> usize {
-        self.events.len()
-    }
 }

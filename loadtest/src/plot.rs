@@ -6,6 +6,7 @@
 use crate::metrics::Merged;
 use anyhow::Context;
 use hdrhistogram::Histogram;
+use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -65,12 +66,14 @@ pub fn nines_label(x: f64) -> String {
     format!("{pct:.decimals$}%")
 }
 
-/// Draws the percentile plot of `series` (name, histogram in µs) as SVG text.
-pub fn percentile_svg(title: &str, series: &[(&str, &Histogram<u64>)]) -> anyhow::Result<String> {
-    let max_count = series.iter().map(|(_, h)| h.len()).max().unwrap_or(0).max(1);
-    // Enough nines to show the largest series' tail: 10^nines samples reach it.
-    let max_nines = (max_count as f64).log10().ceil().clamp(2.0, 6.0);
-    let max_value = series.iter().map(|(_, h)| if h.is_empty() { 0 } else { h.max() }).max().unwrap_or(0).max(1) as f64;
+/// The chart both plots share (960 x 600 SVG, title, margins, a legend at the upper left):
+/// `draw` adds the mesh and the series to its cartesian area.
+fn svg_chart(
+    title: &str,
+    x: std::ops::Range<f64>,
+    y: std::ops::Range<f64>,
+    draw: impl FnOnce(&mut ChartContext<'_, SVGBackend<'_>, Cartesian2d<RangedCoordf64, RangedCoordf64>>) -> anyhow::Result<()>,
+) -> anyhow::Result<String> {
     let mut svg = String::new();
     {
         let root = SVGBackend::with_string(&mut svg, (960, 600)).into_drawing_area();
@@ -81,8 +84,28 @@ pub fn percentile_svg(title: &str, series: &[(&str, &Histogram<u64>)]) -> anyhow
             .margin_right(48)
             .x_label_area_size(40)
             .y_label_area_size(70)
-            .build_cartesian_2d(0f64..max_nines, 0f64..max_value * 1.05)
+            .build_cartesian_2d(x, y)
             .map_err(|e| anyhow::anyhow!("{e}"))?;
+        draw(&mut chart)?;
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::UpperLeft)
+            .background_style(WHITE.mix(0.9))
+            .border_style(BLACK)
+            .draw()
+            .map_err(|e| anyhow::anyhow!("{e}"))?;
+        root.present().map_err(|e| anyhow::anyhow!("{e}"))?;
+    }
+    Ok(svg)
+}
+
+/// Draws the percentile plot of `series` (name, histogram in µs) as SVG text.
+pub fn percentile_svg(title: &str, series: &[(&str, &Histogram<u64>)]) -> anyhow::Result<String> {
+    let max_count = series.iter().map(|(_, h)| h.len()).max().unwrap_or(0).max(1);
+    // Enough nines to show the largest series' tail: 10^nines samples reach it.
+    let max_nines = (max_count as f64).log10().ceil().clamp(2.0, 6.0);
+    let max_value = series.iter().map(|(_, h)| if h.is_empty() { 0 } else { h.max() }).max().unwrap_or(0).max(1) as f64;
+    svg_chart(title, 0f64..max_nines, 0f64..max_value * 1.05, |chart| {
         chart
             .configure_mesh()
             .x_labels(max_nines as usize + 1)
@@ -101,16 +124,8 @@ pub fn percentile_svg(title: &str, series: &[(&str, &Histogram<u64>)]) -> anyhow
                 .label(format!("{name} (n={})", h.len()))
                 .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], colour.stroke_width(2)));
         }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperLeft)
-            .background_style(WHITE.mix(0.9))
-            .border_style(BLACK)
-            .draw()
-            .map_err(|e| anyhow::anyhow!("{e}"))?;
-        root.present().map_err(|e| anyhow::anyhow!("{e}"))?;
-    }
-    Ok(svg)
+        Ok(())
+    })
 }
 
 /// Writes `<name>.hgrm` for every non-empty metric of `metrics` and `rtt-percentiles.svg`
@@ -139,18 +154,7 @@ pub fn capacity_svg(title: &str, steps: &[(u32, u64, u64, bool)], p99_bound_us: 
     sorted.sort_by_key(|s| s.0);
     let max_players = sorted.iter().map(|s| s.0).max().unwrap_or(1).max(1) as f64;
     let max_us = sorted.iter().map(|s| s.2).max().unwrap_or(0).max(p99_bound_us).max(1) as f64;
-    let mut svg = String::new();
-    {
-        let root = SVGBackend::with_string(&mut svg, (960, 600)).into_drawing_area();
-        root.fill(&WHITE).map_err(|e| anyhow::anyhow!("{e}"))?;
-        let mut chart = ChartBuilder::on(&root)
-            .caption(title, ("sans-serif", 22))
-            .margin(16)
-            .margin_right(48)
-            .x_label_area_size(40)
-            .y_label_area_size(70)
-            .build_cartesian_2d(0f64..max_players * 1.05, 0f64..max_us * 1.1)
-            .map_err(|e| anyhow::anyhow!("{e}"))?;
+    svg_chart(title, 0f64..max_players * 1.05, 0f64..max_us * 1.1, |chart| {
         chart
             .configure_mesh()
             .x_label_formatter(&|x| format!("{x:.0}"))
@@ -179,14 +183,6 @@ pub fn capacity_svg(title: &str, steps: &[(u32, u64, u64, bool)], p99_bound_us: 
             .map_err(|e| anyhow::anyhow!("{e}"))?
             .label(format!("p99 bound {p99_bound_us} µs"))
             .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], BLACK.mix(0.5)));
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperLeft)
-            .background_style(WHITE.mix(0.9))
-            .border_style(BLACK)
-            .draw()
-            .map_err(|e| anyhow::anyhow!("{e}"))?;
-        root.present().map_err(|e| anyhow::anyhow!("{e}"))?;
-    }
-    Ok(svg)
+        Ok(())
+    })
 }

@@ -11,7 +11,7 @@
 
 use crate::bot::FloodTally;
 use crate::checks::{Check, all_passed};
-use crate::driver::DriverSummary;
+use crate::driver::DriverReport;
 use crate::economy::EconomyTally;
 use crate::hostile::ProbeReport;
 use crate::metrics::Summary;
@@ -142,7 +142,7 @@ pub struct Report {
     /// more bot costs the tester.
     pub client_cpu_us_per_bot_s: f64,
     /// The bot driver threads: wake-ups, sleeps and their lateness, spinning, reads.
-    pub driver: DriverSummary,
+    pub driver: DriverReport,
     /// The kernel's UDP counters over the run (machine-wide; `rcvbuf_errors` are datagrams
     /// loopback lost to a full socket buffer).
     pub kernel_udp: Option<UdpCounters>,
@@ -188,7 +188,7 @@ pub const FELL_BEHIND_LAG_US: u64 = 1000;
 /// Warnings for a run's figures; see [`Report::warnings`].
 fn warnings(r: &RunResult) -> Vec<String> {
     let mut w = Vec::new();
-    let lag = r.totals.send_lag.summary();
+    let lag = r.totals.latencies.send_lag.summary();
     // The driver threads keep moves within tens of microseconds of schedule; a millisecond
     // late at p99 means the tester, not the server, is shaping the tail.
     if lag.count > 0 && lag.p99 > FELL_BEHIND_LAG_US {
@@ -268,11 +268,11 @@ impl Report {
             rejected_by_result: t.rejected.iter().enumerate().filter(|(_, n)| **n > 0).map(|(i, n)| (result_name(i), *n)).collect(),
             loss_ratio: crate::checks::loss_ratio(t.moves_sent, t.acks),
             max_loss: cli.max_loss,
-            rtt_us: t.move_rtt.summary(),
-            rtt_us_from_actual_send: t.move_rtt_from_send.summary(),
-            send_lag_us: t.send_lag.summary(),
+            rtt_us: t.latencies.move_rtt.summary(),
+            rtt_us_from_actual_send: t.latencies.move_rtt_from_send.summary(),
+            send_lag_us: t.latencies.send_lag.summary(),
             join_us: r.join_us.summary(),
-            aoi: AoiReport { snapshots: t.aoi_snapshots, interarrival_us: t.aoi_gap.summary() },
+            aoi: AoiReport { snapshots: t.aoi_snapshots, interarrival_us: t.latencies.aoi_gap.summary() },
             anomalies: Anomalies {
                 duplicate_acks: t.duplicate_acks,
                 late_acks: t.late_acks,
@@ -288,15 +288,15 @@ impl Report {
             client: r.usage,
             client_play: r.play_usage,
             client_cpu_us_per_bot_s: cpu_per_bot_s(r),
-            driver: r.driver.summary(),
+            driver: r.driver.clone(),
             kernel_udp: r.udp,
             raid_spawn_ms: r.raid.as_ref().map(|s| s.spawn_ms),
             raid: r.raid.clone(),
-            rtt_us_during_raid: raid.then(|| t.move_rtt_raid.summary()),
-            rtt_us_between_raids: raid.then(|| t.move_rtt_calm.summary()),
+            rtt_us_during_raid: raid.then(|| t.latencies.move_rtt_raid.summary()),
+            rtt_us_between_raids: raid.then(|| t.latencies.move_rtt_calm.summary()),
             economy: (cli.scenario == crate::cli::Scenario::Economy).then(|| EconomyReport {
                 ledger: t.economy,
-                rtt_us: t.economy_rtt.summary(),
+                rtt_us: t.latencies.economy_rtt.summary(),
                 checks: pick(&|n| n.starts_with("economy_") || n == "server_figures"),
             }),
             hostile: r.hostile.as_ref().map(|h| HostileReport {
@@ -393,7 +393,7 @@ impl Report {
         );
         fig(
             "driver wake-ups / sleeps late p99 / spin",
-            format!("{} / {} µs / {:.2} s", self.driver.wakes, self.driver.oversleep_us.p99, self.driver.spin_us as f64 / 1e6),
+            format!("{} / {} µs / {:.2} s", self.driver.wakes, self.driver.oversleep_us.summary().p99, self.driver.spin_us as f64 / 1e6),
         );
         if let Some(u) = &self.kernel_udp {
             fig("kernel UDP buffer drops (machine)", format!("receive {}, send {}", u.rcvbuf_errors, u.sndbuf_errors));

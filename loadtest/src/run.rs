@@ -71,20 +71,8 @@ pub struct Totals {
     pub send_errors: u64,
     /// Most overdue moves any bot sent at once.
     pub max_behind: u64,
-    /// Move round trips, µs.
-    pub move_rtt: Merged,
-    /// Move round trips from the actual send, µs (diagnostic).
-    pub move_rtt_from_send: Merged,
-    /// Send lateness after the intended time, µs.
-    pub send_lag: Merged,
-    /// Move round trips overlapping a raid window, µs.
-    pub move_rtt_raid: Merged,
-    /// Move round trips outside raid windows, µs.
-    pub move_rtt_calm: Merged,
-    /// Snapshot inter-arrival, µs.
-    pub aoi_gap: Merged,
-    /// Economy round trips, µs.
-    pub economy_rtt: Merged,
+    /// Every driver thread's latency histograms, merged.
+    pub latencies: Latencies,
     /// The economy ledger.
     pub economy: EconomyTally,
     /// Hostile duties sent by bots.
@@ -111,16 +99,6 @@ impl Totals {
         self.max_behind = self.max_behind.max(r.max_behind);
         self.economy.add(&r.economy);
         self.hostile.add(&r.hostile);
-    }
-
-    fn add_latencies(&mut self, l: &Latencies) {
-        self.move_rtt.add(&l.move_rtt);
-        self.move_rtt_from_send.add(&l.move_rtt_from_send);
-        self.send_lag.add(&l.send_lag);
-        self.move_rtt_raid.add(&l.move_rtt_raid);
-        self.move_rtt_calm.add(&l.move_rtt_calm);
-        self.aoi_gap.add(&l.aoi_gap);
-        self.economy_rtt.add(&l.economy_rtt);
     }
 
     /// Acks with a non-zero result.
@@ -449,7 +427,7 @@ pub async fn run(cli: Cli, progress: &Progress) -> anyhow::Result<RunResult> {
     for d in drivers {
         let played = d.await.context("a bot driver thread stopped without a result")?.context("a bot driver thread failed")?;
         driver.add(&played.report);
-        totals.add_latencies(&played.latencies);
+        totals.latencies.add(&played.latencies);
         for (session, report) in played.bots {
             totals.add(&report);
             sessions.push(session.into_tokio().context("handing a bot's socket back to tokio")?);

@@ -36,11 +36,6 @@ impl SendGrid {
         SendGrid { origin, tick: tick.max(Duration::from_micros(1)) }
     }
 
-    /// The grid's spacing.
-    pub fn tick(&self) -> Duration {
-        self.tick
-    }
-
     /// The first grid point at or after `t` (the origin for anything earlier).
     pub fn round_up(&self, t: Instant) -> Instant {
         if t <= self.origin {

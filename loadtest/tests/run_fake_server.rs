@@ -34,7 +34,7 @@ fn steady_play_is_measured_from_intended_times_and_passes() {
     // 1 s measured at 10 Hz per bot: exactly 10 intended moves each, all acked.
     assert_eq!(r.totals.moves_sent, 200);
     assert_eq!(r.totals.acks, 200);
-    assert_eq!(r.totals.move_rtt.len(), 200);
+    assert_eq!(r.totals.latencies.move_rtt.len(), 200);
     assert!(r.totals.aoi_snapshots > 0);
     assert_eq!((r.leaves_acked, r.leaves_unacked), (20, 0));
     let report = Report::new(&r);
@@ -91,9 +91,9 @@ fn raid_bursts_are_triggered_and_round_trips_split() {
     let raid = r.raid.as_ref().unwrap();
     assert_eq!(raid.triggers, 4, "bursts at 250, 750, 1250 and 1750 ms into the measured 2 s");
     assert_eq!(raid.spawn_ms.median, 0.45);
-    let (during, between) = (r.totals.move_rtt_raid.len(), r.totals.move_rtt_calm.len());
+    let (during, between) = (r.totals.latencies.move_rtt_raid.len(), r.totals.latencies.move_rtt_calm.len());
     assert!(during > 0 && between > 0, "{during} {between}");
-    assert_eq!(during + between, r.totals.move_rtt.len());
+    assert_eq!(during + between, r.totals.latencies.move_rtt.len());
 }
 
 #[test]
