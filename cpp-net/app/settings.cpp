@@ -70,9 +70,9 @@ void visit_settings(Settings& s, V&& v) {
   v(Number<float>{"core", "cell_hysteresis_m", "--cell-hysteresis-m", s.core.cell_hysteresis_m, 0, 1e6,
                   "how far past its cell an entity may stray before it changes cell, metres"});
   v(Number<float>{"core", "max_speed_m_per_s", "--max-speed-m-per-s", s.core.max_speed_m_per_s, 0.001, 1e6, "fastest legal movement, metres per second"});
-  v(Number<float>{"core", "speed_slack_m", "--speed-slack-m", s.core.speed_slack_m, 0, 1e6, "distance allowed per move beyond the speed limit, metres"});
+  v(Number<float>{"core", "speed_slack_m", "--speed-slack-m", s.core.speed_slack_m, 0, 1e6, "movement allowance beyond the jitter window's, metres"});
   v(Number<uint32_t>{"core", "clock_slack_ms", "--clock-slack-ms", s.core.clock_slack_ms, 0, kU32,
-                     "client clock credit beyond the server's between two moves, milliseconds"});
+                     "jitter window: a player's distance budget is capped at speed * this + speed_slack_m, milliseconds"});
   v(Number<float>{"core", "contact_radius_m", "--contact-radius-m", s.core.contact_radius_m, 0.001, 1e6,
                   "contact radius, metres (contact_radius_m + cell_hysteresis_m at most cell_size_m)"});
   v(Number<uint32_t>{"core", "contacts_per_move_max", "--contacts-per-move-max", s.core.contacts_per_move_max, 0, 32, "contact events one move reports, at most"});

@@ -105,8 +105,31 @@ static const MmoConfig& validated(const MmoConfig& config) {
   return config;
 }
 
+// Rust's `float as u64`: truncates, NaN and negatives to 0, saturates at the top.
+static uint64_t saturating_u64(double v) {
+  if (!(v > 0.0)) return 0;
+  if (v >= 18446744073709551616.0) return UINT64_MAX;
+  return static_cast<uint64_t>(v);
+}
+
+static uint64_t saturating_mul(uint64_t a, uint64_t b) {
+  uint64_t product = 0;
+  return __builtin_mul_overflow(a, b, &product) ? UINT64_MAX : product;
+}
+
+static uint64_t saturating_add(uint64_t a, uint64_t b) {
+  uint64_t sum = 0;
+  return __builtin_add_overflow(a, b, &sum) ? UINT64_MAX : sum;
+}
+
+static uint64_t speed_um_per_ms(const MmoConfig& c) { return saturating_u64(static_cast<double>(c.max_speed_m_per_s) * 1000.0); }
+
 BaselineEngine::BaselineEngine(const MmoConfig& config)
-    : config_(validated(config)), max_speed_m_per_ms_(config.max_speed_m_per_s / 1000.0f), grid_(config) {
+    : config_(validated(config)),
+      speed_um_per_ms_(speed_um_per_ms(config)),
+      allowance_um_(saturating_add(saturating_mul(speed_um_per_ms_, config.clock_slack_ms),
+                                   saturating_u64(static_cast<double>(config.speed_slack_m) * 1'000'000.0))),
+      grid_(config) {
   // Sized up front, as a reviewed server would: no rehash under load.
   players_.reserve(config.player_capacity);
   objects_.reserve(config.raid_object_capacity);
@@ -258,24 +281,27 @@ MmoStatus BaselineEngine::apply_moves(std::span<const MmoMoveRecord> moves, uint
   return MMO_OK;
 }
 
-// movement.rs MoveRules::check: sequence, then bounds, then speed.
-uint8_t BaselineEngine::check_move(const BodyState& prev, const MmoMoveRecord& rec, uint64_t now_ms) const {
-  // Newer in serial arithmetic (RFC 1982): the wrapped difference as i32 is positive.
-  if (static_cast<int32_t>(rec.sequence - prev.last_sequence) <= 0) return MMO_REJECT_REASON_STALE_SEQUENCE;
+// movement.rs MoveRules::check: sequence, then bounds, then the distance budget, which accrues
+// the speed limit times the *server's* time, capped at the allowance (client clocks are never
+// credited). Integer micrometres, a move's length rounded up: the same verdict as the core's.
+uint8_t BaselineEngine::check_move(const BodyState& prev, const MmoMoveRecord& rec, uint64_t now_ms, uint64_t& budget_um,
+                                   uint64_t& budget_ms) const {
+  // Newer in serial arithmetic (RFC 1982): the wrapped difference as i32 is positive. The
+  // first move may carry any sequence, as the front's replay window admits any first one.
+  if (prev.has_moved && static_cast<int32_t>(rec.sequence - prev.last_sequence) <= 0) return MMO_REJECT_REASON_STALE_SEQUENCE;
   if (!grid_.in_world(rec.x_m, rec.y_m) || !finite(rec.facing_rad)) return MMO_REJECT_REASON_OUT_OF_BOUNDS;
-  uint32_t dt_ms = config_.clock_slack_ms;  // the first move: one clock slack's worth from the spawn point
+  uint64_t left_um = allowance_um_, at_ms = now_ms;  // full before the first move
   if (prev.has_moved) {
-    // The client's clock delta (negative counts as 0), capped by the server's + clock slack.
-    const uint64_t server_elapsed_ms = now_ms > prev.last_server_ms ? now_ms - prev.last_server_ms : 0;
-    const auto server_dt_ms = static_cast<uint32_t>(std::min<uint64_t>(server_elapsed_ms, UINT32_MAX));
-    const auto client_dt_ms = static_cast<int32_t>(rec.client_time_ms - prev.last_client_ms);
-    uint32_t credit_ms = 0;
-    if (__builtin_add_overflow(server_dt_ms, config_.clock_slack_ms, &credit_ms)) credit_ms = UINT32_MAX;
-    dt_ms = std::min(static_cast<uint32_t>(std::max(client_dt_ms, 0)), credit_ms);
+    const uint64_t elapsed_ms = now_ms > prev.budget_ms ? now_ms - prev.budget_ms : 0;
+    left_um = std::min(saturating_add(prev.budget_um, saturating_mul(speed_um_per_ms_, elapsed_ms)), allowance_um_);
+    at_ms = std::max(now_ms, prev.budget_ms);
   }
-  const float dx = rec.x_m - prev.x_m, dy = rec.y_m - prev.y_m;
-  const float allowed_m = max_speed_m_per_ms_ * static_cast<float>(dt_ms) + config_.speed_slack_m;
-  if (dx * dx + dy * dy > allowed_m * allowed_m) return MMO_REJECT_REASON_TOO_FAST;
+  const double dx = static_cast<double>(rec.x_m) - static_cast<double>(prev.x_m);
+  const double dy = static_cast<double>(rec.y_m) - static_cast<double>(prev.y_m);
+  const uint64_t length_um = saturating_u64(std::ceil(std::sqrt(dx * dx + dy * dy) * 1'000'000.0));
+  if (length_um > left_um) return MMO_REJECT_REASON_TOO_FAST;
+  budget_um = left_um - length_um;
+  budget_ms = at_ms;
   return 0;
 }
 
@@ -290,13 +316,14 @@ uint8_t BaselineEngine::apply_move(const MmoMoveRecord& rec, uint64_t now_ms, st
     const auto body_lock = tally.body_waits.unique(player->body_mutex);
     BodyState& body = player->body;
     if (!body.alive) return MMO_REJECT_REASON_UNKNOWN_PLAYER;  // left while we looked it up
-    if (const uint8_t reason = check_move(body, rec, now_ms); reason != 0) return reason;
+    uint64_t budget_um = 0, budget_ms = 0;
+    if (const uint8_t reason = check_move(body, rec, now_ms, budget_um, budget_ms); reason != 0) return reason;
     body.x_m = x;
     body.y_m = y;
     body.facing_rad = rec.facing_rad;
     body.last_sequence = rec.sequence;
-    body.last_client_ms = rec.client_time_ms;
-    body.last_server_ms = now_ms;
+    body.budget_um = budget_um;
+    body.budget_ms = budget_ms;
     body.has_moved = true;
     std::memcpy(body.payload.data(), rec.payload, body.payload.size());
     player->entity->position.store(Vec2{x, y}, std::memory_order_relaxed);

@@ -81,10 +81,10 @@ struct BodyState {
   float x_m = 0.0f;
   float y_m = 0.0f;
   float facing_rad = 0.0f;
-  uint32_t last_sequence = 0;    // 0 at join: the first move must be newer
-  uint32_t last_client_ms = 0;   // client clock of the last applied move
-  uint64_t last_server_ms = 0;   // server clock (the batch's now_ms) of the last applied move
-  bool has_moved = false;        // the first move has no earlier clock to compare
+  uint32_t last_sequence = 0;    // of the last applied move (meaningless until has_moved)
+  uint64_t budget_um = 0;        // distance budget left as of budget_ms (full at join)
+  uint64_t budget_ms = 0;        // server clock the budget was last brought up to
+  bool has_moved = false;        // the first move may carry any sequence and finds the budget full
   CellKey cell = 0;              // the grid cell the body is registered in
   bool alive = true;             // cleared by leave, under the lock
   std::array<uint8_t, 32> payload{};
@@ -156,7 +156,8 @@ class BaselineEngine final : public Engine {
   std::shared_ptr<RaidObject> find_object(uint64_t object_id) const;
   // One move; returns 0 and the events written, or the MmoRejectReason.
   uint8_t apply_move(const MmoMoveRecord& rec, uint64_t now_ms, std::span<MmoMoveEvent> slots, MoveTally& tally, size_t& written);
-  uint8_t check_move(const BodyState& prev, const MmoMoveRecord& rec, uint64_t now_ms) const;
+  // movement.rs MoveRules::check: 0 and the budget left after the move, or the reason.
+  uint8_t check_move(const BodyState& prev, const MmoMoveRecord& rec, uint64_t now_ms, uint64_t& budget_um, uint64_t& budget_ms) const;
   MmoStatus damage_inner(uint64_t attacker_id, uint64_t session_token, uint64_t target_id, int32_t amount, MmoDamageResult& out);
   MmoEconomyResult economy_one(const MmoEconomyOp& op, LockWaits& waits);
   // The tick's copy of the world, published for area-of-interest readers.
@@ -165,7 +166,8 @@ class BaselineEngine final : public Engine {
   MmoStatus validate_raid(const MmoRaidSpawnRequest& request) const;
 
   const MmoConfig config_;
-  const float max_speed_m_per_ms_;
+  const uint64_t speed_um_per_ms_;  // the speed limit, micrometres per millisecond, rounded down
+  const uint64_t allowance_um_;     // the distance budget's cap
   Grid grid_;
   Economy economy_;
   Stats stats_;

@@ -9,6 +9,7 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <random>
 #include <cstring>
 #include <iostream>
 #include <limits>
@@ -333,13 +334,13 @@ MmoConfig rules_config() {
   return c;
 }
 
-// An engine with one player at (100, 100) whose last move was sequence 10 at client 1,000 ms,
-// server 5,000 ms.
+// An engine with one player at (100, 100) whose last move was sequence 10 at server 5,000 ms
+// and spent its whole 3 m budget (10 m/s * 250 ms + 0.5 m): movement.rs's test state.
 struct Moved {
   BaselineEngine e{rules_config()};
   Who who;
   Moved() {
-    who = join(e, 100.0f, 100.0f);
+    who = join(e, 97.0f, 100.0f);
     EXPECT_EQ(apply_one(e, mv(who, 10, 1000, 100.0f, 100.0f), 5000).kind, MMO_EVENT_KIND_ACK);
   }
 };
@@ -362,22 +363,87 @@ TEST(BaselineMoves, SequenceMustBeNewerInSerialArithmetic) {
   }
 }
 
-TEST(BaselineMoves, SpeedUsesClientClockCappedByServerClock) {
-  const auto check = [](uint32_t client_ms, float x, uint8_t expected) {
+TEST(BaselineMoves, TheFirstMayCarryAnySequence) {
+  // The front's replay window admits any first sequence; so must the engine.
+  for (const uint32_t first : {0u, 1u, 0x7FFFFFFFu, 0x80000000u, 0x80000001u, UINT32_MAX}) {
+    BaselineEngine e(rules_config());
+    const Who w = join(e, 100.0f, 100.0f);
+    EXPECT_EQ(reject_of(e, mv(w, first, 0, 100.0f, 100.0f), 5000), 0) << first;
+    EXPECT_EQ(reject_of(e, mv(w, first, 0, 100.0f, 100.0f), 5050), MMO_REJECT_REASON_STALE_SEQUENCE) << first;
+    EXPECT_EQ(reject_of(e, mv(w, first + 1, 0, 100.0f, 100.0f), 5050), 0) << first;
+  }
+}
+
+TEST(BaselineMoves, TheBudgetAccruesWithServerTimeOnly) {
+  const auto check = [](uint32_t client_ms, uint64_t now_ms, float x, uint8_t expected) {
     Moved m;
-    EXPECT_EQ(reject_of(m.e, mv(m.who, 11, client_ms, x, 100.0f), 5100), expected) << client_ms << " ms to x=" << x;
+    EXPECT_EQ(reject_of(m.e, mv(m.who, 11, client_ms, x, 100.0f), now_ms), expected) << client_ms << " ms to x=" << x;
   };
-  check(1100, 101.4f, 0);  // 100 ms at 10 m/s = 1 m, + 0.5 slack
-  check(1100, 101.6f, MMO_REJECT_REASON_TOO_FAST);
-  check(11000, 103.9f, 0);  // the client claims 10 s; the server saw 100 ms: 100 + 250 ms credit
-  check(11000, 104.1f, MMO_REJECT_REASON_TOO_FAST);
-  check(900, 100.6f, MMO_REJECT_REASON_TOO_FAST);  // a clock going backwards gives no credit
-  check(900, 100.5f, 0);                           // but the slack still holds
-  // First move: no earlier clock, so the credit is clock_slack_ms (2.5 m + 0.5 m slack).
-  for (const auto& [x, expected] : std::vector<std::pair<float, uint8_t>>{{103.0f, 0}, {103.1f, MMO_REJECT_REASON_TOO_FAST}}) {
+  // 100 ms of server time at 10 m/s: 1 m, whatever the client's clock claims.
+  for (const uint32_t client_ms : {0u, 1100u, 11000u, UINT32_MAX}) {
+    check(client_ms, 5100, 100.99f, 0);
+    check(client_ms, 5100, 101.01f, MMO_REJECT_REASON_TOO_FAST);
+  }
+  // Capped at the 3 m allowance, however long the player stood still.
+  check(0, 3'605'000, 102.99f, 0);
+  check(0, 3'605'000, 103.01f, MMO_REJECT_REASON_TOO_FAST);
+  // An older batch clock accrues nothing.
+  check(0, 4000, 100.0f, 0);
+  check(0, 4000, 100.01f, MMO_REJECT_REASON_TOO_FAST);
+  // What one move leaves is all the next move in the same batch has.
+  {
+    Moved m;
+    EXPECT_EQ(reject_of(m.e, mv(m.who, 11, 0, 100.25f, 100.0f), 5100), 0);
+    EXPECT_EQ(reject_of(m.e, mv(m.who, 12, 0, 101.01f, 100.0f), 5100), MMO_REJECT_REASON_TOO_FAST);
+    EXPECT_EQ(reject_of(m.e, mv(m.who, 12, 0, 100.99f, 100.0f), 5100), 0);
+  }
+  // First move: the budget is full (3 m).
+  for (const auto& [x, expected] : std::vector<std::pair<float, uint8_t>>{{102.99f, 0}, {103.01f, MMO_REJECT_REASON_TOO_FAST}}) {
     BaselineEngine e(rules_config());
     const Who w = join(e, 100.0f, 100.0f);
     EXPECT_EQ(reject_of(e, mv(w, 1, 0, x, 100.0f), 5000), expected);
+  }
+}
+
+// The property movement.rs's proptest checks, on a seeded random walk: over every window of
+// server time the applied moves cover at most speed * window + allowance, whatever the client
+// claims its clock says.
+TEST(BaselineMoves, NoSequenceOfMovesBeatsTheSpeedLimit) {
+  std::mt19937_64 rng(0x5EED);
+  for (int round = 0; round < 64; ++round) {
+    MmoConfig c = rules_config();
+    c.max_speed_m_per_s = std::uniform_real_distribution<float>(1.0f, 20.0f)(rng);
+    c.clock_slack_ms = std::uniform_int_distribution<uint32_t>(0, 500)(rng);
+    c.speed_slack_m = std::uniform_real_distribution<float>(0.0f, 1.0f)(rng);
+    BaselineEngine e(c);
+    const Who w = join(e, 500.0f, 500.0f);
+    const double speed_um_per_ms = std::floor(static_cast<double>(c.max_speed_m_per_s) * 1000.0);
+    const double allowance_um = speed_um_per_ms * c.clock_slack_ms + std::floor(static_cast<double>(c.speed_slack_m) * 1e6);
+    float x = 500.0f, y = 500.0f;
+    uint64_t now_ms = 1000;
+    std::vector<std::pair<uint64_t, double>> applied;  // (server ms, true length in µm)
+    for (uint32_t seq = 1; seq <= 160; ++seq) {
+      now_ms += std::uniform_int_distribution<uint64_t>(0, 400)(rng);
+      const float step = std::uniform_real_distribution<float>(0.0f, 8.0f)(rng);
+      const float angle = std::uniform_real_distribution<float>(0.0f, 6.2831853f)(rng);
+      const float nx = x + step * std::cos(angle), ny = y + step * std::sin(angle);
+      const auto client_ms = static_cast<uint32_t>(rng());
+      if (reject_of(e, mv(w, seq, client_ms, nx, ny), now_ms) != 0) continue;
+      const double dx = static_cast<double>(nx) - x, dy = static_cast<double>(ny) - y;
+      applied.emplace_back(now_ms, std::sqrt(dx * dx + dy * dy) * 1e6);
+      x = nx;
+      y = ny;
+    }
+    ASSERT_FALSE(applied.empty());
+    for (size_t a = 0; a <= applied.size(); ++a) {
+      const uint64_t start_ms = a == 0 ? applied.front().first : applied[a - 1].first;
+      double covered_um = 0;
+      for (size_t b = a == 0 ? 0 : a; b < applied.size(); ++b) {
+        covered_um += applied[b].second;
+        ASSERT_LE(covered_um, speed_um_per_ms * static_cast<double>(applied[b].first - start_ms) + allowance_um)
+            << "round " << round << " window " << a << ".." << b;
+      }
+    }
   }
 }
 
@@ -1417,6 +1483,10 @@ struct Mine {
   float x, y;
   uint32_t seq = 0;
   uint32_t client_ms = 0;
+  // Server clock of the last walking step: the player walks again only once the clock has
+  // moved on (a 50 ms tick buys 0.6 m at 12 m/s, more than a step), so every move fits its
+  // distance budget; in between it sends stand-still moves.
+  uint64_t walked_ms = 0;
   uint64_t next_txn = 1;
 };
 
@@ -1453,8 +1523,10 @@ WorkerLog stress_worker(BaselineEngine& e, size_t index, std::vector<std::atomic
         Mine& p = mine[rng.below(kPlayersPerWorker)];
         p.seq += 1;
         p.client_ms += 100;
-        const float nx = std::clamp(p.x + (rng.unit() - 0.5f) * 2.0f, 1.0f, 1020.0f);
-        const float ny = std::clamp(p.y + (rng.unit() - 0.5f) * 2.0f, 1.0f, 1020.0f);
+        const float stride = now_ms > p.walked_ms ? 0.7f : 0.0f;  // at most 0.5 m a step
+        const float nx = std::clamp(p.x + (rng.unit() - 0.5f) * stride, 1.0f, 1020.0f);
+        const float ny = std::clamp(p.y + (rng.unit() - 0.5f) * stride, 1.0f, 1020.0f);
+        p.walked_ms = now_ms;
         batch.push_back(mv(p.who, p.seq, p.client_ms, nx, ny));
         p.x = nx;
         p.y = ny;

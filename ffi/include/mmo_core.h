@@ -209,7 +209,7 @@ typedef struct MmoConfig {
   float cell_hysteresis_m;
   // Speed limit, metres per second.
   float max_speed_m_per_s;
-  // Extra metres allowed per move.
+  // Metres of the movement allowance beyond the jitter window's.
   float speed_slack_m;
   // Contact radius, metres.
   float contact_radius_m;
@@ -217,7 +217,8 @@ typedef struct MmoConfig {
   float aoi_radius_m;
   // Side of a world-snapshot cell, metres.
   float snapshot_cell_m;
-  // Client clock credit beyond the server's, milliseconds.
+  // Jitter window, milliseconds: the distance budget's cap is
+  // `max_speed_m_per_s * clock_slack_ms + speed_slack_m`.
   uint32_t clock_slack_ms;
   // Contact events per move, at most.
   uint32_t contacts_per_move_max;

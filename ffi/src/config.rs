@@ -19,7 +19,7 @@ pub struct MmoConfig {
     pub cell_hysteresis_m: f32,
     /// Speed limit, metres per second.
     pub max_speed_m_per_s: f32,
-    /// Extra metres allowed per move.
+    /// Metres of the movement allowance beyond the jitter window's.
     pub speed_slack_m: f32,
     /// Contact radius, metres.
     pub contact_radius_m: f32,
@@ -27,7 +27,8 @@ pub struct MmoConfig {
     pub aoi_radius_m: f32,
     /// Side of a world-snapshot cell, metres.
     pub snapshot_cell_m: f32,
-    /// Client clock credit beyond the server's, milliseconds.
+    /// Jitter window, milliseconds: the distance budget's cap is
+    /// `max_speed_m_per_s * clock_slack_ms + speed_slack_m`.
     pub clock_slack_ms: u32,
     /// Contact events per move, at most.
     pub contacts_per_move_max: u32,

@@ -12,8 +12,9 @@
 //!   `move_start + stagger + k * interval` ([`crate::schedule`]); its round trip is measured
 //!   from that time to its ack, matched by sequence (`sequence = k + 1`; the ack echoes it).
 //!   A bot that falls behind sends the overdue moves at once, each still measured from its
-//!   own intended time, and each still carrying `client_time_ms` = its intended time, so the
-//!   server's speed rule sees a steady walk.
+//!   own intended time and carrying `client_time_ms` = its intended time (echoed, for the
+//!   round trip). The server's speed rule reckons on its own clock; a walk at 8 m/s against
+//!   its 12 m/s limit and 3.5 m allowance absorbs a catch-up after a stall of up to ~0.4 s.
 //! - **Arrival is the kernel's receive time.** A reply's round trip ends at its
 //!   `SO_TIMESTAMPNS` stamp, not when the driver read it.
 //! - **No allocation per packet.** Send buffers live in the bot, receive buffers in its

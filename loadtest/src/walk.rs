@@ -4,9 +4,9 @@
 //!
 //! Why so careful: a move the engine refuses (`TooFast`, `OutOfBounds`) is a reply, not a
 //! loss, but it is not the load we mean to measure, and the load tester counts refusals
-//! against its loss bound. Each move's `client_time_ms` is its intended send time, exactly one
-//! interval after the previous move's, so the engine's speed check sees `speed * interval`
-//! over `interval` even when the bot sends late moves back to back.
+//! against its loss bound. The engine's speed check runs on the server's clock (a distance
+//! budget accruing 12 m/s, capped at a 3.5 m allowance): a walk well under the limit leaves
+//! room for late moves sent back to back after a stall.
 
 use crate::rng::Rng;
 use std::f32::consts::PI;

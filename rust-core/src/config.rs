@@ -32,10 +32,13 @@ pub struct CoreConfig {
     pub cell_hysteresis_m: f32,
     /// Fastest legal movement in metres per second. Default 12.
     pub max_speed_m_per_s: f32,
-    /// Extra distance allowed per move for float rounding and client jitter. Default 0.5.
+    /// Metres of the movement allowance beyond the jitter window's (see `clock_slack_ms`).
+    /// Default 0.5.
     pub speed_slack_m: f32,
-    /// How far client clocks may run ahead of the server's between two moves, in
-    /// milliseconds; bounds the time credit a client can claim. Default 250.
+    /// The jitter window, milliseconds: a player's distance budget accrues `max_speed` times
+    /// the server's time and is capped at `max_speed * clock_slack_ms + speed_slack_m` (3.5 m
+    /// by default), the one fixed allowance by which a player may ever be ahead of the speed
+    /// limit. Client clocks are never credited. Default 250.
     pub clock_slack_ms: u32,
     /// Radius in metres within which two entities are in contact. Default 8.
     pub contact_radius_m: f32,

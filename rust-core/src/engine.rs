@@ -191,11 +191,7 @@ impl Engine {
         let (snapshots, writer) = SnapshotBoard::new(|| WorldSnapshot::empty(geometry));
         let cells = (config.cells_per_side() as usize).pow(2);
         let engine = Self {
-            rules: MoveRules {
-                max_speed_m_per_ms: config.max_speed_m_per_s / 1000.0,
-                speed_slack_m: config.speed_slack_m,
-                clock_slack_ms: config.clock_slack_ms,
-            },
+            rules: MoveRules::new(config.max_speed_m_per_s, config.clock_slack_ms, config.speed_slack_m),
             players: Players::new(config.player_capacity),
             movement: Movement::new(config.player_capacity),
             grid: Grid::new(&config),
@@ -391,13 +387,13 @@ impl Engine {
             if !state.alive || state.player_id != rec.player_id {
                 return Err(RejectReason::UnknownPlayer);
             }
-            self.rules.check(&state, rec, now_ms, self.grid.in_world(x, y))?;
+            let budget = self.rules.check(&state, rec, now_ms, self.grid.in_world(x, y))?;
             state.x_m = x;
             state.y_m = y;
             state.facing_rad = rec.facing_rad;
             state.last_sequence = rec.sequence;
-            state.last_client_ms = rec.client_time_ms;
-            state.last_server_ms = now_ms;
+            state.budget_um = budget.left_um;
+            state.budget_ms = budget.at_ms;
             state.has_moved = true;
             state.payload = rec.payload;
             // A move in its cell writes only its position: no cell lock, no search.

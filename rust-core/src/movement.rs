@@ -1,7 +1,7 @@
 //! Movement: player bodies and the rules a move must pass.
 //!
-//! A body holds what the movement rules need (position, facing, last sequence, the clocks of
-//! the last accepted move, the cell it is registered in). Bodies live in a dense table indexed
+//! A body holds what the movement rules need (position, facing, last sequence, the distance
+//! budget and the server time it was last brought up to, the cell it is registered in). Bodies live in a dense table indexed
 //! by the player's *slot*, a small integer handed out at join from a lock-free free list and
 //! returned at leave; the player record (the one sharded-slab lookup a move makes, see
 //! [`crate::players`]) carries the slot. The same slot indexes the grid's position table
@@ -13,11 +13,24 @@
 //! 1. the player exists and the session token matches ([`RejectReason::UnknownPlayer`],
 //!    [`RejectReason::WrongSession`]);
 //! 2. the sequence is newer than the last applied one in serial arithmetic (RFC 1982), so a
-//!    replayed or reordered datagram is refused ([`RejectReason::StaleSequence`]);
+//!    replayed or reordered datagram is refused ([`RejectReason::StaleSequence`]); the first
+//!    move after join may carry any sequence, as the front's replay window admits any first
+//!    sequence (a client starting at `0x8000_0000` is not locked out by either);
 //! 3. the position is finite and inside the world ([`RejectReason::OutOfBounds`]);
-//! 4. the distance covered is at most `max_speed * dt + speed_slack`, where `dt` is the client's
-//!    clock delta capped by the server's own clock delta plus `clock_slack_ms`; for the first
-//!    move after join `dt` is `clock_slack_ms` ([`RejectReason::TooFast`]).
+//! 4. the distance covered fits the body's **distance budget** ([`RejectReason::TooFast`]).
+//!
+//! The budget is kept on the server's clock only. It starts full at join, accrues
+//! `max_speed` times the *server* time that passed (the batch's `now_ms`), is capped at the
+//! fixed allowance `max_speed * clock_slack_ms + speed_slack_m` (3.5 m by default), and each
+//! applied move spends its length. So over any window of server time `T` a player covers at
+//! most `max_speed * T + allowance`, however many moves it sends and whatever its
+//! `client_time_ms` says: the client's clock is echoed in the ack, never credited. The
+//! allowance is what absorbs network jitter (a late datagram followed by an early one) and
+//! the first move's distance from the spawn point; it does not grow with the number of moves.
+//!
+//! Budgets are integer micrometres and speeds integer micrometres per millisecond (rounded
+//! down), and a move's length is rounded *up* to the next micrometre, so the arithmetic is
+//! exact and conservative and the baseline engine computes the same verdict bit for bit.
 //!
 //! Concurrency contract: each body has its own `parking_lot::Mutex` (one byte, uncontended in
 //! practice because one player's datagrams arrive on one network worker; waits on it are
@@ -46,13 +59,16 @@ pub struct BodyState {
     pub y_m: f32,
     /// Facing, radians.
     pub facing_rad: f32,
-    /// Sequence of the last applied move (0 at join: the first move must be newer).
+    /// Sequence of the last applied move (0 at join, meaningless until `has_moved`).
     pub last_sequence: u32,
-    /// Client clock of the last applied move.
-    pub last_client_ms: u32,
-    /// Server clock (the batch's `now_ms`) of the last applied move (0 before the first).
-    pub last_server_ms: u64,
-    /// Whether any move has been applied yet (the first has no client clock to compare).
+    /// Micrometres the body may still cover as of `budget_ms` (meaningless until `has_moved`:
+    /// the budget is full at join).
+    pub budget_um: u64,
+    /// Server clock (a batch's `now_ms`) the budget was last brought up to: the latest
+    /// `now_ms` of an applied move.
+    pub budget_ms: u64,
+    /// Whether any move has been applied yet (the first may carry any sequence, and finds the
+    /// budget full).
     pub has_moved: bool,
     /// The grid cell the body is registered in.
     pub cell: CellKey,
@@ -70,42 +86,73 @@ pub struct Body {
     pub state: Mutex<BodyState>,
 }
 
-/// The limits a move is checked against, copied out of the config once.
-#[derive(Clone, Copy, Debug)]
+/// The limits a move is checked against, derived from the config once.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct MoveRules {
-    /// Metres per millisecond.
-    pub max_speed_m_per_ms: f32,
-    /// Extra metres allowed per move.
-    pub speed_slack_m: f32,
-    /// Milliseconds the client clock may run ahead of the server clock.
-    pub clock_slack_ms: u32,
+    /// The speed limit in micrometres per millisecond (millimetres per second), rounded down.
+    pub speed_um_per_ms: u64,
+    /// The budget's cap, micrometres: `speed * clock_slack_ms + speed_slack_m`.
+    pub allowance_um: u64,
+}
+
+/// The body's distance budget after an applied move: what [`MoveRules::check`] hands back for
+/// the mover to store.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Budget {
+    /// Micrometres left.
+    pub left_um: u64,
+    /// Server clock it is reckoned at.
+    pub at_ms: u64,
 }
 
 impl MoveRules {
-    /// Checks a move against the body's previous state. `in_world` is the grid's bounds test.
+    /// The rules for a speed limit (m/s), a jitter window (ms) and a fixed slack (m), all
+    /// validated finite and non-negative by the config.
+    pub fn new(max_speed_m_per_s: f32, clock_slack_ms: u32, speed_slack_m: f32) -> Self {
+        // `as` from a float saturates, so an absurd (but finite) speed cannot wrap.
+        let speed_um_per_ms = (f64::from(max_speed_m_per_s) * 1_000.0) as u64;
+        let slack_um = (f64::from(speed_slack_m) * 1_000_000.0) as u64;
+        let allowance_um = speed_um_per_ms.saturating_mul(u64::from(clock_slack_ms)).saturating_add(slack_um);
+        Self { speed_um_per_ms, allowance_um }
+    }
+
+    /// A move's length in micrometres, rounded up (in `f64`, whose square root is correctly
+    /// rounded, so both engines agree). Positions must be finite (the bounds test runs first).
     #[inline]
-    pub fn check(&self, prev: &BodyState, rec: &MoveRecord, now_ms: u64, in_world: bool) -> Result<(), RejectReason> {
-        if (rec.sequence.wrapping_sub(prev.last_sequence) as i32) <= 0 {
+    pub fn length_um(from_x: f32, from_y: f32, to_x: f32, to_y: f32) -> u64 {
+        let (dx, dy) = (f64::from(to_x) - f64::from(from_x), f64::from(to_y) - f64::from(from_y));
+        ((dx * dx + dy * dy).sqrt() * 1_000_000.0).ceil() as u64
+    }
+
+    /// The budget as of `now_ms`: full before the first move, else what was left plus what
+    /// accrued since, capped. A batch clock older than the budget's accrues nothing (and the
+    /// budget keeps its newer time, so no interval is credited twice).
+    #[inline]
+    pub fn budget_at(&self, prev: &BodyState, now_ms: u64) -> Budget {
+        if !prev.has_moved {
+            return Budget { left_um: self.allowance_um, at_ms: now_ms };
+        }
+        let elapsed_ms = now_ms.saturating_sub(prev.budget_ms);
+        let accrued = prev.budget_um.saturating_add(self.speed_um_per_ms.saturating_mul(elapsed_ms));
+        Budget { left_um: accrued.min(self.allowance_um), at_ms: now_ms.max(prev.budget_ms) }
+    }
+
+    /// Checks a move against the body's previous state. `in_world` is the grid's bounds test.
+    /// On success hands back the budget the body is left with.
+    #[inline]
+    pub fn check(&self, prev: &BodyState, rec: &MoveRecord, now_ms: u64, in_world: bool) -> Result<Budget, RejectReason> {
+        if prev.has_moved && (rec.sequence.wrapping_sub(prev.last_sequence) as i32) <= 0 {
             return Err(RejectReason::StaleSequence);
         }
         if !in_world || !rec.facing_rad.is_finite() {
             return Err(RejectReason::OutOfBounds);
         }
-        let dt_ms = if prev.has_moved {
-            let server_dt_ms = now_ms.saturating_sub(prev.last_server_ms).min(u32::MAX as u64) as u32;
-            let client_dt = rec.client_time_ms.wrapping_sub(prev.last_client_ms) as i32;
-            (client_dt.max(0) as u32).min(server_dt_ms.saturating_add(self.clock_slack_ms))
-        } else {
-            // The first move after join has no earlier clock to compare with: it may be at
-            // most one clock slack's worth of movement from the spawn point.
-            self.clock_slack_ms
-        };
-        let (dx, dy) = (rec.x_m - prev.x_m, rec.y_m - prev.y_m);
-        let allowed_m = self.max_speed_m_per_ms * dt_ms as f32 + self.speed_slack_m;
-        if dx * dx + dy * dy > allowed_m * allowed_m {
+        let budget = self.budget_at(prev, now_ms);
+        let length_um = Self::length_um(prev.x_m, prev.y_m, rec.x_m, rec.y_m);
+        if length_um > budget.left_um {
             return Err(RejectReason::TooFast);
         }
-        Ok(())
+        Ok(Budget { left_um: budget.left_um - length_um, at_ms: budget.at_ms })
     }
 }
 
@@ -188,17 +235,22 @@ impl Movement {
 #[cfg(all(test, not(mmo_loom)))]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
 
-    const RULES: MoveRules = MoveRules { max_speed_m_per_ms: 0.01, speed_slack_m: 0.5, clock_slack_ms: 250 };
+    /// 10 m/s, 250 ms of jitter and 0.5 m: a 3 m allowance.
+    fn rules() -> MoveRules {
+        MoveRules::new(10.0, 250, 0.5)
+    }
 
+    /// A body that has moved, with an empty budget as of server time 5 s.
     fn state() -> BodyState {
         BodyState {
             player_id: 1,
             x_m: 100.0,
             y_m: 100.0,
             last_sequence: 10,
-            last_client_ms: 1_000,
-            last_server_ms: 5_000,
+            budget_um: 0,
+            budget_ms: 5_000,
             has_moved: true,
             alive: true,
             ..BodyState::default()
@@ -210,40 +262,131 @@ mod tests {
     }
 
     #[test]
-    fn sequence_must_be_newer_in_serial_arithmetic() {
-        let prev = state();
-        assert_eq!(RULES.check(&prev, &mv(10, 1100, 100.0, 100.0), 5_100, true), Err(RejectReason::StaleSequence));
-        assert_eq!(RULES.check(&prev, &mv(9, 1100, 100.0, 100.0), 5_100, true), Err(RejectReason::StaleSequence));
-        assert_eq!(RULES.check(&prev, &mv(11, 1100, 100.0, 100.0), 5_100, true), Ok(()));
-        let wrapped = BodyState { last_sequence: u32::MAX - 1, ..prev };
-        assert_eq!(RULES.check(&wrapped, &mv(3, 1100, 100.0, 100.0), 5_100, true), Ok(()), "wraps around");
-        assert_eq!(RULES.check(&wrapped, &mv(u32::MAX - 5, 1100, 100.0, 100.0), 5_100, true), Err(RejectReason::StaleSequence));
+    fn rules_are_integer_and_rounded_down() {
+        assert_eq!(rules(), MoveRules { speed_um_per_ms: 10_000, allowance_um: 3_000_000 });
+        assert_eq!(MoveRules::new(12.0, 250, 0.5), MoveRules { speed_um_per_ms: 12_000, allowance_um: 3_500_000 });
+        // Absurd but finite limits saturate instead of wrapping.
+        assert_eq!(MoveRules::new(f32::MAX, u32::MAX, f32::MAX).allowance_um, u64::MAX);
+        assert_eq!(MoveRules::length_um(0.0, 0.0, 3.0, 4.0), 5_000_000);
+        assert_eq!(MoveRules::length_um(0.0, 0.0, 0.0, 0.0), 0);
     }
 
     #[test]
-    fn speed_uses_client_clock_capped_by_server_clock() {
+    fn sequence_must_be_newer_in_serial_arithmetic() {
+        let r = rules();
+        let prev = BodyState { budget_um: r.allowance_um, ..state() };
+        assert_eq!(r.check(&prev, &mv(10, 1100, 100.0, 100.0), 5_100, true), Err(RejectReason::StaleSequence));
+        assert_eq!(r.check(&prev, &mv(9, 1100, 100.0, 100.0), 5_100, true), Err(RejectReason::StaleSequence));
+        assert!(r.check(&prev, &mv(11, 1100, 100.0, 100.0), 5_100, true).is_ok());
+        let wrapped = BodyState { last_sequence: u32::MAX - 1, ..prev };
+        assert!(r.check(&wrapped, &mv(3, 1100, 100.0, 100.0), 5_100, true).is_ok(), "wraps around");
+        assert_eq!(r.check(&wrapped, &mv(u32::MAX - 5, 1100, 100.0, 100.0), 5_100, true), Err(RejectReason::StaleSequence));
+    }
+
+    #[test]
+    fn the_first_move_may_carry_any_sequence() {
+        // The front's replay window admits any first sequence; so does the engine, or a client
+        // starting at 0x8000_0000 would be admitted by one and refused by the other for good.
+        let r = rules();
+        let fresh = BodyState { has_moved: false, last_sequence: 0, budget_um: 0, budget_ms: 0, ..state() };
+        for first in [0, 1, 0x7FFF_FFFF, 0x8000_0000, 0x8000_0001, u32::MAX] {
+            assert!(r.check(&fresh, &mv(first, 0, 100.0, 100.0), 5_000, true).is_ok(), "first sequence {first:#x}");
+            let after = BodyState { has_moved: true, last_sequence: first, budget_um: r.allowance_um, budget_ms: 5_000, ..fresh };
+            assert!(r.check(&after, &mv(first.wrapping_add(1), 0, 100.0, 100.0), 5_050, true).is_ok());
+            assert_eq!(r.check(&after, &mv(first, 0, 100.0, 100.0), 5_050, true), Err(RejectReason::StaleSequence));
+        }
+    }
+
+    #[test]
+    fn the_budget_accrues_with_server_time_only() {
+        let r = rules();
         let prev = state();
-        // 100 ms at 10 m/s = 1 m, + 0.5 slack.
-        assert_eq!(RULES.check(&prev, &mv(11, 1_100, 101.4, 100.0), 5_100, true), Ok(()));
-        assert_eq!(RULES.check(&prev, &mv(11, 1_100, 101.6, 100.0), 5_100, true), Err(RejectReason::TooFast));
-        // Client claims 10 s passed but the server saw 100 ms: credit is 100 + 250 ms.
-        assert_eq!(RULES.check(&prev, &mv(11, 11_000, 103.9, 100.0), 5_100, true), Ok(()));
-        assert_eq!(RULES.check(&prev, &mv(11, 11_000, 104.1, 100.0), 5_100, true), Err(RejectReason::TooFast));
-        // A client clock going backwards gives no credit.
-        assert_eq!(RULES.check(&prev, &mv(11, 900, 100.6, 100.0), 5_100, true), Err(RejectReason::TooFast));
-        // First move: no earlier clock, so the credit is clock_slack_ms (2.5 m + 0.5 m slack).
-        let fresh = BodyState { has_moved: false, last_sequence: 0, ..prev };
-        assert_eq!(RULES.check(&fresh, &mv(1, 0, 103.0, 100.0), 5_000, true), Ok(()));
-        assert_eq!(RULES.check(&fresh, &mv(1, 0, 103.1, 100.0), 5_000, true), Err(RejectReason::TooFast));
+        // 100 ms of server time at 10 m/s: 1 m, whatever the client's clock says.
+        for client_ms in [0, 1_100, 11_000, u32::MAX] {
+            assert_eq!(r.check(&prev, &mv(11, client_ms, 100.99, 100.0), 5_100, true).map(|b| b.at_ms), Ok(5_100));
+            assert_eq!(r.check(&prev, &mv(11, client_ms, 101.01, 100.0), 5_100, true), Err(RejectReason::TooFast));
+        }
+        // What is not spent stays.
+        let left = r.check(&prev, &mv(11, 0, 100.25, 100.0), 5_100, true).unwrap();
+        assert_eq!(left, Budget { left_um: 750_000, at_ms: 5_100 });
+        // No server time, no budget: a second move in the same batch has only what is left.
+        let after = BodyState { x_m: 100.25, last_sequence: 11, budget_um: left.left_um, budget_ms: left.at_ms, ..prev };
+        assert!(r.check(&after, &mv(12, 0, 100.99, 100.0), 5_100, true).is_ok());
+        assert_eq!(r.check(&after, &mv(12, 0, 101.01, 100.0), 5_100, true), Err(RejectReason::TooFast));
+    }
+
+    #[test]
+    fn the_budget_is_capped_at_the_allowance() {
+        let r = rules();
+        let prev = state();
+        // A player that stood still for an hour still has only the 3 m allowance.
+        assert!(r.check(&prev, &mv(11, 0, 102.99, 100.0), 3_605_000, true).is_ok());
+        assert_eq!(r.check(&prev, &mv(11, 0, 103.01, 100.0), 3_605_000, true), Err(RejectReason::TooFast));
+        // The first move after join finds the budget full.
+        let fresh = BodyState { has_moved: false, last_sequence: 0, budget_um: 0, budget_ms: 0, ..prev };
+        assert!(r.check(&fresh, &mv(1, 0, 102.99, 100.0), 5_000, true).is_ok());
+        assert_eq!(r.check(&fresh, &mv(1, 0, 103.01, 100.0), 5_000, true), Err(RejectReason::TooFast));
+    }
+
+    #[test]
+    fn a_server_clock_going_backwards_credits_nothing_twice() {
+        let r = rules();
+        let prev = state();
+        // An older batch clock accrues nothing and keeps the newer reckoning time.
+        assert_eq!(r.check(&prev, &mv(11, 0, 100.0, 100.0), 4_000, true), Ok(Budget { left_um: 0, at_ms: 5_000 }));
+        assert_eq!(r.check(&prev, &mv(11, 0, 100.01, 100.0), 4_000, true), Err(RejectReason::TooFast));
     }
 
     #[test]
     fn bounds_and_nan() {
+        let r = rules();
         let prev = state();
-        assert_eq!(RULES.check(&prev, &mv(11, 1_100, 100.0, 100.0), 5_100, false), Err(RejectReason::OutOfBounds));
+        assert_eq!(r.check(&prev, &mv(11, 1_100, 100.0, 100.0), 5_100, false), Err(RejectReason::OutOfBounds));
         let mut nan_facing = mv(11, 1_100, 100.0, 100.0);
         nan_facing.facing_rad = f32::NAN;
-        assert_eq!(RULES.check(&prev, &nan_facing, 5_100, true), Err(RejectReason::OutOfBounds));
+        assert_eq!(r.check(&prev, &nan_facing, 5_100, true), Err(RejectReason::OutOfBounds));
+    }
+
+    /// One attempted move: server time since the previous attempt, the step the client asks
+    /// for (any length, any direction) and any client clock.
+    fn attempts() -> impl Strategy<Value = Vec<(u64, f32, f32, u32)>> {
+        prop::collection::vec((0u64..400, 0f32..8.0, 0f32..std::f32::consts::TAU, any::<u32>()), 1..160)
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+        /// Whatever the moves and the client's clocks, over every window of server time the
+        /// applied moves cover at most `speed * window + allowance` (exactly, in micrometres
+        /// of true `f64` length).
+        #[test]
+        fn no_sequence_of_moves_beats_the_speed_limit(steps in attempts(), speed in 1f32..20.0, slack_ms in 0u32..500, slack_m in 0f32..1.0) {
+            let r = MoveRules::new(speed, slack_ms, slack_m);
+            let mut body = BodyState { x_m: 2_000.0, y_m: 2_000.0, alive: true, ..BodyState::default() };
+            let mut now_ms = 1_000u64;
+            // (server time, true length in µm) of each applied move.
+            let mut applied: Vec<(u64, f64)> = Vec::new();
+            for (i, &(dt_ms, step_m, angle, client_ms)) in steps.iter().enumerate() {
+                now_ms += dt_ms;
+                let (x, y) = (body.x_m + step_m * angle.cos(), body.y_m + step_m * angle.sin());
+                let rec = mv(i as u32 + 1, client_ms, x, y);
+                if let Ok(left) = r.check(&body, &rec, now_ms, true) {
+                    let (dx, dy) = (f64::from(x) - f64::from(body.x_m), f64::from(y) - f64::from(body.y_m));
+                    applied.push((now_ms, (dx * dx + dy * dy).sqrt() * 1e6));
+                    body = BodyState { x_m: x, y_m: y, last_sequence: rec.sequence, budget_um: left.left_um, budget_ms: left.at_ms, has_moved: true, ..body };
+                }
+            }
+            // Windows [t_a, t_b] starting at join (a = none) or at an applied move.
+            for a in 0..=applied.len() {
+                let (start_ms, first) = if a == 0 { (applied.first().map_or(0, |m| m.0), 0) } else { (applied[a - 1].0, a) };
+                let mut covered_um = 0.0f64;
+                for &(at_ms, len_um) in &applied[first..] {
+                    covered_um += len_um;
+                    let limit_um = (r.speed_um_per_ms * (at_ms - start_ms) + r.allowance_um) as f64;
+                    prop_assert!(covered_um <= limit_um, "covered {covered_um} µm in {} ms, limit {limit_um}", at_ms - start_ms);
+                }
+            }
+        }
     }
 
     #[test]

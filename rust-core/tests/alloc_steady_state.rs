@@ -280,9 +280,9 @@ fn walking_into_untouched_cells_allocates_nothing() {
     x += 1.0;
     let crossings_before = e.stats().cell_crossings;
     let before = allocations();
-    for seq in 2..=400u32 {
-        now_ms += 1_000;
-        x += 10.0; // 10 m a second: within the speed limit, a new 32 m cell every ~3 moves
+    for seq in 2..=1_601u32 {
+        now_ms += 250;
+        x += 2.5; // 10 m a second: within the speed limit, a new 32 m cell every ~13 moves
         step(x, seq, now_ms, &mut events);
     }
     let after = allocations();

@@ -52,6 +52,10 @@ struct Mine {
     y: f32,
     seq: u32,
     client_ms: u32,
+    /// Server clock of this player's last walking step: it walks again only once the clock
+    /// has moved on (a 50 ms tick buys 0.6 m at 12 m/s, more than a step), so its moves
+    /// always fit its distance budget; in between it sends stand-still moves.
+    walked_ms: u64,
     next_txn: u64,
 }
 
@@ -116,7 +120,7 @@ fn worker(e: &Engine, index: usize, directory: &[AtomicU64], shared: &[(Who, Ato
             let (x, y) = (50.0 + rng.unit() * 900.0, 50.0 + rng.unit() * 900.0);
             let who = join(e, x, y, (slot % 3) as u8);
             directory[index * PLAYERS_PER_WORKER + slot].store(who.id, Ordering::Release);
-            Mine { who, x, y, seq: 0, client_ms: 0, next_txn: 1 }
+            Mine { who, x, y, seq: 0, client_ms: 0, walked_ms: 0, next_txn: 1 }
         })
         .collect();
     let mut batch: Vec<MoveRecord> = Vec::with_capacity(16);
@@ -133,8 +137,10 @@ fn worker(e: &Engine, index: usize, directory: &[AtomicU64], shared: &[(Who, Ato
                 let p = &mut mine[rng.below(PLAYERS_PER_WORKER as u64) as usize];
                 p.seq += 1;
                 p.client_ms += 100;
-                let nx = (p.x + (rng.unit() - 0.5) * 2.0).clamp(1.0, 1020.0);
-                let ny = (p.y + (rng.unit() - 0.5) * 2.0).clamp(1.0, 1020.0);
+                let stride = if now_ms > p.walked_ms { 0.7 } else { 0.0 }; // at most 0.5 m a step
+                let nx = (p.x + (rng.unit() - 0.5) * stride).clamp(1.0, 1020.0);
+                let ny = (p.y + (rng.unit() - 0.5) * stride).clamp(1.0, 1020.0);
+                p.walked_ms = now_ms;
                 batch.push(mv(p.who, p.seq, p.client_ms, nx, ny));
                 p.x = nx;
                 p.y = ny;
@@ -199,7 +205,7 @@ fn worker(e: &Engine, index: usize, directory: &[AtomicU64], shared: &[(Who, Ato
             let (x, y) = (50.0 + rng.unit() * 900.0, 50.0 + rng.unit() * 900.0);
             let who = join(e, x, y, 1);
             directory[index * PLAYERS_PER_WORKER + slot].store(who.id, Ordering::Release);
-            mine[slot] = Mine { who, x, y, seq: 0, client_ms: 0, next_txn: 1 };
+            mine[slot] = Mine { who, x, y, seq: 0, client_ms: 0, walked_ms: 0, next_txn: 1 };
             log.ops += 2;
         }
     }
@@ -223,7 +229,16 @@ fn a_million_mixed_operations_keep_conservation_and_at_most_once() {
     let done = AtomicBool::new(false);
     let audits = AtomicU64::new(0);
 
+    /// Stops the tick driver and the auditor when the workers are done, or when one of them
+    /// panics (the scope would otherwise wait on the driver forever instead of failing).
+    struct StopOnDrop<'a>(&'a AtomicBool);
+    impl Drop for StopOnDrop<'_> {
+        fn drop(&mut self) {
+            self.0.store(true, Ordering::Release);
+        }
+    }
     let logs: Vec<WorkerLog> = std::thread::scope(|s| {
+        let _stop = StopOnDrop(&done);
         s.spawn(|| {
             // Tick driver.
             while !done.load(Ordering::Acquire) {
@@ -247,9 +262,7 @@ fn a_million_mixed_operations_keep_conservation_and_at_most_once() {
                 s.spawn(move || worker(e, i, directory, shared, clock))
             })
             .collect();
-        let logs = handles.into_iter().map(|h| h.join().unwrap()).collect();
-        done.store(true, Ordering::Release);
-        logs
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
     });
 
     let total_ops: u64 = logs.iter().map(|l| l.ops).sum();
