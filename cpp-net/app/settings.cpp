@@ -86,6 +86,10 @@ void visit_settings(Settings& s, V&& v) {
   v(Number<uint32_t>{"core", "grid_shards", "--grid-shards", s.core.grid_shards, 2, 4096, "lock shards of the collision grid (a power of two)"});
   v(Number<int32_t>{"core", "player_hp", "--player-hp", s.core.player_hp, 1, 2147483647.0, "hit points a player joins with"});
   v(Number<uint64_t>{"core", "starting_gold", "--starting-gold", s.core.starting_gold, 0, 281474976710656.0, "gold each new wallet starts with (minted at join)"});
+  v(Number<int32_t>{"core", "attack_damage", "--attack-damage", s.core.attack_damage, 1, 2147483647.0, "hit points one landed attack takes"});
+  v(Number<float>{"core", "attack_range_m", "--attack-range-m", s.core.attack_range_m, 0.001, 1e6, "how far an attacker may be from its target, metres"});
+  v(Number<uint32_t>{"core", "attack_cooldown_ms", "--attack-cooldown-ms", s.core.attack_cooldown_ms, 0, 3600000,
+                     "server milliseconds between two landed attacks of one player"});
 }
 
 std::string key_of(const char* section, const char* key) { return std::string(section) + "." + key; }

@@ -20,7 +20,7 @@ namespace baseline {
 namespace {
 
 static_assert(sizeof(MmoMoveRecord) == 72 && sizeof(MmoMoveEvent) == 32 && sizeof(MmoEconomyOp) == 48, "records as mmo_core.h");
-static_assert(sizeof(MmoEconomyResult) == 32 && sizeof(MmoAoiEntry) == 24 && sizeof(MmoConfig) == 88, "records as mmo_core.h");
+static_assert(sizeof(MmoEconomyResult) == 32 && sizeof(MmoAoiEntry) == 24 && sizeof(MmoConfig) == 96, "records as mmo_core.h");
 static_assert(sizeof(BodyState::payload) == sizeof(MmoMoveRecord::payload));
 
 [[noreturn]] void refuse(const char* why) { throw std::runtime_error(std::string("invalid baseline engine config: ") + why); }
@@ -37,7 +37,9 @@ uint64_t new_session_token() {
 }
 
 // combat.rs Health::damage: a CAS loop saturating at 0; exactly one caller sees the kill.
-MmoDamageResult hit(std::atomic<int32_t>& hp, int32_t amount) {
+// combat.rs Health::damage_reporting: a saturating CAS; `*taken` (if given) gets the hit
+// points this call took.
+MmoDamageResult hit(std::atomic<int32_t>& hp, int32_t amount, int32_t* taken = nullptr) {
   MmoDamageResult r{};
   int32_t current = hp.load(std::memory_order_acquire);
   for (;;) {
@@ -49,6 +51,7 @@ MmoDamageResult hit(std::atomic<int32_t>& hp, int32_t amount) {
     if (hp.compare_exchange_weak(current, next, std::memory_order_acq_rel, std::memory_order_acquire)) {
       r.outcome = next == 0 ? 2 : 1;
       r.hp_left = next;
+      if (taken != nullptr) *taken = current - next;
       return r;
     }
   }
@@ -97,6 +100,9 @@ void validate_config(const MmoConfig& c) {
   if (c.tick_ms == 0 || c.tick_ms > 10'000) refuse("tick_ms must be in 1..=10000");
   if (c.player_hp <= 0) refuse("player_hp must be positive");
   if (c.starting_gold > static_cast<uint64_t>(kAmountMax)) refuse("starting_gold above AMOUNT_MAX");
+  if (c.attack_damage <= 0) refuse("attack_damage must be positive");
+  if (!finite_positive(c.attack_range_m) || c.attack_range_m > c.world_size_m) refuse("attack_range_m must be positive and at most world_size_m");
+  if (c.attack_cooldown_ms > 3'600'000) refuse("attack_cooldown_ms must be at most one hour");
 }
 
 // Validates before any member is built (the grid sizes itself from the config).
@@ -105,29 +111,12 @@ static const MmoConfig& validated(const MmoConfig& config) {
   return config;
 }
 
-// Rust's `float as u64`: truncates, NaN and negatives to 0, saturates at the top.
-static uint64_t saturating_u64(double v) {
-  if (!(v > 0.0)) return 0;
-  if (v >= 18446744073709551616.0) return UINT64_MAX;
-  return static_cast<uint64_t>(v);
-}
-
-static uint64_t saturating_mul(uint64_t a, uint64_t b) {
-  uint64_t product = 0;
-  return __builtin_mul_overflow(a, b, &product) ? UINT64_MAX : product;
-}
-
-static uint64_t saturating_add(uint64_t a, uint64_t b) {
-  uint64_t sum = 0;
-  return __builtin_add_overflow(a, b, &sum) ? UINT64_MAX : sum;
-}
-
 static uint64_t speed_um_per_ms(const MmoConfig& c) { return saturating_u64(static_cast<double>(c.max_speed_m_per_s) * 1000.0); }
 
 BaselineEngine::BaselineEngine(const MmoConfig& config)
     : config_(validated(config)),
       speed_um_per_ms_(speed_um_per_ms(config)),
-      allowance_um_(saturating_add(saturating_mul(speed_um_per_ms_, config.clock_slack_ms),
+      allowance_um_(saturating_add_u64(saturating_mul_u64(speed_um_per_ms_, config.clock_slack_ms),
                                    saturating_u64(static_cast<double>(config.speed_slack_m) * 1'000'000.0))),
       grid_(config) {
   // Sized up front, as a reviewed server would: no rehash under load.
@@ -293,7 +282,7 @@ uint8_t BaselineEngine::check_move(const BodyState& prev, const MmoMoveRecord& r
   uint64_t left_um = allowance_um_, at_ms = now_ms;  // full before the first move
   if (prev.has_moved) {
     const uint64_t elapsed_ms = now_ms > prev.budget_ms ? now_ms - prev.budget_ms : 0;
-    left_um = std::min(saturating_add(prev.budget_um, saturating_mul(speed_um_per_ms_, elapsed_ms)), allowance_um_);
+    left_um = std::min(saturating_add_u64(prev.budget_um, saturating_mul_u64(speed_um_per_ms_, elapsed_ms)), allowance_um_);
     at_ms = std::max(now_ms, prev.budget_ms);
   }
   const double dx = static_cast<double>(rec.x_m) - static_cast<double>(prev.x_m);
@@ -397,6 +386,66 @@ MmoStatus BaselineEngine::damage_inner(uint64_t attacker_id, uint64_t session_to
   if (target->faction == faction) return MMO_ERR_FRIENDLY_FIRE;
   out = hit(target->hp, amount);
   return MMO_OK;
+}
+
+MmoStatus BaselineEngine::attack(uint64_t attacker_id, uint64_t session_token, uint64_t target_id, uint64_t now_ms, MmoAttackResult& out) {
+  MmoAttackResult result{};
+  const uint8_t refusal = attack_inner(attacker_id, session_token, target_id, now_ms, result);
+  if (refusal == 0) {
+    stats_.bump(Counter::attacks_landed);
+    stats_.bump(Counter::damage_applied);
+    if (result.killed != 0) stats_.bump(Counter::kills);
+  } else {
+    result = MmoAttackResult{};
+    result.refusal = refusal;
+    static constexpr Counter kRefused[] = {Counter::attack_rejected_unknown_player, Counter::attack_rejected_wrong_session,
+                                           Counter::attack_rejected_attacker_dead,  Counter::attack_rejected_unknown_target,
+                                           Counter::attack_rejected_friendly_fire,  Counter::attack_rejected_target_dead,
+                                           Counter::attack_rejected_out_of_range,   Counter::attack_rejected_cooldown};
+    static_assert(std::size(kRefused) == MMO_ATTACK_ERROR_COOLDOWN);
+    stats_.bump(kRefused[refusal - 1]);
+  }
+  out = result;
+  return MMO_OK;
+}
+
+// engine.rs attack_inner: the attacker (alive, session), the target (object or player, other
+// faction, alive), range from the attacker's body, cooldown on the server's clock, then the
+// configured damage. The attacker's body lock is held from the range check to the cooldown's
+// update, so one player's concurrent attacks land once per cooldown.
+uint8_t BaselineEngine::attack_inner(uint64_t attacker_id, uint64_t session_token, uint64_t target_id, uint64_t now_ms,
+                                     MmoAttackResult& out) {
+  const auto attacker = find_player(attacker_id);
+  if (!attacker) return MMO_ATTACK_ERROR_UNKNOWN_PLAYER;
+  if (attacker->session_token != session_token) return MMO_ATTACK_ERROR_WRONG_SESSION;
+  if (attacker->hp.load(std::memory_order_acquire) <= 0) return MMO_ATTACK_ERROR_ATTACKER_DEAD;
+  std::shared_ptr<RaidObject> object;
+  std::shared_ptr<Player> player;
+  if ((target_id & kObjectIdTag) != 0) object = find_object(target_id);
+  if (!object) {
+    player = find_player(target_id);
+    if (!player) return MMO_ATTACK_ERROR_UNKNOWN_TARGET;
+  }
+  const uint8_t faction = object ? object->faction : player->faction;
+  const Vec2 at = object ? object->position.load(std::memory_order_relaxed) : player->entity->position.load(std::memory_order_relaxed);
+  std::atomic<int32_t>& hp = object ? object->hp : player->hp;
+  if (faction == attacker->faction) return MMO_ATTACK_ERROR_FRIENDLY_FIRE;
+  if (hp.load(std::memory_order_acquire) <= 0) return MMO_ATTACK_ERROR_TARGET_DEAD;
+  const std::lock_guard body_lock(attacker->body_mutex);
+  BodyState& body = attacker->body;
+  if (!body.alive) return MMO_ATTACK_ERROR_UNKNOWN_PLAYER;  // left while we looked it up
+  const float dx = at.x_m - body.x_m, dy = at.y_m - body.y_m;
+  if (dx * dx + dy * dy > config_.attack_range_m * config_.attack_range_m) return MMO_ATTACK_ERROR_OUT_OF_RANGE;
+  if (now_ms < body.attack_ready_ms) return MMO_ATTACK_ERROR_COOLDOWN;
+  int32_t taken = 0;
+  const MmoDamageResult r = hit(hp, config_.attack_damage, &taken);
+  if (r.outcome == 3) return MMO_ATTACK_ERROR_TARGET_DEAD;  // another attack took the last hit points
+  body.attack_ready_ms = saturating_add_u64(now_ms, config_.attack_cooldown_ms);
+  out.hp_left = r.hp_left;
+  out.killed = r.outcome == 2 ? 1 : 0;
+  out.target_kind = object ? object->kind : static_cast<uint8_t>(MMO_ENTITY_KIND_PLAYER);
+  out.damage = taken;
+  return 0;
 }
 
 MmoStatus BaselineEngine::apply_economy(std::span<const MmoEconomyOp> ops, std::span<MmoEconomyResult> results, size_t& results_written) {

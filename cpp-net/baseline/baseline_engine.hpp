@@ -85,6 +85,7 @@ struct BodyState {
   uint64_t budget_um = 0;        // distance budget left as of budget_ms (full at join)
   uint64_t budget_ms = 0;        // server clock the budget was last brought up to
   bool has_moved = false;        // the first move may carry any sequence and finds the budget full
+  uint64_t attack_ready_ms = 0;  // server clock from which the next attack may land
   CellKey cell = 0;              // the grid cell the body is registered in
   bool alive = true;             // cleared by leave, under the lock
   std::array<uint8_t, 32> payload{};
@@ -128,6 +129,7 @@ class BaselineEngine final : public Engine {
                         size_t& events_written) override;
   MmoStatus raid_spawn(const MmoRaidSpawnRequest& request, MmoRaidReport& out) override;
   MmoStatus damage(uint64_t attacker_id, uint64_t session_token, uint64_t target_id, int32_t amount, MmoDamageResult& out) override;
+  MmoStatus attack(uint64_t attacker_id, uint64_t session_token, uint64_t target_id, uint64_t now_ms, MmoAttackResult& out) override;
   MmoStatus apply_economy(std::span<const MmoEconomyOp> ops, std::span<MmoEconomyResult> results, size_t& results_written) override;
   MmoStatus tick(uint64_t now_ms, MmoTickInfo& out) override;
   MmoStatus area_of_interest(uint64_t player_id, std::span<MmoAoiEntry> entries, size_t& written) override;
@@ -159,6 +161,8 @@ class BaselineEngine final : public Engine {
   // movement.rs MoveRules::check: 0 and the budget left after the move, or the reason.
   uint8_t check_move(const BodyState& prev, const MmoMoveRecord& rec, uint64_t now_ms, uint64_t& budget_um, uint64_t& budget_ms) const;
   MmoStatus damage_inner(uint64_t attacker_id, uint64_t session_token, uint64_t target_id, int32_t amount, MmoDamageResult& out);
+  // engine.rs attack_inner: 0 and `out` filled, or the MmoAttackError.
+  uint8_t attack_inner(uint64_t attacker_id, uint64_t session_token, uint64_t target_id, uint64_t now_ms, MmoAttackResult& out);
   MmoEconomyResult economy_one(const MmoEconomyOp& op, LockWaits& waits);
   // The tick's copy of the world, published for area-of-interest readers.
   void publish_snapshot(uint32_t tick, uint64_t now_ms, LockWaits& waits);

@@ -26,6 +26,23 @@ inline uint32_t saturating_add(uint32_t a, uint32_t b) {
   return __builtin_add_overflow(a, b, &sum) ? std::numeric_limits<uint32_t>::max() : sum;
 }
 
+// Rust's `v as u64` for a float: truncates, NaN and negatives to 0, saturates at the top.
+inline uint64_t saturating_u64(double v) {
+  if (!(v > 0.0)) return 0;
+  if (v >= 18446744073709551616.0) return std::numeric_limits<uint64_t>::max();
+  return static_cast<uint64_t>(v);
+}
+
+// Rust's a.saturating_mul(b) and a.saturating_add(b) for u64.
+inline uint64_t saturating_mul_u64(uint64_t a, uint64_t b) {
+  uint64_t product = 0;
+  return __builtin_mul_overflow(a, b, &product) ? std::numeric_limits<uint64_t>::max() : product;
+}
+inline uint64_t saturating_add_u64(uint64_t a, uint64_t b) {
+  uint64_t sum = 0;
+  return __builtin_add_overflow(a, b, &sum) ? std::numeric_limits<uint64_t>::max() : sum;
+}
+
 // Rust's f32::max / f32::min (NaN-ignoring, like std::fmax / std::fmin).
 inline float rs_max(float a, float b) { return std::fmax(a, b); }
 inline float rs_min(float a, float b) { return std::fmin(a, b); }

@@ -283,6 +283,7 @@ class Runner {
     if (op == "tick") return tick(cmd, expect);
     if (op == "raid") return raid(cmd, expect);
     if (op == "damage") return damage(cmd, expect);
+    if (op == "attack") return attack(cmd, expect);
     if (op == "aoi") return aoi(cmd, expect);
     if (op == "player") return view(cmd, expect);
     if (op == "stats") return stats(cmd);
@@ -312,6 +313,9 @@ class Runner {
     u("tick_ms", config_.tick_ms);
     config_.player_hp = static_cast<int32_t>(a.integer_or("player_hp", config_.player_hp));
     config_.starting_gold = static_cast<uint64_t>(a.integer_or("starting_gold", static_cast<int64_t>(config_.starting_gold)));
+    config_.attack_damage = static_cast<int32_t>(a.integer_or("attack_damage", config_.attack_damage));
+    f("attack_range_m", config_.attack_range_m);
+    u("attack_cooldown_ms", config_.attack_cooldown_ms);
     a.finish();
     if (!expect.empty() && expect[0] == "invalid") {
       bool refused = false;
@@ -572,6 +576,34 @@ class Runner {
     expect_eq<std::string>("damage outcome", expect[0], r.outcome <= 3 ? outcomes[r.outcome] : "?");
     Args e(expect, 1);
     if (auto v = e.text("hp")) expect_eq<int64_t>("damage hp_left", std::stoll(*v), r.hp_left);
+    e.finish();
+  }
+
+  // attack <attacker> <target> now=<ms> [token=wrong] -> landed damage= hp= [killed] | refused=<reason>
+  void attack(const std::vector<std::string>& cmd, const std::vector<std::string>& expect) {
+    if (cmd.size() < 3) throw ScenarioError("attack <attacker> <target> now=");
+    Player& attacker = player(cmd[1]);
+    const uint64_t target = target_id(cmd[2]);
+    Args a(cmd, 3);
+    const uint64_t token = token_for(attacker, a);
+    const auto now_ms = static_cast<uint64_t>(a.integer("now"));
+    a.finish();
+    MmoAttackResult r{};
+    const MmoStatus s = engine().attack(attacker.id, token, target, now_ms, r);
+    expect_eq<std::string>("attack status", "ok", status_text(s));
+    if (expect.empty()) throw ScenarioError("attack needs '-> landed damage= hp= [killed]' or '-> refused=<reason>'");
+    static const char* const refusals[] = {"landed",        "unknown_player", "wrong_session", "attacker_dead", "unknown_target",
+                                           "friendly_fire", "target_dead",    "out_of_range",  "cooldown"};
+    const std::string got = r.refusal < std::size(refusals) ? refusals[r.refusal] : "?";
+    if (expect[0].rfind("refused=", 0) == 0) {
+      expect_eq<std::string>("attack refusal", expect[0].substr(8), got);
+      return;
+    }
+    expect_eq<std::string>("attack result", expect[0], got);
+    Args e(expect, 1);
+    if (auto v = e.text("damage")) expect_eq<int64_t>("attack damage", std::stoll(*v), r.damage);
+    if (auto v = e.text("hp")) expect_eq<int64_t>("attack hp_left", std::stoll(*v), r.hp_left);
+    expect_eq<int64_t>("attack killed", e.flag("killed") ? 1 : 0, r.killed);
     e.finish();
   }
 

@@ -36,6 +36,9 @@ class Engine {
                                 size_t& events_written) = 0;
   virtual MmoStatus raid_spawn(const MmoRaidSpawnRequest& request, MmoRaidReport& out) = 0;
   virtual MmoStatus damage(uint64_t attacker_id, uint64_t session_token, uint64_t target_id, int32_t amount, MmoDamageResult& out) = 0;
+  // A player's attack at server time now_ms (engine.rs Engine::attack): MMO_OK with
+  // out.refusal 0 (landed) or an MmoAttackError.
+  virtual MmoStatus attack(uint64_t attacker_id, uint64_t session_token, uint64_t target_id, uint64_t now_ms, MmoAttackResult& out) = 0;
   virtual MmoStatus apply_economy(std::span<const MmoEconomyOp> ops, std::span<MmoEconomyResult> results, size_t& results_written) = 0;
   virtual MmoStatus tick(uint64_t now_ms, MmoTickInfo& out) = 0;
   virtual MmoStatus area_of_interest(uint64_t player_id, std::span<MmoAoiEntry> entries, size_t& written) = 0;

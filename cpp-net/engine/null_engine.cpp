@@ -63,6 +63,11 @@ class NullEngine final : public Engine {
     return MMO_OK;
   }
   MmoStatus damage(uint64_t, uint64_t, uint64_t, int32_t, MmoDamageResult&) override { return MMO_ERR_UNKNOWN_PLAYER; }
+  MmoStatus attack(uint64_t, uint64_t, uint64_t, uint64_t, MmoAttackResult& out) override {
+    out = MmoAttackResult{};
+    out.refusal = MMO_ATTACK_ERROR_UNKNOWN_PLAYER;  // the null engine keeps no players
+    return MMO_OK;
+  }
   MmoStatus apply_economy(std::span<const MmoEconomyOp> ops, std::span<MmoEconomyResult> results, size_t& written) override {
     if (results.size() < ops.size()) return MMO_ERR_BUFFER_TOO_SMALL;
     for (size_t i = 0; i < ops.size(); ++i) {

@@ -10,7 +10,10 @@
   X(move_rejected_too_fast) X(move_rejected_out_of_bounds) X(cell_crossings) X(contacts_reported) X(contacts_truncated)             \
   X(move_batches) X(move_batches_refused) X(economy_batches_refused) X(joins) X(joins_refused_full) X(joins_refused_bounds)         \
   X(leaves) X(leaves_refused) X(raid_bursts) X(raid_objects_spawned) X(raid_objects_despawned) X(raid_refused_capacity)            \
-  X(raid_refused_invalid) X(damage_applied) X(kills) X(damage_rejected) X(economy_applied) X(economy_duplicates)                   \
+  X(raid_refused_invalid) X(damage_applied) X(kills) X(damage_rejected) X(attacks_landed) X(attack_rejected_unknown_player)        \
+  X(attack_rejected_wrong_session) X(attack_rejected_attacker_dead) X(attack_rejected_unknown_target)                             \
+  X(attack_rejected_friendly_fire) X(attack_rejected_target_dead) X(attack_rejected_out_of_range) X(attack_rejected_cooldown)     \
+  X(economy_applied) X(economy_duplicates)                                                                                         \
   X(economy_invalid_amount) X(economy_overflow) X(economy_self_trade) X(economy_unknown_item) X(economy_insufficient_funds)        \
   X(economy_insufficient_items) X(economy_unknown_player) X(economy_player_departed) X(economy_wrong_session) X(economy_too_old)   \
   X(economy_bad_kind) X(economy_invalid_transaction) X(ticks) X(aoi_queries) X(aoi_not_in_snapshot) X(snapshots_published)         \

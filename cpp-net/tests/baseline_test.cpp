@@ -49,6 +49,9 @@ MmoConfig default_config() {
   c.tick_ms = 50;
   c.player_hp = 1000;
   c.starting_gold = 0;
+  c.attack_damage = 100;
+  c.attack_range_m = 6.0f;
+  c.attack_cooldown_ms = 500;
   return c;
 }
 
@@ -224,6 +227,14 @@ TEST(BaselineConfig, RefusesExactlyWhatTheRustCoreRefuses) {
       {[](MmoConfig& c) { c.player_hp = 0; }, false},
       {[](MmoConfig& c) { c.starting_gold = (uint64_t{1} << 48) + 1; }, false},
       {[](MmoConfig& c) { c.starting_gold = uint64_t{1} << 48; }, true},
+      {[](MmoConfig& c) { c.attack_damage = 0; }, false},
+      {[](MmoConfig& c) { c.attack_damage = 1; }, true},
+      {[](MmoConfig& c) { c.attack_range_m = 0.0f; }, false},
+      {[](MmoConfig& c) { c.attack_range_m = NAN; }, false},
+      {[](MmoConfig& c) { c.attack_range_m = 1025.0f; }, false},
+      {[](MmoConfig& c) { c.attack_range_m = 1024.0f; }, true},
+      {[](MmoConfig& c) { c.attack_cooldown_ms = 3'600'001; }, false},
+      {[](MmoConfig& c) { c.attack_cooldown_ms = 0; }, true},
       {[](MmoConfig& c) { c.fault_injection = 2; }, false},
       {[](MmoConfig& c) { c._reserved[3] = 1; }, false},
   };
@@ -987,8 +998,10 @@ class Differential {
         spawn(rng);
       } else if (roll < 62) {
         ticks(rng);
-      } else if (roll < 70) {
+      } else if (roll < 66) {
         damage(rng);
+      } else if (roll < 72) {
+        attack(rng);
       } else if (roll < 85) {
         economy(rng);
       } else if (roll < 95) {
@@ -1166,22 +1179,50 @@ class Differential {
     }
   }
 
-  void damage(Rng& rng) {
+  // Any attacker (a wrong token sometimes) at any target (objects, players, ghosts) at the
+  // current clock or a little later: both engines must agree on every field.
+  void attack(Rng& rng) {
     Player& attacker = any_player(rng);
-    uint64_t tr = 0, tb = 0;
+    // Mostly the nearest other player (so attacks land, and meet cooldowns and deaths), else
+    // any target.
+    const Player* nearest = nullptr;
+    float best = INFINITY;
+    for (const Player& p : players_) {
+      const float d = std::hypot(p.x - attacker.x, p.y - attacker.y);
+      if (&p != &attacker && p.live && d < best) best = d, nearest = &p;
+    }
+    const auto [tr, tb] = nearest != nullptr && rng.chance(70) ? std::pair{nearest->r.player_id, nearest->b.player_id} : any_target(rng);
+    const bool wrong = rng.chance(5);
+    const uint64_t now_ms = now_ms_ + rng.below(600);
+    // Sometimes twice at once: the second meets the cooldown (or the kill).
+    for (int repeat = rng.chance(30) ? 2 : 1; repeat > 0; --repeat) {
+      MmoAttackResult a{}, b{};
+      ASSERT_EQ(rust_->attack(attacker.r.player_id, attacker.r.session_token ^ wrong, tr, now_ms, a), MMO_OK) << where();
+      ASSERT_EQ(base_->attack(attacker.b.player_id, attacker.b.session_token ^ wrong, tb, now_ms, b), MMO_OK) << where();
+      ASSERT_EQ(std::memcmp(&a, &b, sizeof a), 0) << where() << ": refusal " << int{a.refusal} << "/" << int{b.refusal};
+    }
+  }
+
+  // A target as (Rust id, baseline id): a raid object both engines spawned, a player, or an id
+  // neither ever handed out.
+  std::pair<uint64_t, uint64_t> any_target(Rng& rng) {
     const uint64_t pick = rng.below(10);
     if (pick < 5 && !object_r_to_b_.empty()) {
       auto it = object_r_to_b_.begin();
       std::advance(it, static_cast<long>(rng.below(object_r_to_b_.size())));
-      tr = it->first;
-      tb = it->second;
-    } else if (pick < 9) {
-      const Player& t = any_player(rng);
-      tr = t.r.player_id;
-      tb = t.b.player_id;
-    } else {
-      tr = tb = rng.chance(50) ? 0x00ffffffffffff01ULL : 0x80ffffffffffff01ULL;
+      return {it->first, it->second};
     }
+    if (pick < 9) {
+      const Player& t = any_player(rng);
+      return {t.r.player_id, t.b.player_id};
+    }
+    const uint64_t ghost = rng.chance(50) ? 0x00ffffffffffff01ULL : 0x80ffffffffffff01ULL;
+    return {ghost, ghost};
+  }
+
+  void damage(Rng& rng) {
+    Player& attacker = any_player(rng);
+    const auto [tr, tb] = any_target(rng);
     const int32_t amount = rng.chance(5) ? -static_cast<int32_t>(rng.below(3)) : static_cast<int32_t>(1 + rng.below(400));
     const bool wrong = rng.chance(5);
     MmoDamageResult a{}, b{};
@@ -1309,7 +1350,8 @@ class Differential {
               << " rejected (too fast " << a.move_rejected_too_fast << "), crossings " << a.cell_crossings << ", contacts "
               << a.contacts_reported << " (+" << a.contacts_truncated << " truncated); raids " << a.raid_bursts << " ("
               << a.raid_objects_despawned << " objects expired); damage " << a.damage_applied << "/" << a.kills << " kills/"
-              << a.damage_rejected << " refused; economy " << a.economy_applied << " applied, " << a.economy_duplicates << " dups, "
+              << a.damage_rejected << " refused; attacks " << a.attacks_landed << " landed, "
+              << a.attack_rejected_cooldown << " cooldown, " << a.attack_rejected_out_of_range << " out of range; economy " << a.economy_applied << " applied, " << a.economy_duplicates << " dups, "
               << a.economy_too_old << " too old, " << a.economy_insufficient_funds << " no funds; aoi " << a.aoi_queries << "\n";
     const auto* pa = reinterpret_cast<const uint64_t*>(&a);
     const auto* pb = reinterpret_cast<const uint64_t*>(&b);

@@ -51,7 +51,7 @@
 #define MMO_AOI_NOT_IN_SNAPSHOT 4294967295
 
 // Version of this ABI. Bumped on any change to a function signature or record layout.
-#define MMO_ABI_VERSION 2
+#define MMO_ABI_VERSION 3
 
 // What an event written by a move batch reports.
 enum MmoEventKind
@@ -96,6 +96,38 @@ enum MmoRejectReason
 typedef enum MmoRejectReason MmoRejectReason;
 #else
 typedef uint8_t MmoRejectReason;
+#endif // __STDC_VERSION__ >= 202311L
+#endif // __cplusplus
+
+// Why an attack was refused, in the order the rules are checked (0 on the wire and across
+// the C ABI means it landed). Each is counted under `attack_rejected_<reason>`.
+enum MmoAttackError
+#if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+  : uint8_t
+#endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+ {
+  // The attacker is not a live player.
+  MMO_ATTACK_ERROR_UNKNOWN_PLAYER = 1,
+  // The attacker's session token does not match.
+  MMO_ATTACK_ERROR_WRONG_SESSION = 2,
+  // The attacker has no hit points left.
+  MMO_ATTACK_ERROR_ATTACKER_DEAD = 3,
+  // The target is not a live player or raid object.
+  MMO_ATTACK_ERROR_UNKNOWN_TARGET = 4,
+  // Attacker and target are of the same faction (a player attacking itself included).
+  MMO_ATTACK_ERROR_FRIENDLY_FIRE = 5,
+  // The target has no hit points left (another attack killed it first).
+  MMO_ATTACK_ERROR_TARGET_DEAD = 6,
+  // The target is farther than `attack_range_m` from the attacker.
+  MMO_ATTACK_ERROR_OUT_OF_RANGE = 7,
+  // The attacker's last landed attack was less than `attack_cooldown_ms` ago.
+  MMO_ATTACK_ERROR_COOLDOWN = 8,
+};
+#ifndef __cplusplus
+#if __STDC_VERSION__ >= 202311L
+typedef enum MmoAttackError MmoAttackError;
+#else
+typedef uint8_t MmoAttackError;
 #endif // __STDC_VERSION__ >= 202311L
 #endif // __cplusplus
 
@@ -217,6 +249,8 @@ typedef struct MmoConfig {
   float aoi_radius_m;
   // Side of a world-snapshot cell, metres.
   float snapshot_cell_m;
+  // Reach of an attack, metres.
+  float attack_range_m;
   // Jitter window, milliseconds: the distance budget's cap is
   // `max_speed_m_per_s * clock_slack_ms + speed_slack_m`.
   uint32_t clock_slack_ms;
@@ -234,8 +268,12 @@ typedef struct MmoConfig {
   uint32_t grid_shards;
   // Tick period, milliseconds.
   uint32_t tick_ms;
+  // Server milliseconds between two landed attacks of one player.
+  uint32_t attack_cooldown_ms;
   // Hit points a player joins with.
   int32_t player_hp;
+  // Hit points one landed attack takes.
+  int32_t attack_damage;
   // Gold a new wallet starts with.
   uint64_t starting_gold;
   // 1 enables `mmo_debug_inject_panic` on this engine (tests only); 0 in production.
@@ -341,6 +379,23 @@ typedef struct MmoDamageResult {
   // Zero.
   uint8_t _reserved[3];
 } MmoDamageResult;
+
+// What an attack did (`mmo_attack`). `refusal` is 0 when it landed, else the
+// `MmoAttackError` that refused it (and the other fields are 0).
+typedef struct MmoAttackResult {
+  // Hit points taken: the configured `attack_damage`, or what the target had left.
+  int32_t damage;
+  // Hit points the target has left.
+  int32_t hp_left;
+  // 0 landed, else an `MmoAttackError`.
+  uint8_t refusal;
+  // 1 when this attack brought the target to zero (exactly one attack per target).
+  uint8_t killed;
+  // The target's `MmoEntityKind` (0 when refused).
+  uint8_t target_kind;
+  // Zero.
+  uint8_t _reserved[5];
+} MmoAttackResult;
 
 // One reliable economy request. Applied at most once per (`player_id`, `transaction_id`).
 typedef struct MmoEconomyOp {
@@ -481,6 +536,24 @@ typedef struct MmoStats {
   uint64_t kills;
   // Damage calls refused (unknown target, same faction, dead, bad amount).
   uint64_t damage_rejected;
+  // Attacks (a player's `ATTACK`, damage from the server's rules) that landed.
+  uint64_t attacks_landed;
+  // Attacks refused: the attacker is not a live player.
+  uint64_t attack_rejected_unknown_player;
+  // Attacks refused: session token mismatch.
+  uint64_t attack_rejected_wrong_session;
+  // Attacks refused: the attacker has no hit points.
+  uint64_t attack_rejected_attacker_dead;
+  // Attacks refused: no such live player or raid object.
+  uint64_t attack_rejected_unknown_target;
+  // Attacks refused: same faction (or itself).
+  uint64_t attack_rejected_friendly_fire;
+  // Attacks refused: the target has no hit points.
+  uint64_t attack_rejected_target_dead;
+  // Attacks refused: farther than attack_range_m.
+  uint64_t attack_rejected_out_of_range;
+  // Attacks refused: sooner than attack_cooldown_ms after its last landed attack.
+  uint64_t attack_rejected_cooldown;
   // Economy operations applied.
   uint64_t economy_applied;
   // Economy retransmits answered from the de-duplication record.
@@ -766,6 +839,20 @@ MmoStatus mmo_damage(const struct MmoEngine *engine,
                      uint64_t target_id,
                      int32_t amount,
                      struct MmoDamageResult *out_result);
+
+// A player's attack on a player or raid object at server time `now_ms`: the server's rules
+// decide whether it lands (range, cooldown, faction, both alive) and what it takes
+// (`attack_damage`). A refused attack is a result, not an error: it returns `MMO_OK` with
+// `refusal` set.
+//
+// # Safety
+// `engine` a live engine or NULL; `out_result` writable or NULL.
+MmoStatus mmo_attack(const struct MmoEngine *engine,
+                     uint64_t attacker_id,
+                     uint64_t session_token,
+                     uint64_t target_id,
+                     uint64_t now_ms,
+                     struct MmoAttackResult *out_result);
 
 // Applies a batch of economy operations, one result per operation in order; writes the
 // count to `*out_results_written`. `results_capacity` must be at least `ops_len`.

@@ -93,6 +93,25 @@ pub struct MmoDamageResult {
     pub _reserved: [u8; 3],
 }
 
+/// What an attack did ([`mmo_attack`]). `refusal` is 0 when it landed, else the
+/// `MmoAttackError` that refused it (and the other fields are 0).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct MmoAttackResult {
+    /// Hit points taken: the configured `attack_damage`, or what the target had left.
+    pub damage: i32,
+    /// Hit points the target has left.
+    pub hp_left: i32,
+    /// 0 landed, else an `MmoAttackError`.
+    pub refusal: u8,
+    /// 1 when this attack brought the target to zero (exactly one attack per target).
+    pub killed: u8,
+    /// The target's `MmoEntityKind` (0 when refused).
+    pub target_kind: u8,
+    /// Zero.
+    pub _reserved: [u8; 5],
+}
+
 /// A consistent reading of the economy's gold (saturating at `UINT64_MAX`), from
 /// [`mmo_economy_audit`].
 #[repr(C)]
@@ -145,6 +164,7 @@ const _: () = assert!(size_of::<MmoRaidReport>() == 16);
 const _: () = assert!(size_of::<MmoTickInfo>() == 32 && offset_of!(MmoTickInfo, tick) == 8);
 const _: () = assert!(size_of::<MmoAoiBatchInfo>() == 16 && offset_of!(MmoAoiBatchInfo, found) == 12);
 const _: () = assert!(size_of::<MmoDamageResult>() == 8 && offset_of!(MmoDamageResult, outcome) == 4);
+const _: () = assert!(size_of::<MmoAttackResult>() == 16 && offset_of!(MmoAttackResult, refusal) == 8);
 const _: () = assert!(size_of::<MmoEconomyAudit>() == 40 && offset_of!(MmoEconomyAudit, conserved) == 36);
 const _: () = assert!(size_of::<MmoPlayerView>() == 160 && offset_of!(MmoPlayerView, gold) == 24);
 const _: () = assert!(size_of::<StatsSnapshot>() == 8 * mmo_core::stats::COUNTER_COUNT);
@@ -406,6 +426,43 @@ pub unsafe extern "C" fn mmo_damage(
                 Err(DamageError::InvalidAmount) => return MMO_ERR_INVALID_ARGUMENT,
             };
             out.write(MmoDamageResult { hp_left, outcome, _reserved: [0; 3] });
+            MMO_OK
+        })
+    }
+}
+
+/// A player's attack on a player or raid object at server time `now_ms`: the server's rules
+/// decide whether it lands (range, cooldown, faction, both alive) and what it takes
+/// (`attack_damage`). A refused attack is a result, not an error: it returns [`MMO_OK`] with
+/// `refusal` set.
+///
+/// # Safety
+/// `engine` a live engine or NULL; `out_result` writable or NULL.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mmo_attack(
+    engine: *const MmoEngine,
+    attacker_id: u64,
+    session_token: u64,
+    target_id: u64,
+    now_ms: u64,
+    out_result: *mut MmoAttackResult,
+) -> MmoStatus {
+    // SAFETY: forwarded contract.
+    unsafe {
+        engine_boundary(engine, Access::Mutates, |h| {
+            let out = check!(out_ptr(out_result));
+            let result = match h.engine.attack(attacker_id, session_token, target_id, now_ms) {
+                Ok(r) => MmoAttackResult {
+                    damage: r.damage,
+                    hp_left: r.hp_left,
+                    refusal: 0,
+                    killed: u8::from(r.killed),
+                    target_kind: r.target_kind as u8,
+                    _reserved: [0; 5],
+                },
+                Err(refusal) => MmoAttackResult { refusal: refusal as u8, ..MmoAttackResult::default() },
+            };
+            out.write(result);
             MMO_OK
         })
     }

@@ -27,6 +27,8 @@ pub struct MmoConfig {
     pub aoi_radius_m: f32,
     /// Side of a world-snapshot cell, metres.
     pub snapshot_cell_m: f32,
+    /// Reach of an attack, metres.
+    pub attack_range_m: f32,
     /// Jitter window, milliseconds: the distance budget's cap is
     /// `max_speed_m_per_s * clock_slack_ms + speed_slack_m`.
     pub clock_slack_ms: u32,
@@ -44,8 +46,12 @@ pub struct MmoConfig {
     pub grid_shards: u32,
     /// Tick period, milliseconds.
     pub tick_ms: u32,
+    /// Server milliseconds between two landed attacks of one player.
+    pub attack_cooldown_ms: u32,
     /// Hit points a player joins with.
     pub player_hp: i32,
+    /// Hit points one landed attack takes.
+    pub attack_damage: i32,
     /// Gold a new wallet starts with.
     pub starting_gold: u64,
     /// 1 enables [`mmo_debug_inject_panic`](crate::mmo_debug_inject_panic) on this engine (tests only); 0 in production.
@@ -55,8 +61,8 @@ pub struct MmoConfig {
     pub _reserved: [u8; 7],
 }
 
-const _: () = assert!(size_of::<MmoConfig>() == 88 && align_of::<MmoConfig>() == 8);
-const _: () = assert!(offset_of!(MmoConfig, starting_gold) == 72 && offset_of!(MmoConfig, fault_injection) == 80);
+const _: () = assert!(size_of::<MmoConfig>() == 96 && align_of::<MmoConfig>() == 8);
+const _: () = assert!(offset_of!(MmoConfig, starting_gold) == 80 && offset_of!(MmoConfig, fault_injection) == 88);
 
 impl From<&CoreConfig> for MmoConfig {
     fn from(c: &CoreConfig) -> Self {
@@ -69,6 +75,9 @@ impl From<&CoreConfig> for MmoConfig {
             contact_radius_m: c.contact_radius_m,
             aoi_radius_m: c.aoi_radius_m,
             snapshot_cell_m: c.snapshot_cell_m,
+            attack_range_m: c.attack_range_m,
+            attack_cooldown_ms: c.attack_cooldown_ms,
+            attack_damage: c.attack_damage,
             clock_slack_ms: c.clock_slack_ms,
             contacts_per_move_max: c.contacts_per_move_max,
             aoi_k: c.aoi_k,
@@ -97,6 +106,9 @@ impl From<&MmoConfig> for CoreConfig {
             contact_radius_m: c.contact_radius_m,
             aoi_radius_m: c.aoi_radius_m,
             snapshot_cell_m: c.snapshot_cell_m,
+            attack_range_m: c.attack_range_m,
+            attack_cooldown_ms: c.attack_cooldown_ms,
+            attack_damage: c.attack_damage,
             contacts_per_move_max: c.contacts_per_move_max,
             aoi_k: c.aoi_k,
             player_capacity: c.player_capacity,

@@ -38,6 +38,7 @@ fn null_engine_is_refused_by_every_engine_call() {
         assert_eq!(mmo_apply_moves(null(), null(), 0, 0, null_mut(), 0, &mut n), MMO_ERR_NULL_POINTER);
         assert_eq!(mmo_raid_spawn(null(), p.cast(), p.cast()), MMO_ERR_NULL_POINTER);
         assert_eq!(mmo_damage(null(), 1, 1, 1, 1, p.cast()), MMO_ERR_NULL_POINTER);
+        assert_eq!(mmo_attack(null(), 1, 1, 1, 1, p.cast()), MMO_ERR_NULL_POINTER);
         assert_eq!(mmo_apply_economy(null(), null(), 0, null_mut(), 0, &mut n), MMO_ERR_NULL_POINTER);
         assert_eq!(mmo_tick(null(), 0, p.cast()), MMO_ERR_NULL_POINTER);
         assert_eq!(mmo_area_of_interest(null(), 1, null_mut(), 0, &mut n), MMO_ERR_NULL_POINTER);
@@ -65,6 +66,8 @@ fn null_and_misaligned_outputs_are_refused_and_nothing_changes() {
         assert_eq!(mmo_economy_audit(e, misaligned(&mut buf)), MMO_ERR_MISALIGNED_POINTER);
         assert_eq!(mmo_player_view(e, 1, null_mut()), MMO_ERR_NULL_POINTER);
         assert_eq!(mmo_damage(e, 1, 1, 1, 1, null_mut()), MMO_ERR_NULL_POINTER);
+        assert_eq!(mmo_attack(e, 1, 1, 1, 1, null_mut()), MMO_ERR_NULL_POINTER);
+        assert_eq!(mmo_attack(e, 1, 1, 1, 1, misaligned(&mut buf)), MMO_ERR_MISALIGNED_POINTER);
         let mut n = 5usize;
         assert_eq!(mmo_apply_moves(e, misaligned(&mut buf), 1, 0, null_mut(), 0, &mut n), MMO_ERR_MISALIGNED_POINTER);
         assert_eq!(mmo_apply_economy(e, null(), 3, null_mut(), 3, &mut n), MMO_ERR_NULL_POINTER);
@@ -202,6 +205,7 @@ proptest! {
         moves in proptest::collection::vec(proptest::collection::vec(any::<u8>(), 72), 0..40),
         ops in proptest::collection::vec(proptest::collection::vec(any::<u8>(), 48), 0..40),
         raids in proptest::collection::vec(proptest::collection::vec(any::<u8>(), 32), 0..4),
+        attacks in proptest::collection::vec((any::<u64>(), any::<u64>(), any::<u64>(), any::<u64>()), 0..16),
         aim_at_real_player in any::<bool>(),
     ) {
         let e = engine();
@@ -231,6 +235,22 @@ proptest! {
                 let mut report = MmoRaidReport::default();
                 let status = mmo_raid_spawn(e, &request, &mut report);
                 prop_assert!(matches!(status, MMO_OK | MMO_ERR_BAD_ENUM | MMO_ERR_INVALID_ARGUMENT | MMO_ERR_OUT_OF_BOUNDS | MMO_ERR_CAPACITY), "status {}", status);
+            }
+            // Attacks with any ids, tokens and clocks: each is a result (landed or a known
+            // refusal), never an error, and a refusal writes nothing else.
+            let mut foe = MmoJoinTicket::default();
+            prop_assert_eq!(mmo_join(e, 502.0, 500.0, 2, &mut foe), MMO_OK);
+            for &(attacker, token, target, now_ms) in &attacks {
+                let (attacker, token, target) =
+                    if aim_at_real_player { (ticket.player_id, ticket.session_token, foe.player_id) } else { (attacker, token, target) };
+                let mut result = MmoAttackResult::default();
+                prop_assert_eq!(mmo_attack(e, attacker, token, target, now_ms, &mut result), MMO_OK);
+                if result.refusal == 0 {
+                    prop_assert!(result.damage > 0 && result.hp_left >= 0 && result.target_kind != 0);
+                } else {
+                    prop_assert!(mmo_core::AttackError::try_from(result.refusal).is_ok(), "refusal {}", result.refusal);
+                    prop_assert_eq!(MmoAttackResult { refusal: 0, ..result }, MmoAttackResult::default());
+                }
             }
             let mut info = MmoTickInfo::default();
             prop_assert_eq!(mmo_tick(e, 2_000, &mut info), MMO_OK);

@@ -75,16 +75,22 @@ impl Health {
 
     /// Takes `amount` (> 0) hit points, saturating at zero.
     pub fn damage(&self, amount: i32) -> DamageOutcome {
+        self.damage_reporting(amount).1
+    }
+
+    /// Takes `amount` (> 0) hit points, saturating at zero; also hands back how many it took
+    /// (`amount`, or what was left when that was less; 0 when already dead).
+    pub fn damage_reporting(&self, amount: i32) -> (i32, DamageOutcome) {
         debug_assert!(amount > 0);
         let mut current = self.hp.load(Ordering::Acquire);
         loop {
             if current <= 0 {
-                return DamageOutcome::AlreadyDead;
+                return (0, DamageOutcome::AlreadyDead);
             }
             let next = current.saturating_sub(amount).max(0);
             match self.hp.compare_exchange_weak(current, next, Ordering::AcqRel, Ordering::Acquire) {
-                Ok(_) if next == 0 => return DamageOutcome::Killed,
-                Ok(_) => return DamageOutcome::Hit { hp_left: next },
+                Ok(_) if next == 0 => return (current, DamageOutcome::Killed),
+                Ok(_) => return (current - next, DamageOutcome::Hit { hp_left: next }),
                 Err(seen) => current = seen,
             }
         }
@@ -111,9 +117,13 @@ pub struct RaidObject {
     pub kind: EntityKind,
     /// Faction.
     pub faction: u8,
-    /// Tick at which the tick frees it. (Its position lives in the grid, the only place that
-    /// reads it.)
+    /// Tick at which the tick frees it.
     pub expires_tick: u32,
+    /// Where it was spawned, metres (raid objects never move): read by an attack's range check.
+    /// The grid keeps its own copy, inline in the cell, for proximity queries.
+    pub x_m: f32,
+    /// Where it was spawned, metres.
+    pub y_m: f32,
 }
 
 /// What the tick must sweep when a burst expires: its expiry tick and the rectangle of grid
@@ -343,7 +353,7 @@ impl Combat {
                         let y = (oy0 + rng.unit() * (oy1 - oy0)).min(top);
                         let key = self
                             .objects
-                            .insert(RaidObject { health: Health::new(req.hp), kind, faction: req.faction, expires_tick })
+                            .insert(RaidObject { health: Health::new(req.hp), kind, faction: req.faction, expires_tick, x_m: x, y_m: y })
                             .expect("raid object arena shard exhausted (capacity is gated)");
                         *member = ObjectMember { id: object_id_from_key(key), x_m: x, y_m: y, expires_tick, kind };
                     }
@@ -423,6 +433,8 @@ impl Combat {
             kind: EntityKind::Add,
             faction: 0,
             expires_tick: 0,
+            x_m: 0.0,
+            y_m: 0.0,
         });
     }
 }

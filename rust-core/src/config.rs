@@ -68,6 +68,13 @@ pub struct CoreConfig {
     pub player_hp: i32,
     /// Gold a new wallet starts with (minted at join, so conservation holds). Default 0.
     pub starting_gold: u64,
+    /// Hit points one landed attack takes: the server's number, never the client's.
+    /// Default 100.
+    pub attack_damage: i32,
+    /// How far an attacker may be from its target, metres (centre to centre). Default 6.
+    pub attack_range_m: f32,
+    /// Server milliseconds between two attacks that land from one player. Default 500.
+    pub attack_cooldown_ms: u32,
 }
 
 impl Default for CoreConfig {
@@ -91,6 +98,9 @@ impl Default for CoreConfig {
             tick_ms: 50,
             player_hp: 1_000,
             starting_gold: 0,
+            attack_damage: 100,
+            attack_range_m: 6.0,
+            attack_cooldown_ms: 500,
         }
     }
 }
@@ -174,6 +184,15 @@ impl CoreConfig {
         if self.starting_gold > AMOUNT_MAX as u64 {
             return Err(ConfigError("starting_gold above AMOUNT_MAX"));
         }
+        if self.attack_damage <= 0 {
+            return Err(ConfigError("attack_damage must be positive"));
+        }
+        if !finite_positive(self.attack_range_m) || self.attack_range_m > self.world_size_m {
+            return Err(ConfigError("attack_range_m must be positive and at most world_size_m"));
+        }
+        if self.attack_cooldown_ms > 3_600_000 {
+            return Err(ConfigError("attack_cooldown_ms must be at most one hour"));
+        }
         Ok(())
     }
 
@@ -195,7 +214,7 @@ mod tests {
 
     #[test]
     fn rejects_each_bad_field() {
-        let bad: [fn(&mut CoreConfig); 17] = [
+        let bad: [fn(&mut CoreConfig); 22] = [
             |c| c.aoi_radius_m = 0.0,
             |c| c.aoi_radius_m = f32::NAN,
             |c| c.snapshot_cell_m = -8.0,
@@ -213,6 +232,11 @@ mod tests {
             |c| c.grid_shards = 100,
             |c| c.tick_ms = 0,
             |c| c.raid_burst_capacity = 0,
+            |c| c.attack_damage = 0,
+            |c| c.attack_range_m = 0.0,
+            |c| c.attack_range_m = f32::NAN,
+            |c| c.attack_range_m = c.world_size_m * 2.0,
+            |c| c.attack_cooldown_ms = 3_600_001,
         ];
         for (i, mutate) in bad.iter().enumerate() {
             let mut c = CoreConfig::default();

@@ -20,7 +20,9 @@ use crate::grid::{Grid, ObjectMember, PlayerMember};
 use crate::locks::{LockKind, LockWaits};
 use crate::movement::{MoveRules, Movement};
 use crate::players::{JoinTicket, PlayerRecord, Players, new_session_token};
-use crate::records::{AoiEntry, EconomyOp, EconomyResult, EventKind, MoveEvent, MoveRecord, RaidSpawnRequest, RejectReason};
+use crate::records::{
+    AoiEntry, AttackError, EconomyOp, EconomyResult, EntityKind, EventKind, MoveEvent, MoveRecord, RaidSpawnRequest, RejectReason,
+};
 use crate::snapshot::{NOT_IN_SNAPSHOT, SnapshotBoard, SnapshotBuilder, SnapshotGeometry, SnapshotWriter, WorldSnapshot};
 use crate::stats::{Counter, Stats, StatsSnapshot};
 use crate::tick::{TickBoard, TickInfo};
@@ -90,6 +92,34 @@ pub enum DamageError {
     FriendlyFire,
     /// The amount is not positive.
     InvalidAmount,
+}
+
+impl AttackError {
+    fn counter(self) -> Counter {
+        match self {
+            AttackError::UnknownPlayer => Counter::AttackRejectedUnknownPlayer,
+            AttackError::WrongSession => Counter::AttackRejectedWrongSession,
+            AttackError::AttackerDead => Counter::AttackRejectedAttackerDead,
+            AttackError::UnknownTarget => Counter::AttackRejectedUnknownTarget,
+            AttackError::FriendlyFire => Counter::AttackRejectedFriendlyFire,
+            AttackError::TargetDead => Counter::AttackRejectedTargetDead,
+            AttackError::OutOfRange => Counter::AttackRejectedOutOfRange,
+            AttackError::Cooldown => Counter::AttackRejectedCooldown,
+        }
+    }
+}
+
+/// What a landed attack did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AttackReport {
+    /// Hit points taken (the configured `attack_damage`, or what the target had left).
+    pub damage: i32,
+    /// Hit points the target has left (0 when killed).
+    pub hp_left: i32,
+    /// Whether this attack brought the target to zero (exactly one attack per target does).
+    pub killed: bool,
+    /// What the target is: a player or a raid object's kind.
+    pub target_kind: EntityKind,
 }
 
 /// What a move batch did.
@@ -486,6 +516,88 @@ impl Engine {
         }
         let combatant = self.combat.combatant(target.combatant_key).ok_or(DamageError::UnknownTarget)?;
         Ok(combatant.health.damage(amount))
+    }
+
+    /// A player's attack at server time `now_ms`: the server decides whether it lands and what
+    /// it does. Checked in [`AttackError`]'s order: the attacker (alive, right session), the
+    /// target (a live player or raid object of another faction, alive), the distance between
+    /// them (at most `attack_range_m`, the attacker's body position against the target's), and
+    /// the attacker's cooldown (`attack_cooldown_ms` of server time since its last landed
+    /// attack). A landed attack takes `attack_damage` hit points. The attacker's body lock is
+    /// held from the range check to the cooldown's update, so one player's concurrent attacks
+    /// land at most once per cooldown; the target's health is a saturating CAS, so exactly one
+    /// of any number of concurrent attacks reports the kill.
+    pub fn attack(&self, attacker_id: u64, session_token: u64, target_id: u64, now_ms: u64) -> Result<AttackReport, AttackError> {
+        let result = self.attack_inner(attacker_id, session_token, target_id, now_ms);
+        match result {
+            Ok(report) => {
+                self.stats.bump(Counter::AttacksLanded);
+                self.stats.bump(Counter::DamageApplied);
+                if report.killed {
+                    self.stats.bump(Counter::Kills);
+                }
+            }
+            Err(e) => self.stats.bump(e.counter()),
+        }
+        result
+    }
+
+    fn attack_inner(&self, attacker_id: u64, session_token: u64, target_id: u64, now_ms: u64) -> Result<AttackReport, AttackError> {
+        let attacker = self.players.get(attacker_id).ok_or(AttackError::UnknownPlayer)?;
+        if attacker.session_token != session_token {
+            return Err(AttackError::WrongSession);
+        }
+        let (faction, slot, combatant_key) = (attacker.faction, attacker.slot, attacker.combatant_key);
+        drop(attacker);
+        if self.combat.combatant(combatant_key).is_none_or(|c| c.health.hp() <= 0) {
+            return Err(AttackError::AttackerDead);
+        }
+        // The target: a raid object (position fixed at spawn) or a player (position from the
+        // grid's table, written by its mover).
+        enum Target<'a> {
+            Object(sharded_slab::Entry<'a, crate::combat::RaidObject, crate::arena::RaidArenaConfig>),
+            Player(sharded_slab::Entry<'a, crate::combat::Combatant, crate::arena::ArenaConfig>),
+        }
+        let (target, target_faction, (tx, ty), target_kind) = if let Some(object) = self.combat.object(target_id) {
+            let (f, pos, kind) = (object.faction, (object.x_m, object.y_m), object.kind);
+            (Target::Object(object), f, pos, kind)
+        } else {
+            let player = self.players.get(target_id).ok_or(AttackError::UnknownTarget)?;
+            let (f, target_slot, key) = (player.faction, player.slot, player.combatant_key);
+            drop(player);
+            let combatant = self.combat.combatant(key).ok_or(AttackError::UnknownTarget)?;
+            (Target::Player(combatant), f, self.grid.positions().get(target_slot), EntityKind::Player)
+        };
+        if target_faction == faction {
+            return Err(AttackError::FriendlyFire);
+        }
+        let health = match &target {
+            Target::Object(o) => &o.health,
+            Target::Player(p) => &p.health,
+        };
+        if health.hp() <= 0 {
+            return Err(AttackError::TargetDead);
+        }
+        let mut body = self.movement.body(slot).state.lock();
+        if !body.alive || body.player_id != attacker_id {
+            return Err(AttackError::UnknownPlayer); // left while we looked it up
+        }
+        let (dx, dy) = (tx - body.x_m, ty - body.y_m);
+        let range_m = self.config.attack_range_m;
+        if dx * dx + dy * dy > range_m * range_m {
+            return Err(AttackError::OutOfRange);
+        }
+        if now_ms < body.attack_ready_ms {
+            return Err(AttackError::Cooldown);
+        }
+        let (damage, hp_left, killed) = match health.damage_reporting(self.config.attack_damage) {
+            (taken, DamageOutcome::Hit { hp_left }) => (taken, hp_left, false),
+            (taken, DamageOutcome::Killed) => (taken, 0, true),
+            // Another attack took the last hit points since the check above.
+            (_, DamageOutcome::AlreadyDead) => return Err(AttackError::TargetDead),
+        };
+        body.attack_ready_ms = now_ms.saturating_add(u64::from(self.config.attack_cooldown_ms));
+        Ok(AttackReport { damage, hp_left, killed, target_kind })
     }
 
     /// Applies a batch of economy operations, writing one result per operation, in order.

@@ -50,4 +50,7 @@ mod sync;
 pub mod tick;
 
 pub use config::CoreConfig;
-pub use engine::{AoiBatchInfo, AoiError, BatchError, DamageError, Engine, JoinError, LeaveError, MoveBatchReport, PlayerView};
+pub use engine::{
+    AoiBatchInfo, AoiError, AttackReport, BatchError, DamageError, Engine, JoinError, LeaveError, MoveBatchReport, PlayerView,
+};
+pub use records::AttackError;

@@ -70,6 +70,9 @@ pub struct BodyState {
     /// Whether any move has been applied yet (the first may carry any sequence, and finds the
     /// budget full).
     pub has_moved: bool,
+    /// Server clock from which this player's next attack may land (0 at join). Written by
+    /// the player's landed attacks, under this lock.
+    pub attack_ready_ms: u64,
     /// The grid cell the body is registered in.
     pub cell: CellKey,
     /// Cleared by leave, under the lock, before the body is freed.

@@ -64,6 +64,29 @@ pub enum RejectReason {
     OutOfBounds = 5,
 }
 
+/// Why an attack was refused, in the order the rules are checked (0 on the wire and across
+/// the C ABI means it landed). Each is counted under `attack_rejected_<reason>`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub enum AttackError {
+    /// The attacker is not a live player.
+    UnknownPlayer = 1,
+    /// The attacker's session token does not match.
+    WrongSession = 2,
+    /// The attacker has no hit points left.
+    AttackerDead = 3,
+    /// The target is not a live player or raid object.
+    UnknownTarget = 4,
+    /// Attacker and target are of the same faction (a player attacking itself included).
+    FriendlyFire = 5,
+    /// The target has no hit points left (another attack killed it first).
+    TargetDead = 6,
+    /// The target is farther than `attack_range_m` from the attacker.
+    OutOfRange = 7,
+    /// The attacker's last landed attack was less than `attack_cooldown_ms` ago.
+    Cooldown = 8,
+}
+
 /// The kind of an entity in the grid.
 #[repr(u8)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -257,6 +280,10 @@ macro_rules! wire_enum_try_from {
 
 wire_enum_try_from!(EventKind { Ack = 1, Contact = 2, Reject = 3 });
 wire_enum_try_from!(RejectReason { UnknownPlayer = 1, WrongSession = 2, StaleSequence = 3, TooFast = 4, OutOfBounds = 5 });
+wire_enum_try_from!(AttackError {
+    UnknownPlayer = 1, WrongSession = 2, AttackerDead = 3, UnknownTarget = 4, FriendlyFire = 5,
+    TargetDead = 6, OutOfRange = 7, Cooldown = 8,
+});
 wire_enum_try_from!(EntityKind { Player = 1, Add = 2, Projectile = 3, Loot = 4 });
 wire_enum_try_from!(EconomyKind { Transfer = 1, Trade = 2, LootPickup = 3, Spend = 4 });
 wire_enum_try_from!(EconomyStatus {

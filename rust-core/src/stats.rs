@@ -107,6 +107,24 @@ pub struct StatsSnapshot {
     pub kills: u64,
     /// Damage calls refused (unknown target, same faction, dead, bad amount).
     pub damage_rejected: u64,
+    /// Attacks (a player's `ATTACK`, damage from the server's rules) that landed.
+    pub attacks_landed: u64,
+    /// Attacks refused: the attacker is not a live player.
+    pub attack_rejected_unknown_player: u64,
+    /// Attacks refused: session token mismatch.
+    pub attack_rejected_wrong_session: u64,
+    /// Attacks refused: the attacker has no hit points.
+    pub attack_rejected_attacker_dead: u64,
+    /// Attacks refused: no such live player or raid object.
+    pub attack_rejected_unknown_target: u64,
+    /// Attacks refused: same faction (or itself).
+    pub attack_rejected_friendly_fire: u64,
+    /// Attacks refused: the target has no hit points.
+    pub attack_rejected_target_dead: u64,
+    /// Attacks refused: farther than attack_range_m.
+    pub attack_rejected_out_of_range: u64,
+    /// Attacks refused: sooner than attack_cooldown_ms after its last landed attack.
+    pub attack_rejected_cooldown: u64,
     /// Economy operations applied.
     pub economy_applied: u64,
     /// Economy retransmits answered from the de-duplication record.
@@ -190,6 +208,15 @@ define_counters! {
     DamageApplied / damage_applied: "Damage calls that took hit points.",
     Kills / kills: "Combatants brought to zero hit points.",
     DamageRejected / damage_rejected: "Damage calls refused (unknown target, same faction, dead, bad amount).",
+    AttacksLanded / attacks_landed: "Attacks (a player's `ATTACK`, damage from the server's rules) that landed.",
+    AttackRejectedUnknownPlayer / attack_rejected_unknown_player: "Attacks refused: the attacker is not a live player.",
+    AttackRejectedWrongSession / attack_rejected_wrong_session: "Attacks refused: session token mismatch.",
+    AttackRejectedAttackerDead / attack_rejected_attacker_dead: "Attacks refused: the attacker has no hit points.",
+    AttackRejectedUnknownTarget / attack_rejected_unknown_target: "Attacks refused: no such live player or raid object.",
+    AttackRejectedFriendlyFire / attack_rejected_friendly_fire: "Attacks refused: same faction (or itself).",
+    AttackRejectedTargetDead / attack_rejected_target_dead: "Attacks refused: the target has no hit points.",
+    AttackRejectedOutOfRange / attack_rejected_out_of_range: "Attacks refused: farther than attack_range_m.",
+    AttackRejectedCooldown / attack_rejected_cooldown: "Attacks refused: sooner than attack_cooldown_ms after its last landed attack.",
     EconomyApplied / economy_applied: "Economy operations applied.",
     EconomyDuplicates / economy_duplicates: "Economy retransmits answered from the de-duplication record.",
     EconomyInvalidAmount / economy_invalid_amount: "Economy refused: invalid amount.",

@@ -5,7 +5,8 @@
 //! contacts), a first 11,000-object raid burst and its expiry. The measured phase then plays
 //! 100,000 more moves (with crossings and contacts), ticks (each expiring objects, building
 //! the world snapshot and publishing it), every player's area of interest read from the
-//! snapshot in batches of 256 (as the network workers read it), economy requests, and a second
+//! snapshot in batches of 256 (as the network workers read it), economy requests, attacks
+//! (landed every cooldown, refused in between), and a second
 //! 11,000-object burst at the same spot and its expiry, and must make **zero** allocations. The load repeats exactly, which is what steady state means:
 //! every cell vector and arena page has already grown to the size this load
 //! needs, and nothing on these paths allocates per call.
@@ -89,6 +90,9 @@ struct Load {
     aoi: [AoiEntry; 32],
     aoi_batch: Vec<AoiEntry>,
     aoi_counts: Vec<u32>,
+    /// A player of faction 1 and one of faction 2 standing 3 m apart: the first attacks the
+    /// second every step.
+    duel: (Who, Who),
     now_ms: u64,
     step: u32,
     txn: u64,
@@ -100,8 +104,10 @@ fn burst() -> RaidSpawnRequest {
 
 #[test]
 fn steady_state_moves_ticks_trades_and_raid_bursts_allocate_nothing() {
-    let e = Engine::new(CoreConfig { starting_gold: 100, ..CoreConfig::default() }).unwrap();
+    // Hit points enough for every landed attack of the run.
+    let e = Engine::new(CoreConfig { starting_gold: 100, player_hp: 1_000_000, ..CoreConfig::default() }).unwrap();
     let players: Vec<Who> = (0..PLAYERS).map(|i| join(&e, x_at(i, 0), y_of(i), 1)).collect();
+    let duel = (join(&e, 3_000.0, 3_000.0, 1), join(&e, 3_003.0, 3_000.0, 2));
     let mut load = Load {
         ids: players.iter().map(|p| p.id).collect(),
         players,
@@ -110,6 +116,7 @@ fn steady_state_moves_ticks_trades_and_raid_bursts_allocate_nothing() {
         aoi: [AoiEntry::default(); 32],
         aoi_batch: vec![AoiEntry::default(); AOI_BATCH * AOI_K],
         aoi_counts: vec![0; AOI_BATCH],
+        duel,
         now_ms: 10_000,
         step: 0,
         txn: 0,
@@ -136,6 +143,7 @@ fn steady_state_moves_ticks_trades_and_raid_bursts_allocate_nothing() {
     let (mut moves, mut contacts) = (0, 0);
     let snapshots_before = e.stats().snapshots_published;
     let aoi_before = e.stats().aoi_queries;
+    let (landed_before, cooldown_before) = (e.stats().attacks_landed, e.stats().attack_rejected_cooldown);
     for _ in 0..50 {
         let (m, c) = load.play_step(&e);
         moves += m;
@@ -144,6 +152,9 @@ fn steady_state_moves_ticks_trades_and_raid_bursts_allocate_nothing() {
     let after = allocations();
     assert_eq!(e.stats().snapshots_published - snapshots_before, 50, "every measured tick published a snapshot");
     assert_eq!(e.stats().aoi_queries - aoi_before, 50 * (PLAYERS as u64 + 1), "every player's area of interest, every step");
+    // 100 ms steps against a 500 ms cooldown: one attack in five lands.
+    assert_eq!(e.stats().attacks_landed - landed_before, 10, "attacks landed");
+    assert_eq!(e.stats().attack_rejected_cooldown - cooldown_before, 40, "attacks refused");
 
     assert_eq!(report.spawned, 11_000);
     assert_eq!(e.live_raid_objects(), 0, "the measured burst expired too");
@@ -157,7 +168,7 @@ fn steady_state_moves_ticks_trades_and_raid_bursts_allocate_nothing() {
 impl Load {
     /// One step: a tick (expiry, snapshot), every player's area of interest from it (in
     /// batches, plus one single query), every player moves 1 m (in batches of 64), a loot
-    /// pickup sent twice (the second is a duplicate) and a transfer. Returns (moves applied,
+    /// pickup sent twice (the second is a duplicate), a transfer and an attack. Returns (moves applied,
     /// contacts reported).
     fn play_step(&mut self, e: &Engine) -> (u64, u64) {
         self.step += 1;
@@ -191,6 +202,8 @@ impl Load {
         e.apply_economy(&ops, &mut results).unwrap();
         self.txn += 1;
         e.apply_economy(&[op(a, self.txn, EconomyKind::Transfer, b.id, 1, 0, 0)], &mut results[..1]).unwrap();
+        let (attacker, target) = self.duel;
+        let _ = e.attack(attacker.id, attacker.token, target.id, self.now_ms);
         (moves, contacts)
     }
 }
