@@ -19,6 +19,7 @@ const char* drop_reason_name(DropReason reason) {
     case DropReason::Oversized: return "oversized";
     case DropReason::BadMagic: return "bad_magic";
     case DropReason::BadVersion: return "bad_version";
+    case DropReason::ObsoleteVersion: return "obsolete_version";
     case DropReason::UnknownType: return "unknown_type";
     case DropReason::BadLength: return "bad_length";
     case DropReason::BadField: return "bad_field";
@@ -41,6 +42,7 @@ DropReason drop_reason_of(wire::DecodeError error) {
     case wire::DecodeError::Oversized: return DropReason::Oversized;
     case wire::DecodeError::BadMagic: return DropReason::BadMagic;
     case wire::DecodeError::BadVersion: return DropReason::BadVersion;
+    case wire::DecodeError::ObsoleteVersion: return DropReason::ObsoleteVersion;
     case wire::DecodeError::UnknownType: return DropReason::UnknownType;
     case wire::DecodeError::BadLength: return DropReason::BadLength;
     case wire::DecodeError::BadField:
@@ -349,6 +351,9 @@ Admitted Admission::admit(std::span<const uint8_t> datagram, SourceAddress sourc
     return session_check(m->player_id, m->session_token, source, nullptr, now_us);
   }
   if (const auto* m = std::get_if<wire::Leave>(&out.message)) {
+    return session_check(m->player_id, m->session_token, source, &m->sequence, now_us);
+  }
+  if (const auto* m = std::get_if<wire::Attack>(&out.message)) {
     return session_check(m->player_id, m->session_token, source, &m->sequence, now_us);
   }
   // JOIN_REQUEST and PING need no session.

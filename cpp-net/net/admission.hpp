@@ -25,6 +25,7 @@ enum class DropReason : uint8_t {
   Oversized,
   BadMagic,
   BadVersion,
+  ObsoleteVersion,
   UnknownType,
   BadLength,
   BadField,
@@ -38,7 +39,7 @@ enum class DropReason : uint8_t {
   Replayed,
   RateLimitedPlayer,
 };
-inline constexpr size_t kDropReasonCount = 16;
+inline constexpr size_t kDropReasonCount = 17;
 const char* drop_reason_name(DropReason reason);
 DropReason drop_reason_of(wire::DecodeError error);
 

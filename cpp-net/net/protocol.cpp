@@ -89,6 +89,7 @@ size_t client_size(uint8_t type) {
     case MsgType::Ping: return kPingSize;
     case MsgType::RaidTrigger: return kRaidTriggerSize;
     case MsgType::StatsRequest: return kStatsRequestSize;
+    case MsgType::Attack: return kAttackSize;
     default: return 0;
   }
 }
@@ -105,6 +106,7 @@ size_t server_fixed_size(uint8_t type) {
     case MsgType::Pong: return kPongSize;
     case MsgType::RaidResult: return kRaidResultSize;
     case MsgType::StatsReply: return kStatsReplyFixedSize;
+    case MsgType::AttackResult: return kAttackResultSize;
     default: return 0;
   }
 }
@@ -115,7 +117,9 @@ DecodeError check_header(std::span<const uint8_t> d, size_t max_size, uint8_t& t
   if (d.size() > max_size) return DecodeError::Oversized;
   Reader r(d, 0);
   if (r.get<uint16_t>() != kMagic) return DecodeError::BadMagic;
-  if (r.get<uint8_t>() != kVersion) return DecodeError::BadVersion;
+  if (const uint8_t version = r.get<uint8_t>(); version != kVersion) {
+    return version == kObsoleteVersion ? DecodeError::ObsoleteVersion : DecodeError::BadVersion;
+  }
   type = r.get<uint8_t>();
   length = r.get<uint16_t>();
   flags = r.get<uint16_t>();
@@ -229,6 +233,16 @@ DecodeError decode_client(std::span<const uint8_t> d, Decoded<ClientMessage>& ou
       StatsRequest m;
       m.admin_key = r.get<uint64_t>();
       m.request_id = r.get<uint32_t>();
+      r.reserved(4);
+      out.message = m;
+      break;
+    }
+    case MsgType::Attack: {
+      Attack m;
+      m.player_id = r.get<uint64_t>();
+      m.session_token = r.get<uint64_t>();
+      m.target_id = r.get<uint64_t>();
+      m.sequence = r.get<uint32_t>();
       r.reserved(4);
       out.message = m;
       break;
@@ -365,6 +379,20 @@ DecodeError decode_server(std::span<const uint8_t> d, Decoded<ServerMessage>& ou
       out.message = m;
       break;
     }
+    case MsgType::AttackResult: {
+      AttackResult m;
+      m.sequence = r.get<uint32_t>();
+      m.refusal = r.get<uint8_t>();
+      m.killed = r.get<uint8_t>();
+      m.target_kind = r.get<uint8_t>();
+      r.reserved(1);
+      m.target_id = r.get<uint64_t>();
+      m.damage = r.get<int32_t>();
+      m.hp_left = r.get<int32_t>();
+      if (m.refusal > kAttackRefusalMax || m.killed > 1 || m.target_kind > 4) r.fail();
+      out.message = m;
+      break;
+    }
     default:
       return DecodeError::UnknownType;
   }
@@ -467,6 +495,31 @@ size_t encode(const StatsRequest& m, std::span<uint8_t> out, uint16_t flags) {
   w.put(m.admin_key);
   w.put(m.request_id);
   w.zeros(4);
+  return w.pos();
+}
+
+size_t encode(const Attack& m, std::span<uint8_t> out, uint16_t flags) {
+  Writer w(out);
+  if (begin(out, MsgType::Attack, kAttackSize, flags, w) == 0) return 0;
+  w.put(m.player_id);
+  w.put(m.session_token);
+  w.put(m.target_id);
+  w.put(m.sequence);
+  w.zeros(4);
+  return w.pos();
+}
+
+size_t encode(const AttackResult& m, std::span<uint8_t> out, uint16_t flags) {
+  Writer w(out);
+  if (begin(out, MsgType::AttackResult, kAttackResultSize, flags, w) == 0) return 0;
+  w.put(m.sequence);
+  w.put(m.refusal);
+  w.put(m.killed);
+  w.put(m.target_kind);
+  w.zeros(1);
+  w.put(m.target_id);
+  w.put(m.damage);
+  w.put(m.hp_left);
   return w.pos();
 }
 
@@ -587,6 +640,7 @@ const char* decode_error_name(DecodeError error) {
     case DecodeError::Oversized: return "oversized";
     case DecodeError::BadMagic: return "bad_magic";
     case DecodeError::BadVersion: return "bad_version";
+    case DecodeError::ObsoleteVersion: return "obsolete_version";
     case DecodeError::UnknownType: return "unknown_type";
     case DecodeError::BadLength: return "bad_length";
     case DecodeError::BadField: return "bad_field";

@@ -1,10 +1,10 @@
-// protocol.hpp: the wire protocol v1 codec (docs/protocol.md), the server's side.
+// protocol.hpp: the wire protocol v2 codec (docs/protocol.md), the server's side.
 //
 // Every decoder takes a borrowed byte span and either fills a plain struct or returns the
 // reason it refused; nothing throws and nothing allocates. Every encoder writes into a
 // caller-provided span and returns the bytes written, or 0 if the span is too small. The
 // same layouts are encoded by the Rust codec in loadtest/src/protocol.rs; both are tested
-// against docs/protocol-vectors-v1.txt.
+// against docs/protocol-vectors-v2.txt.
 #pragma once
 
 #include <array>
@@ -21,7 +21,10 @@ static_assert(std::endian::native == std::endian::little,
               "the codec copies little-endian fields with memcpy; a big-endian port needs byte swaps");
 
 inline constexpr uint16_t kMagic = 0x4F4D;  // the bytes "MO"
-inline constexpr uint8_t kVersion = 1;
+inline constexpr uint8_t kVersion = 2;
+// The version before this one: its datagrams are dropped as `obsolete_version`, counted apart
+// from garbage, so an operator sees old clients.
+inline constexpr uint8_t kObsoleteVersion = 1;
 inline constexpr size_t kHeaderSize = 8;
 inline constexpr uint16_t kFlagRetransmit = 0x0001;
 inline constexpr uint16_t kKnownFlags = kFlagRetransmit;
@@ -43,6 +46,7 @@ enum class MsgType : uint8_t {
   Ping = 0x06,
   RaidTrigger = 0x07,
   StatsRequest = 0x08,
+  Attack = 0x09,
   JoinChallenge = 0x81,
   JoinAccept = 0x82,
   MoveAck = 0x83,
@@ -52,6 +56,7 @@ enum class MsgType : uint8_t {
   Pong = 0x87,
   RaidResult = 0x88,
   StatsReply = 0x89,
+  AttackResult = 0x8A,
 };
 
 // Fixed sizes (for MOVE_ACK, AOI_SNAPSHOT and STATS_REPLY: the part before the list).
@@ -63,6 +68,7 @@ inline constexpr size_t kLeaveSize = 32;
 inline constexpr size_t kPingSize = 24;
 inline constexpr size_t kRaidTriggerSize = 56;
 inline constexpr size_t kStatsRequestSize = 24;
+inline constexpr size_t kAttackSize = 40;
 inline constexpr size_t kJoinChallengeSize = 32;
 inline constexpr size_t kJoinAcceptSize = 48;
 inline constexpr size_t kMoveAckFixedSize = 20;
@@ -74,9 +80,11 @@ inline constexpr size_t kLeaveAckSize = 16;
 inline constexpr size_t kPongSize = 24;
 inline constexpr size_t kRaidResultSize = 40;
 inline constexpr size_t kStatsReplyFixedSize = 16;
+inline constexpr size_t kAttackResultSize = 32;
 
 // No reply to an unauthenticated message is larger than the message (docs/protocol.md).
 static_assert(kJoinChallengeSize <= kJoinRequestSize && kJoinAcceptSize <= kJoinConfirmSize && kPongSize <= kPingSize);
+static_assert(kAttackResultSize <= kAttackSize);
 static_assert(kAoiFixedSize + kAoiEntriesMax * kAoiEntrySize <= kReplyDatagramMax);
 static_assert(kMoveAckFixedSize + kContactsMax * kContactSize <= kReplyDatagramMax);
 
@@ -86,7 +94,8 @@ enum class DecodeError : uint8_t {
   Truncated,    // shorter than a header, or than its type's size
   Oversized,    // longer than kClientDatagramMax (client messages)
   BadMagic,
-  BadVersion,
+  BadVersion,       // neither this version nor the previous one
+  ObsoleteVersion,  // the previous version (kObsoleteVersion)
   UnknownType,  // not a type of the expected direction
   BadLength,    // `length` is not the datagram's size, or the size is not the type's
   BadField,     // non-zero reserved bytes or flags, a non-finite float, an enum out of range
@@ -155,6 +164,16 @@ struct StatsRequest {
   uint64_t admin_key = 0;
   uint32_t request_id = 0;
   bool operator==(const StatsRequest&) const = default;
+};
+
+// A player's attack; the server decides whether it lands and what it takes. `sequence` is the
+// session's, shared with MOVE and LEAVE (one replay window covers them all).
+struct Attack {
+  uint64_t player_id = 0;
+  uint64_t session_token = 0;
+  uint64_t target_id = 0;
+  uint32_t sequence = 0;
+  bool operator==(const Attack&) const = default;
 };
 
 struct JoinChallenge {
@@ -226,6 +245,17 @@ struct RaidResult {
   uint64_t spawn_ns = 0;
   bool operator==(const RaidResult&) const = default;
 };
+struct AttackResult {
+  uint32_t sequence = 0;  // the attack's (echo)
+  uint8_t refusal = 0;    // 0 landed, else an MmoAttackError (1..8)
+  uint8_t killed = 0;     // 1 when this attack brought the target to zero
+  uint8_t target_kind = 0;
+  uint64_t target_id = 0;  // echo
+  int32_t damage = 0;
+  int32_t hp_left = 0;
+  bool operator==(const AttackResult&) const = default;
+};
+inline constexpr uint8_t kAttackRefusalMax = 8;
 // The text is borrowed from the decoded datagram (or, to encode, from the caller).
 struct StatsReply {
   uint32_t request_id = 0;
@@ -233,9 +263,9 @@ struct StatsReply {
   bool operator==(const StatsReply&) const = default;
 };
 
-using ClientMessage = std::variant<JoinRequest, JoinConfirm, Move, EconomyRequest, Leave, Ping, RaidTrigger, StatsRequest>;
+using ClientMessage = std::variant<JoinRequest, JoinConfirm, Move, EconomyRequest, Leave, Ping, RaidTrigger, StatsRequest, Attack>;
 using ServerMessage = std::variant<JoinChallenge, JoinAccept, MoveAck, AoiSnapshot, EconomyResult, LeaveAck, Pong, RaidResult,
-                                   StatsReply>;
+                                   StatsReply, AttackResult>;
 
 // A decoded message and the header flags it carried.
 template <typename Message>
@@ -260,6 +290,7 @@ size_t encode(const Leave& m, std::span<uint8_t> out, uint16_t flags = 0);
 size_t encode(const Ping& m, std::span<uint8_t> out, uint16_t flags = 0);
 size_t encode(const RaidTrigger& m, std::span<uint8_t> out, uint16_t flags = 0);
 size_t encode(const StatsRequest& m, std::span<uint8_t> out, uint16_t flags = 0);
+size_t encode(const Attack& m, std::span<uint8_t> out, uint16_t flags = 0);
 size_t encode(const JoinChallenge& m, std::span<uint8_t> out, uint16_t flags = 0);
 size_t encode(const JoinAccept& m, std::span<uint8_t> out, uint16_t flags = 0);
 size_t encode(const MoveAck& m, std::span<uint8_t> out, uint16_t flags = 0);
@@ -269,6 +300,7 @@ size_t encode(const LeaveAck& m, std::span<uint8_t> out, uint16_t flags = 0);
 size_t encode(const Pong& m, std::span<uint8_t> out, uint16_t flags = 0);
 size_t encode(const RaidResult& m, std::span<uint8_t> out, uint16_t flags = 0);
 size_t encode(const StatsReply& m, std::span<uint8_t> out, uint16_t flags = 0);
+size_t encode(const AttackResult& m, std::span<uint8_t> out, uint16_t flags = 0);
 
 const char* decode_error_name(DecodeError error);
 

@@ -83,6 +83,8 @@ struct alignas(128) WorkerCounters {
   Counter sessions_expired;
   Counter moves_forwarded;
   Counter economy_forwarded;
+  // ATTACKs answered (landed or refused by the engine's rules: the engine counts which).
+  Counter attacks_answered;
   Counter raid_triggers;
   Counter stats_requests;
   Counter pongs_sent;

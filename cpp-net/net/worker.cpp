@@ -244,6 +244,18 @@ void Worker::handle(const wire::ClientMessage& message, SourceAddress source, Se
           op_replies_[op_count_] = source;
           ++op_count_;
           counters.economy_forwarded.add();
+        } else if constexpr (std::is_same_v<T, wire::Attack>) {
+          // Moves earlier in this batch go first, so the range check sees where they put the
+          // attacker; the attack is then decided at once, on the server's clock.
+          flush_engine_batches(now_ms);
+          MmoAttackResult r{};
+          if (server_.engine_status("attack", server_.engine().attack(m.player_id, m.session_token, m.target_id, now_ms, r), counters) !=
+              MMO_OK) {
+            return;
+          }
+          const wire::AttackResult reply{m.sequence, r.refusal, r.killed, r.target_kind, m.target_id, r.damage, r.hp_left};
+          tx_.commit(source, wire::encode(reply, tx_.slot()));
+          counters.attacks_answered.add();
         } else if constexpr (std::is_same_v<T, wire::Leave>) {
           // Moves and trades earlier in this batch go first, in arrival order.
           flush_engine_batches(now_ms);

@@ -54,6 +54,19 @@ struct Fixture : ::testing::Test {
   Move move(uint64_t player_id, uint64_t token, uint32_t sequence) { return Move{player_id, token, sequence, 0, 1, 1, 0, {}}; }
 };
 
+TEST_F(Fixture, AttacksShareTheSessionsReplayWindowAndChecks) {
+  join(7, 77);
+  ASSERT_TRUE(admit(encoded(move(7, 77, 5))).ok);
+  EXPECT_EQ(admit(encoded(Attack{7, 77, 99, 5})).reason, DropReason::Replayed) << "a move's sequence is spent";
+  const Admitted a = admit(encoded(Attack{7, 77, 99, 6}));
+  ASSERT_TRUE(a.ok);
+  EXPECT_NE(a.session, nullptr);
+  EXPECT_EQ(admit(encoded(move(7, 77, 6))).reason, DropReason::Replayed) << "an attack's sequence is spent";
+  EXPECT_EQ(admit(encoded(Attack{7, 78, 99, 7})).reason, DropReason::BadSession);
+  EXPECT_EQ(admit(encoded(Attack{7, 77, 99, 7}), kMallory).reason, DropReason::AddressMismatch);
+  EXPECT_EQ(admit(encoded(Attack{8, 77, 99, 7})).reason, DropReason::UnknownPlayer);
+}
+
 TEST_F(Fixture, EveryDropReasonInValidationOrder) {
   join(7, 77);
   const Bytes good = encoded(move(7, 77, 1));
@@ -72,6 +85,9 @@ TEST_F(Fixture, EveryDropReasonInValidationOrder) {
   b = good;
   b[2] = 9;
   expect_drop(b, DropReason::BadVersion);
+  b = good;
+  b[2] = kObsoleteVersion;
+  expect_drop(b, DropReason::ObsoleteVersion);
   b = good;
   b[3] = 0x55;
   expect_drop(b, DropReason::UnknownType);

@@ -1,4 +1,4 @@
-// The C++ wire codec against docs/protocol-vectors-v1.txt (the bytes the Rust codec is held
+// The C++ wire codec against docs/protocol-vectors-v2.txt (the bytes the Rust codec is held
 // to as well), round trips, and hostile input.
 #include <gtest/gtest.h>
 
@@ -102,13 +102,16 @@ std::map<std::string, std::function<void(const Bytes&)>> vector_checks() {
   server("raid_result", RaidResult{3, 0, 11000, 16, 140, 450000});
   client("stats_request", StatsRequest{0xa11ce5ec2e7ULL, 4});
   server("stats_reply", StatsReply{4, "moves_applied 12\ndrop_replayed 3\n"});
+  client("attack", Attack{42, token, object, 10});
+  server("attack_result_killed", AttackResult{10, 0, 1, 2, object, 50, 0});
+  server("attack_result_refused", AttackResult{11, 8, 0, 0, 43, 0, 0});
   return checks;
 }
 
 TEST(ProtocolVectors, EveryCommittedVectorEncodesAndDecodesExactly) {
   const auto vectors = load_vectors();
   auto checks = vector_checks();
-  ASSERT_GE(vectors.size(), 18u);
+  ASSERT_GE(vectors.size(), 21u);
   for (const auto& [name, bytes] : vectors) {
     SCOPED_TRACE(name);
     auto it = checks.find(name);
@@ -146,9 +149,12 @@ TEST(ProtocolDecode, EachHeaderFaultHasItsOwnError) {
     return decode_client(b, d);
   };
   EXPECT_EQ(with(0, 0x00), DecodeError::BadMagic);
-  EXPECT_EQ(with(2, 2), DecodeError::BadVersion);
+  EXPECT_EQ(with(2, 3), DecodeError::BadVersion);
+  EXPECT_EQ(with(2, 0), DecodeError::BadVersion);
+  EXPECT_EQ(with(2, 1), DecodeError::ObsoleteVersion) << "v1: its own reason";
   EXPECT_EQ(with(3, 0x83), DecodeError::UnknownType) << "a server type from a client";
-  EXPECT_EQ(with(3, 0x09), DecodeError::UnknownType);
+  EXPECT_EQ(with(3, 0x0A), DecodeError::UnknownType);
+  EXPECT_EQ(with(3, 0x8A), DecodeError::UnknownType) << "ATTACK_RESULT is the server's";
   EXPECT_EQ(with(4, 81), DecodeError::BadLength) << "length field disagrees with the datagram";
   EXPECT_EQ(with(6, 2), DecodeError::BadField) << "unknown flag bit";
   EXPECT_EQ(with(44, 1), DecodeError::BadField) << "reserved byte";
@@ -169,6 +175,15 @@ TEST(ProtocolDecode, EachHeaderFaultHasItsOwnError) {
   EXPECT_EQ(decode_client(encoded(bad_kind), d), DecodeError::BadField);
   RaidTrigger player_kind{1, 2, 3, 0, 0, 1, 1, 1, 1, 1, 1};
   EXPECT_EQ(decode_client(encoded(player_kind), d), DecodeError::BadField) << "a raid may not spawn players";
+  Bytes attack = encoded(Attack{1, 2, 3, 4});
+  attack[37] = 1;
+  EXPECT_EQ(decode_client(attack, d), DecodeError::BadField) << "ATTACK's reserved bytes";
+  Decoded<ServerMessage> s;
+  for (const auto& [offset, value] : std::vector<std::pair<size_t, uint8_t>>{{12, 9}, {13, 2}, {14, 5}, {15, 1}}) {
+    Bytes result = encoded(AttackResult{1, 0, 0, 1, 2, 3, 4});
+    result[offset] = value;
+    EXPECT_EQ(decode_server(result, s), DecodeError::BadField) << "ATTACK_RESULT byte " << offset << " = " << int{value};
+  }
 }
 
 TEST(ProtocolDecode, CountsAboveTheirMaximumAreRefused) {
@@ -210,6 +225,14 @@ TEST(ProtocolRoundTrip, RandomMessagesSurviveEncodeDecode) {
     for (size_t k = 0; k < ack.contact_count; ++k) ack.contacts[k] = {rng(), f(), static_cast<uint8_t>(rng())};
     ASSERT_EQ(decode_server(encoded(ack), s), DecodeError::Ok);
     ASSERT_EQ(std::get<MoveAck>(s.message), ack);
+
+    const Attack attack{rng(), rng(), rng(), static_cast<uint32_t>(rng())};
+    ASSERT_EQ(decode_client(encoded(attack), d), DecodeError::Ok);
+    ASSERT_EQ(std::get<Attack>(d.message), attack);
+    const AttackResult result{static_cast<uint32_t>(rng()), static_cast<uint8_t>(rng() % 9), static_cast<uint8_t>(rng() % 2),
+                              static_cast<uint8_t>(rng() % 5), rng(), static_cast<int32_t>(rng()), static_cast<int32_t>(rng())};
+    ASSERT_EQ(decode_server(encoded(result), s), DecodeError::Ok);
+    ASSERT_EQ(std::get<AttackResult>(s.message), result);
   }
 }
 
@@ -223,7 +246,7 @@ TEST(ProtocolHostile, RandomBytesNeverCrashAndRarelyDecode) {
     if (b.size() >= kHeaderSize && (i & 1)) {
       b[0] = 0x4d;
       b[1] = 0x4f;
-      b[2] = 1;
+      b[2] = kVersion;
       b[4] = static_cast<uint8_t>(b.size() & 0xff);
       b[5] = static_cast<uint8_t>(b.size() >> 8);
     }

@@ -43,7 +43,7 @@ TEST_P(ServerEndToEndEngines, PlayContactsAoiHostileTrafficAndCleanShutdown) {
 
   Client a(server.port()), b(server.port()), far(server.port()), mallory(server.port()), admin(server.port());
   const Joined ja = join(a, 101, 1000, 1000);
-  const Joined jb = join(b, 202, 1010, 1000);
+  const Joined jb = join(b, 202, 1010, 1000, 2);
   const Joined jf = join(far, 303, 3000, 3000);
   ASSERT_NE(ja.player_id, 0u);
   ASSERT_NE(jb.player_id, 0u);
@@ -134,6 +134,9 @@ TEST_P(ServerEndToEndEngines, PlayContactsAoiHostileTrafficAndCleanShutdown) {
   bad[2] = 7;
   hostile(a, bad, "bad_version");
   bad = good;
+  bad[2] = kObsoleteVersion;
+  hostile(a, bad, "obsolete_version");
+  bad = good;
   bad[3] = 0x42;
   hostile(a, bad, "unknown_type");
   hostile(a, Bytes(good.begin(), good.begin() + 5), "truncated");
@@ -174,6 +177,29 @@ TEST_P(ServerEndToEndEngines, PlayContactsAoiHostileTrafficAndCleanShutdown) {
   ASSERT_TRUE(ack_after);
   EXPECT_EQ(ack_after->result, 0);
 
+  // ATTACK: B (faction 2) attacks A, 5 m away. The server's damage lands; at once again, the
+  // cooldown refuses it; an attack on a player across the world is out of range. Each answer
+  // echoes the attack's sequence, which shares B's sequence space with its moves.
+  b.send(Attack{jb.player_id, jb.token, ja.player_id, 3});
+  const auto hit = b.wait_for<AttackResult>();
+  ASSERT_TRUE(hit);
+  EXPECT_EQ(hit->sequence, 3u);
+  EXPECT_EQ(hit->refusal, 0);
+  EXPECT_EQ(hit->damage, 100);
+  EXPECT_EQ(hit->hp_left, 900);
+  EXPECT_EQ(hit->killed, 0);
+  EXPECT_EQ(hit->target_id, ja.player_id);
+  EXPECT_EQ(hit->target_kind, MMO_ENTITY_KIND_PLAYER);
+  b.send(Attack{jb.player_id, jb.token, ja.player_id, 4});
+  const auto too_soon = b.wait_for<AttackResult>();
+  ASSERT_TRUE(too_soon);
+  EXPECT_EQ(too_soon->sequence, 4u);
+  EXPECT_EQ(too_soon->refusal, MMO_ATTACK_ERROR_COOLDOWN);
+  b.send(Attack{jb.player_id, jb.token, jf.player_id, 5});
+  const auto far_away = b.wait_for<AttackResult>();
+  ASSERT_TRUE(far_away);
+  EXPECT_EQ(far_away->refusal, MMO_ATTACK_ERROR_OUT_OF_RANGE);
+
   // Counters are per worker, and the spoofer's datagrams may sit in another worker's socket
   // queue than the admin's request: poll until every expected drop is counted (bounded), then
   // check the counts are exact.
@@ -197,6 +223,10 @@ TEST_P(ServerEndToEndEngines, PlayContactsAoiHostileTrafficAndCleanShutdown) {
   EXPECT_EQ(after.at("drop_rate_limited_address") - before.at("drop_rate_limited_address"), 0u);
   EXPECT_EQ(after.at("drop_rate_limited_player") - before.at("drop_rate_limited_player"), 0u);
   EXPECT_EQ(after.at("engine_moves_applied") - applied_before, 1u) << "only the legitimate move reached the engine";
+  EXPECT_EQ(after.at("engine_attacks_landed"), 1u);
+  EXPECT_EQ(after.at("engine_attack_rejected_cooldown"), 1u);
+  EXPECT_EQ(after.at("engine_attack_rejected_out_of_range"), 1u);
+  EXPECT_EQ(after.at("attacks_answered"), 3u);
   EXPECT_EQ(after.at("engine_move_rejected_wrong_session"), 0u) << "spoofs never reach the engine";
   EXPECT_EQ(after.at("economy_conserved"), 1u);
 

@@ -162,11 +162,12 @@ pub fn economy(before: &ServerStats, after: &ServerStats, tally: &EconomyTally) 
 
 /// Drop reasons whose count the hostile scenario predicts exactly (every other reason but
 /// `rate_limited_player` must not move at all).
-pub const EXACT_DROPS: [DropReason; 15] = [
+pub const EXACT_DROPS: [DropReason; 16] = [
     DropReason::Truncated,
     DropReason::Oversized,
     DropReason::BadMagic,
     DropReason::BadVersion,
+    DropReason::ObsoleteVersion,
     DropReason::UnknownType,
     DropReason::BadLength,
     DropReason::BadField,

@@ -6,7 +6,7 @@
 //!
 //! | kind | what is sent | from | expected drop |
 //! |---|---|---|---|
-//! | bad_magic, bad_version, unknown_type, truncated, oversized, bad_length, bad_field | a `MOVE` (or header) broken in that one way | a pool socket | that reason |
+//! | bad_magic, bad_version, obsolete_version, unknown_type, truncated, oversized, bad_length, bad_field | a `MOVE` (or header) broken in that one way (obsolete_version: a well-formed v1 `MOVE`) | a pool socket | that reason |
 //! | bad_cookie | a `JOIN_CONFIRM` with a current period and a made-up cookie | a pool socket | `bad_cookie` |
 //! | bad_admin_key | a `STATS_REQUEST` with the wrong key | a pool socket | `bad_admin_key` |
 //! | unknown_player | a `MOVE` for a player id nobody has | a pool socket | `unknown_player` |
@@ -55,6 +55,8 @@ pub enum HostileKind {
     BadMagic,
     /// Wrong version.
     BadVersion,
+    /// The previous protocol version: an old client's well-formed `MOVE`.
+    ObsoleteVersion,
     /// A type the server does not accept (unassigned, or a server-to-client type).
     UnknownType,
     /// Shorter than a header, or than a `MOVE`.
@@ -83,9 +85,10 @@ pub enum HostileKind {
 
 impl HostileKind {
     /// Kinds sent by the hostile controller task.
-    pub const CONTROLLER: [HostileKind; 11] = [
+    pub const CONTROLLER: [HostileKind; 12] = [
         HostileKind::BadMagic,
         HostileKind::BadVersion,
+        HostileKind::ObsoleteVersion,
         HostileKind::UnknownType,
         HostileKind::Truncated,
         HostileKind::Oversized,
@@ -106,6 +109,7 @@ impl HostileKind {
         match self {
             HostileKind::BadMagic => DropReason::BadMagic,
             HostileKind::BadVersion => DropReason::BadVersion,
+            HostileKind::ObsoleteVersion => DropReason::ObsoleteVersion,
             HostileKind::UnknownType => DropReason::UnknownType,
             HostileKind::Truncated => DropReason::Truncated,
             HostileKind::Oversized => DropReason::Oversized,
@@ -127,6 +131,7 @@ impl HostileKind {
             self,
             HostileKind::BadMagic
                 | HostileKind::BadVersion
+                | HostileKind::ObsoleteVersion
                 | HostileKind::UnknownType
                 | HostileKind::Truncated
                 | HostileKind::Oversized
@@ -192,11 +197,15 @@ pub fn craft(kind: HostileKind, variant: u64, ctx: &CraftContext, out: &mut [u8]
             n
         }
         HostileKind::BadVersion => {
-            out[2] = [0u8, 2, 0xFF][(variant % 3) as usize];
+            out[2] = [0u8, protocol::VERSION + 1, 0xFF][(variant % 3) as usize];
+            n
+        }
+        HostileKind::ObsoleteVersion => {
+            out[2] = protocol::OBSOLETE_VERSION;
             n
         }
         HostileKind::UnknownType => {
-            out[3] = [0x00u8, 0x09, 0x3F, 0x81, 0x89][(variant % 5) as usize];
+            out[3] = [0x00u8, 0x0A, 0x3F, 0x81, 0x8A][(variant % 5) as usize];
             n
         }
         HostileKind::Truncated => {
@@ -487,7 +496,7 @@ mod tests {
 
     #[test]
     fn rates_split_evenly() {
-        let plan = HostilePlan { rate: 130.0, flood_rate: 300.0, pool_sockets: 8, max_probes: 8, want_spoofers: 2 };
+        let plan = HostilePlan { rate: 140.0, flood_rate: 300.0, pool_sockets: 8, max_probes: 8, want_spoofers: 2 };
         assert!((plan.per_kind_rate() - 10.0).abs() < 1e-9);
         // 100 bots share 2 duty kinds at 10/s each: one duty per bot every 5 s.
         assert_eq!(plan.duty_interval(100), Duration::from_secs(5));

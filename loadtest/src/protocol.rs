@@ -1,5 +1,5 @@
-//! The wire protocol v1 codec (`docs/protocol.md`), the load tester's half of the two codecs
-//! held to the committed byte vectors in `docs/protocol-vectors-v1.txt` (the other half is the
+//! The wire protocol v2 codec (`docs/protocol.md`), the load tester's half of the two codecs
+//! held to the committed byte vectors in `docs/protocol-vectors-v2.txt` (the other half is the
 //! server's C++ codec).
 //!
 //! Why it looks the way it does:
@@ -30,7 +30,9 @@ use std::fmt;
 /// `magic`: the bytes `4d 4f` ("MO") read as a little-endian `u16`.
 pub const MAGIC: u16 = 0x4F4D;
 /// The protocol version this codec speaks.
-pub const VERSION: u8 = 1;
+pub const VERSION: u8 = 2;
+/// The version before [`VERSION`]: the server drops its datagrams as `obsolete_version`.
+pub const OBSOLETE_VERSION: u8 = 1;
 /// Size of the header every message starts with.
 pub const HEADER_LEN: usize = 8;
 /// The largest datagram a client may send (`CLIENT_DATAGRAM_MAX`); larger ones are dropped
@@ -79,6 +81,8 @@ pub enum MessageType {
     RaidTrigger = 0x07,
     /// `STATS_REQUEST`, admin to server, 24 bytes.
     StatsRequest = 0x08,
+    /// `ATTACK`, client to server, 40 bytes.
+    Attack = 0x09,
     /// `JOIN_CHALLENGE`, server to client, 32 bytes.
     JoinChallenge = 0x81,
     /// `JOIN_ACCEPT`, server to client, 48 bytes.
@@ -97,11 +101,13 @@ pub enum MessageType {
     RaidResult = 0x88,
     /// `STATS_REPLY`, server to admin, 16 + text bytes.
     StatsReply = 0x89,
+    /// `ATTACK_RESULT`, server to client, 32 bytes.
+    AttackResult = 0x8A,
 }
 
 impl MessageType {
     /// Every message type, in type-byte order.
-    pub const ALL: [MessageType; 17] = [
+    pub const ALL: [MessageType; 19] = [
         MessageType::JoinRequest,
         MessageType::JoinConfirm,
         MessageType::Move,
@@ -110,6 +116,7 @@ impl MessageType {
         MessageType::Ping,
         MessageType::RaidTrigger,
         MessageType::StatsRequest,
+        MessageType::Attack,
         MessageType::JoinChallenge,
         MessageType::JoinAccept,
         MessageType::MoveAck,
@@ -119,6 +126,7 @@ impl MessageType {
         MessageType::Pong,
         MessageType::RaidResult,
         MessageType::StatsReply,
+        MessageType::AttackResult,
     ];
 
     /// The type for a `type` byte, if it is one.
@@ -138,7 +146,8 @@ impl MessageType {
             MessageType::JoinRequest | MessageType::JoinConfirm => 64,
             MessageType::Move => 80,
             MessageType::EconomyRequest | MessageType::RaidTrigger => 56,
-            MessageType::Leave | MessageType::JoinChallenge | MessageType::EconomyResult => 32,
+            MessageType::Leave | MessageType::JoinChallenge | MessageType::EconomyResult | MessageType::AttackResult => 32,
+            MessageType::Attack => 40,
             MessageType::Ping | MessageType::StatsRequest | MessageType::Pong => 24,
             MessageType::JoinAccept => 48,
             MessageType::MoveAck => MOVE_ACK_BASE,
@@ -178,6 +187,8 @@ impl MessageType {
             MessageType::Pong => "PONG",
             MessageType::RaidResult => "RAID_RESULT",
             MessageType::StatsReply => "STATS_REPLY",
+            MessageType::Attack => "ATTACK",
+            MessageType::AttackResult => "ATTACK_RESULT",
         }
     }
 }
@@ -192,7 +203,7 @@ impl Flags {
     pub const NONE: Flags = Flags(0);
     /// Bit 0: the message is a resend (informational; clients set it on retransmits).
     pub const RETRANSMIT: Flags = Flags(1);
-    /// The bits v1 defines; any other bit makes a datagram `bad_field`.
+    /// The bits the protocol defines; any other bit makes a datagram `bad_field`.
     pub const KNOWN_BITS: u16 = 1;
 
     /// The flags for `bits`, or `None` if a reserved bit is set.
@@ -272,6 +283,30 @@ wire_enum! {
 }
 
 wire_enum! {
+    /// `ATTACK_RESULT.refusal`: 0 landed, else the engine's reason (`MmoAttackError`).
+    AttackRefusal {
+        /// The attack landed.
+        Landed = 0,
+        /// The attacker is not a live player.
+        UnknownPlayer = 1,
+        /// The session token does not match.
+        WrongSession = 2,
+        /// The attacker has no hit points left.
+        AttackerDead = 3,
+        /// No live player or raid object has the target's id.
+        UnknownTarget = 4,
+        /// Same faction (or the attacker itself).
+        FriendlyFire = 5,
+        /// The target has no hit points left.
+        TargetDead = 6,
+        /// Farther than the server's attack range.
+        OutOfRange = 7,
+        /// Sooner than the cooldown after the attacker's last landed attack.
+        Cooldown = 8,
+    }
+}
+
+wire_enum! {
     /// The kind of an entity (contacts, AoI entries, raid objects).
     EntityKind {
         /// A joined player (never a raid object's kind).
@@ -341,8 +376,10 @@ pub enum DropReason {
     Oversized,
     /// Wrong magic.
     BadMagic,
-    /// Wrong version.
+    /// Neither this version nor the previous one.
     BadVersion,
+    /// The previous protocol version ([`OBSOLETE_VERSION`]): an old client.
+    ObsoleteVersion,
     /// Not a client-to-server type.
     UnknownType,
     /// Not exactly the type's size, or `length` disagrees.
@@ -371,11 +408,12 @@ pub enum DropReason {
 
 impl DropReason {
     /// Every reason, in the order of the protocol's validation table.
-    pub const ALL: [DropReason; 16] = [
+    pub const ALL: [DropReason; 17] = [
         DropReason::Truncated,
         DropReason::Oversized,
         DropReason::BadMagic,
         DropReason::BadVersion,
+        DropReason::ObsoleteVersion,
         DropReason::UnknownType,
         DropReason::BadLength,
         DropReason::BadField,
@@ -397,6 +435,7 @@ impl DropReason {
             DropReason::Oversized => "oversized",
             DropReason::BadMagic => "bad_magic",
             DropReason::BadVersion => "bad_version",
+            DropReason::ObsoleteVersion => "obsolete_version",
             DropReason::UnknownType => "unknown_type",
             DropReason::BadLength => "bad_length",
             DropReason::BadField => "bad_field",
@@ -423,7 +462,7 @@ impl fmt::Display for DropReason {
 // Errors
 // ---------------------------------------------------------------------------------------------
 
-/// Why bytes are not a valid v1 datagram. Each variant is one of the server's drop reasons
+/// Why bytes are not a valid v2 datagram. Each variant is one of the server's drop reasons
 /// (see [`DecodeError::drop_reason`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum DecodeError {
@@ -437,9 +476,12 @@ pub enum DecodeError {
     /// `magic` is not [`MAGIC`].
     #[error("bad magic {0:#06x}")]
     BadMagic(u16),
-    /// `version` is not [`VERSION`].
+    /// `version` is neither [`VERSION`] nor [`OBSOLETE_VERSION`].
     #[error("bad version {0}")]
     BadVersion(u8),
+    /// `version` is [`OBSOLETE_VERSION`].
+    #[error("obsolete protocol version {OBSOLETE_VERSION}")]
+    ObsoleteVersion,
     /// `type` is not a known type ([`decode`]) or not a client-to-server type
     /// ([`decode_client`]).
     #[error("unknown message type {0:#04x}")]
@@ -460,6 +502,7 @@ impl DecodeError {
             DecodeError::Oversized => DropReason::Oversized,
             DecodeError::BadMagic(_) => DropReason::BadMagic,
             DecodeError::BadVersion(_) => DropReason::BadVersion,
+            DecodeError::ObsoleteVersion => DropReason::ObsoleteVersion,
             DecodeError::UnknownType(_) => DropReason::UnknownType,
             DecodeError::BadLength => DropReason::BadLength,
             DecodeError::BadField(_) => DropReason::BadField,
@@ -965,7 +1008,41 @@ pub struct StatsReply<'a> {
     pub text: &'a str,
 }
 
-/// Any v1 message. Variable-length replies borrow their lists from the datagram (decoded) or
+/// `ATTACK` (0x09, 40 bytes): a player attacks a player or raid object. The server decides
+/// whether it lands (range, cooldown, faction, both alive) and what it takes. `sequence` is the
+/// session's, shared with `MOVE` and `LEAVE`: one replay window covers all three.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Attack {
+    /// The attacker.
+    pub player_id: u64,
+    /// The attacker's session token.
+    pub session_token: u64,
+    /// A player's id or a raid object's.
+    pub target_id: u64,
+    /// The session's next sequence.
+    pub sequence: u32,
+}
+
+/// `ATTACK_RESULT` (0x8A, 32 bytes): what the server decided about an `ATTACK`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AttackResult {
+    /// The attack's sequence (echo).
+    pub sequence: u32,
+    /// [`AttackRefusal::Landed`] or why not.
+    pub refusal: AttackRefusal,
+    /// This attack brought the target to zero hit points (exactly one attack per target does).
+    pub killed: bool,
+    /// The target's kind when it landed.
+    pub target_kind: Option<EntityKind>,
+    /// The attack's target (echo).
+    pub target_id: u64,
+    /// Hit points taken: the server's `attack_damage`, or what the target had left.
+    pub damage: i32,
+    /// Hit points the target has left.
+    pub hp_left: i32,
+}
+
+/// Any v2 message. Variable-length replies borrow their lists from the datagram (decoded) or
 /// from the caller (to encode).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Message<'a> {
@@ -1003,6 +1080,10 @@ pub enum Message<'a> {
     RaidResult(RaidResult),
     /// A [`StatsReply`].
     StatsReply(StatsReply<'a>),
+    /// An [`Attack`].
+    Attack(Attack),
+    /// An [`AttackResult`].
+    AttackResult(AttackResult),
 }
 
 macro_rules! impl_from_message {
@@ -1028,7 +1109,9 @@ impl_from_message!(
     EconomyResult,
     LeaveAck,
     Pong,
-    RaidResult
+    RaidResult,
+    Attack,
+    AttackResult
 );
 impl<'a> From<MoveAck<'a>> for Message<'a> {
     fn from(m: MoveAck<'a>) -> Self {
@@ -1067,6 +1150,8 @@ impl Message<'_> {
             Message::Pong(_) => MessageType::Pong,
             Message::RaidResult(_) => MessageType::RaidResult,
             Message::StatsReply(_) => MessageType::StatsReply,
+            Message::Attack(_) => MessageType::Attack,
+            Message::AttackResult(_) => MessageType::AttackResult,
         }
     }
 
@@ -1221,6 +1306,19 @@ pub fn encode(message: &Message<'_>, flags: Flags, out: &mut [u8]) -> Result<usi
             put(b, 12, &(m.text.len() as u16).to_le_bytes());
             put(b, STATS_REPLY_BASE, m.text.as_bytes());
         }
+        Message::Attack(m) => {
+            put(b, 8, &m.player_id.to_le_bytes());
+            put(b, 16, &m.session_token.to_le_bytes());
+            put(b, 24, &m.target_id.to_le_bytes());
+            put(b, 32, &m.sequence.to_le_bytes());
+        }
+        Message::AttackResult(m) => {
+            put(b, 8, &m.sequence.to_le_bytes());
+            put(b, 12, &[m.refusal.as_u8(), u8::from(m.killed), m.target_kind.map_or(0, EntityKind::as_u8)]);
+            put(b, 16, &m.target_id.to_le_bytes());
+            put(b, 24, &m.damage.to_le_bytes());
+            put(b, 28, &m.hp_left.to_le_bytes());
+        }
     }
     Ok(len)
 }
@@ -1312,9 +1410,10 @@ fn decode_with(buf: &[u8], max: usize, client_only: bool) -> Result<Decoded<'_>,
     if magic != MAGIC {
         return Err(DecodeError::BadMagic(magic));
     }
-    let version = u8_at(buf, 2);
-    if version != VERSION {
-        return Err(DecodeError::BadVersion(version));
+    match u8_at(buf, 2) {
+        VERSION => {}
+        OBSOLETE_VERSION => return Err(DecodeError::ObsoleteVersion),
+        other => return Err(DecodeError::BadVersion(other)),
     }
     let type_byte = u8_at(buf, 3);
     let t =
@@ -1485,6 +1584,36 @@ fn decode_body(t: MessageType, b: &[u8], count: usize) -> Result<Message<'_>, De
             };
             Message::StatsReply(StatsReply { request_id: u32_at(b, 8), text })
         }
+        MessageType::Attack => {
+            reserved(b, 36, 40)?;
+            Message::Attack(Attack {
+                player_id: u64_at(b, 8),
+                session_token: u64_at(b, 16),
+                target_id: u64_at(b, 24),
+                sequence: u32_at(b, 32),
+            })
+        }
+        MessageType::AttackResult => {
+            reserved(b, 15, 16)?;
+            let killed = match u8_at(b, 13) {
+                0 => false,
+                1 => true,
+                _ => return Err(DecodeError::BadField("killed")),
+            };
+            let target_kind = match u8_at(b, 14) {
+                0 => None,
+                _ => Some(enum_at(b, 14, "target_kind")?),
+            };
+            Message::AttackResult(AttackResult {
+                sequence: u32_at(b, 8),
+                refusal: enum_at(b, 12, "refusal")?,
+                killed,
+                target_kind,
+                target_id: u64_at(b, 16),
+                damage: i32_at(b, 24),
+                hp_left: i32_at(b, 28),
+            })
+        }
     })
 }
 
@@ -1509,6 +1638,7 @@ mod tests {
                 (0x06, 24),
                 (0x07, 56),
                 (0x08, 24),
+                (0x09, 40),
                 (0x81, 32),
                 (0x82, 48),
                 (0x83, 20),
@@ -1517,10 +1647,11 @@ mod tests {
                 (0x86, 16),
                 (0x87, 24),
                 (0x88, 40),
-                (0x89, 16)
+                (0x89, 16),
+                (0x8A, 32)
             ]
         );
-        assert!(MessageType::from_u8(0x00).is_none() && MessageType::from_u8(0x09).is_none() && MessageType::from_u8(0x80).is_none());
+        assert!(MessageType::from_u8(0x00).is_none() && MessageType::from_u8(0x0A).is_none() && MessageType::from_u8(0x80).is_none());
     }
 
     #[test]

@@ -59,11 +59,15 @@ fn wrong_magic_version_type_and_length_are_named() {
         b[0] ^= 0x01;
         assert_error(&b, DecodeError::BadMagic(u16::from_le_bytes([b[0], b[1]])), &format!("{}: magic", v.name));
 
-        for version in [0u8, 2, 0xFF] {
+        for version in [0u8, VERSION + 1, 0xFF] {
             let mut b = v.bytes.clone();
             b[2] = version;
             assert_error(&b, DecodeError::BadVersion(version), &format!("{}: version {version}", v.name));
         }
+        // The previous version has its own reason: an old client, not garbage.
+        let mut b = v.bytes.clone();
+        b[2] = OBSOLETE_VERSION;
+        assert_error(&b, DecodeError::ObsoleteVersion, &format!("{}: v1", v.name));
 
         // Length field one more or one less than the datagram.
         for delta in [1i32, -1] {
@@ -190,7 +194,7 @@ fn non_finite_floats_and_out_of_range_enums_are_bad_fields() {
 fn lists_over_their_limit_and_non_ascii_text_are_bad_fields() {
     // 33 contacts, correctly sized: over the protocol's cap.
     let mut b = vec![0u8; 20 + 16 * 33];
-    b[..8].copy_from_slice(&[0x4d, 0x4f, 1, 0x83, 0, 0, 0, 0]);
+    b[..8].copy_from_slice(&[0x4d, 0x4f, VERSION, 0x83, 0, 0, 0, 0]);
     let n = b.len() as u16;
     b[4..6].copy_from_slice(&n.to_le_bytes());
     b[17] = 33;
@@ -200,7 +204,7 @@ fn lists_over_their_limit_and_non_ascii_text_are_bad_fields() {
     assert_eq!(decode(&b).err(), Some(DecodeError::BadField("contact_count")));
 
     let mut b = vec![0u8; 24 + 20 * 65];
-    b[..8].copy_from_slice(&[0x4d, 0x4f, 1, 0x84, 0, 0, 0, 0]);
+    b[..8].copy_from_slice(&[0x4d, 0x4f, VERSION, 0x84, 0, 0, 0, 0]);
     let n = b.len() as u16;
     b[4..6].copy_from_slice(&n.to_le_bytes());
     b[12..14].copy_from_slice(&65u16.to_le_bytes());
@@ -233,8 +237,9 @@ fn each_error_maps_to_its_drop_reason() {
         (DecodeError::Truncated, "truncated"),
         (DecodeError::Oversized, "oversized"),
         (DecodeError::BadMagic(0), "bad_magic"),
-        (DecodeError::BadVersion(2), "bad_version"),
-        (DecodeError::UnknownType(0x09), "unknown_type"),
+        (DecodeError::BadVersion(3), "bad_version"),
+        (DecodeError::ObsoleteVersion, "obsolete_version"),
+        (DecodeError::UnknownType(0x0A), "unknown_type"),
         (DecodeError::BadLength, "bad_length"),
         (DecodeError::BadField("reserved"), "bad_field"),
     ];
@@ -260,7 +265,7 @@ proptest! {
         body in proptest::collection::vec(any::<u8>(), 0..700),
         flags in 0u16..4,
     ) {
-        let mut b = vec![0x4d, 0x4f, 1, t as u8, 0, 0, 0, 0];
+        let mut b = vec![0x4d, 0x4f, VERSION, t as u8, 0, 0, 0, 0];
         b.extend_from_slice(&body);
         let n = b.len() as u16;
         b[4..6].copy_from_slice(&n.to_le_bytes());

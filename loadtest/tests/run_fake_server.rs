@@ -107,7 +107,7 @@ fn hostile_traffic_is_dropped_for_exactly_the_reasons_sent() {
     let h = r.hostile.as_ref().unwrap();
     let by_reason = h.sent.by_reason();
     // Every kind was sent at least once, so every exact check compared a non-zero count.
-    assert_eq!(by_reason.len(), 14, "{by_reason:?}");
+    assert_eq!(by_reason.len(), 15, "{by_reason:?}");
     assert!(h.flood.sent > h.flood.acked);
 }
 

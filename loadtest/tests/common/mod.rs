@@ -1,4 +1,4 @@
-//! Shared by the protocol tests: reads `docs/protocol-vectors-v1.txt` and builds, for each named
+//! Shared by the protocol tests: reads `docs/protocol-vectors-v2.txt` and builds, for each named
 //! vector, the message its comment line describes.
 
 #![allow(dead_code)] // each test file uses a different part of this module
@@ -8,7 +8,7 @@ use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet};
 
 /// The committed vectors file, read at test time so a new or changed vector is seen.
-pub const VECTORS_PATH: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/protocol-vectors-v1.txt");
+pub const VECTORS_PATH: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/protocol-vectors-v2.txt");
 
 /// One vector: its name, the comment line above it, and its bytes.
 #[derive(Clone, Debug)]
@@ -398,6 +398,34 @@ pub fn build(name: &str, f: &Fields) -> Option<(Spec, Flags)> {
         ),
         "stats_request" => fixed(StatsRequest { admin_key: f.u64("admin_key"), request_id: f.u32("request_id") }.into()),
         "stats_reply" => Some(Spec::Stats { request_id: f.u32("request_id"), text: f.text("text") }),
+        "attack" => fixed(
+            Attack {
+                player_id: f.u64("player_id"),
+                session_token: f.u64("session_token"),
+                target_id: f.u64("target_id"),
+                sequence: f.u32("sequence"),
+            }
+            .into(),
+        ),
+        "attack_result_killed" | "attack_result_refused" => fixed(
+            AttackResult {
+                sequence: f.u32("sequence"),
+                refusal: f.enumerated("refusal"),
+                killed: match f.u8("killed") {
+                    0 => false,
+                    1 => true,
+                    k => panic!("killed={k}"),
+                },
+                target_kind: match f.u8("target_kind") {
+                    0 => None,
+                    k => Some(kind_of(&k.to_string())),
+                },
+                target_id: f.u64("target_id"),
+                damage: f.i32("damage"),
+                hp_left: f.i32("hp_left"),
+            }
+            .into(),
+        ),
         _ => None,
     }?;
     Some((spec, f.flags()))
@@ -424,5 +452,7 @@ pub fn reserved_ranges(t: MessageType) -> &'static [(usize, usize)] {
         MessageType::RaidResult => &[(28, 32)],
         MessageType::StatsRequest => &[(20, 24)],
         MessageType::StatsReply => &[(14, 16)],
+        MessageType::Attack => &[(36, 40)],
+        MessageType::AttackResult => &[(15, 16)],
     }
 }
