@@ -10,7 +10,8 @@
 //!   lock and no shared counter per packet.
 //! - **Measured from intended send times.** Move `k` is intended for
 //!   `move_start + stagger + k * interval` ([`crate::schedule`]); its round trip is measured
-//!   from that time to its ack, matched by sequence (`sequence = k + 1`; the ack echoes it).
+//!   from that time to its ack, matched by sequence (`sequence = 2 * (k + 1)`, even, so an
+//!   `ATTACK` can take the odd sequence between two moves; the ack echoes it).
 //!   A bot that falls behind sends the overdue moves at once, each still measured from its
 //!   own intended time and carrying `client_time_ms` = its intended time (echoed, for the
 //!   round trip). The server's speed rule reckons on its own clock; a walk at 8 m/s against
@@ -23,11 +24,12 @@
 //!   `[measure_start, end)` count as sent, acked or lost, and only their round trips are
 //!   recorded.
 
+use crate::combat::{CombatAgent, CombatPlan, CombatTally};
 use crate::economy::{EconomyAgent, EconomyPlan, EconomyTally};
 use crate::hostile::{CraftContext, HostileKind, SentCounts, Victim, craft};
 use crate::metrics::Merged;
 use crate::net::{connected_socket, is_transient};
-use crate::protocol::{self, Flags, JoinConfirm, JoinRequest, JoinStatus, Leave, Message, Move, MoveAck, MoveResult, PAYLOAD_LEN};
+use crate::protocol::{self, Attack, Flags, JoinConfirm, JoinRequest, JoinStatus, Leave, Message, Move, MoveAck, MoveResult, PAYLOAD_LEN};
 use crate::raid::RaidWindows;
 use crate::rng::Rng;
 use crate::schedule::{Epoch, Pacer, Schedule, elapsed_us, stagger};
@@ -287,6 +289,8 @@ pub struct PlayPlan {
     pub economy: Option<EconomyPlan>,
     /// Hostile duties, if any.
     pub duties: Option<DutyPlan>,
+    /// Attacks on the raid's adds, if any.
+    pub combat: Option<CombatPlan>,
     /// Raid windows to classify round trips by, if any.
     pub raid_windows: Option<Arc<RaidWindows>>,
     /// Every joined bot's player id (trade partners).
@@ -384,6 +388,8 @@ pub struct BotReport {
     pub max_behind: u64,
     /// The economy ledger.
     pub economy: EconomyTally,
+    /// Attacks and what they got.
+    pub combat: CombatTally,
     /// Hostile duties sent.
     pub hostile: SentCounts,
 }
@@ -435,6 +441,12 @@ struct SentMove {
 
 const RECENT_MOVES: usize = 64;
 
+/// The wire sequence of move `k` (0-based): even, so an `ATTACK` sent after it can take the
+/// odd one before the next move's ([`crate::combat`]).
+fn move_sequence(k: u64) -> u32 {
+    (k + 1).wrapping_mul(2) as u32
+}
+
 fn payload(player_id: u64, sequence: u32) -> [u8; PAYLOAD_LEN] {
     let mut p = [0u8; PAYLOAD_LEN];
     p[..8].copy_from_slice(&player_id.to_le_bytes());
@@ -458,6 +470,7 @@ pub struct Player {
     last_applied: Option<u32>,
     last_aoi: Option<Instant>,
     economy: Option<EconomyAgent>,
+    combat: Option<CombatAgent>,
     duties: Option<Pacer>,
     report: BotReport,
     flushed: (u64, u64),
@@ -481,6 +494,7 @@ impl Player {
             EconomyAgent::new(p, session.player_id, session.session_token, Schedule::new(start, p.interval), plan.end, plan.measure_start)
         });
         let duties = plan.duties.map(|d| Pacer::until(Schedule::new(plan.move_start + offset(d.interval), d.interval), plan.end));
+        let combat = plan.combat.map(|c| CombatAgent::new(c, plan.move_start + offset(c.interval)));
         let finish = plan.end + plan.drain;
         Player {
             session,
@@ -492,6 +506,7 @@ impl Player {
             last_applied: None,
             last_aoi: None,
             economy,
+            combat,
             duties,
             report: BotReport::default(),
             flushed: (0, 0),
@@ -525,13 +540,15 @@ impl Player {
     }
 
     fn send_move(&mut self, k: u64, intended: Instant, lat: &mut Latencies) {
-        let sequence = (k + 1) as u32;
+        let number = (k + 1) as u32;
+        let sequence = move_sequence(k);
         let (x, y, facing) = self.walk.step(&mut self.rng);
         let now = Instant::now();
         let sent = SentMove { sequence, sent_us: self.plan.epoch.micros(now), client_time_ms: self.client_ms(intended), x, y, facing };
-        self.recent[sequence as usize % RECENT_MOVES] = sent;
-        self.acks.sent(sequence);
-        self.session.next_sequence = sequence.wrapping_add(1);
+        self.recent[number as usize % RECENT_MOVES] = sent;
+        self.acks.sent(number);
+        // The next move's: newer than this move and than an attack sent after it.
+        self.session.next_sequence = sequence.wrapping_add(2);
         if self.in_measured_window(intended) {
             self.report.moves_sent += 1;
             lat.send_lag.record(elapsed_us(intended, now));
@@ -560,7 +577,7 @@ impl Player {
             HostileKind::Replayed => {
                 // Only a move the server recorded (acked) is a sure `replayed`.
                 let Some(seq) = self.last_applied else { return };
-                let m = self.recent[seq as usize % RECENT_MOVES];
+                let m = self.recent[(seq / 2) as usize % RECENT_MOVES];
                 if m.sequence != seq {
                     return;
                 }
@@ -597,6 +614,20 @@ impl Player {
         while let Some((j, _)) = self.duties.as_mut().and_then(|d| d.take_due(now)) {
             self.duty(j);
         }
+        let last_move = self.moves.taken().checked_sub(1).map(move_sequence);
+        if let Some(agent) = &mut self.combat {
+            agent.on_timeout(now);
+            if let Some(order) = agent.poll(now, last_move) {
+                let attack = Attack {
+                    player_id: self.session.player_id,
+                    session_token: self.session.session_token,
+                    target_id: order.target_id,
+                    sequence: order.sequence,
+                };
+                let n = protocol::encode(&attack.into(), Flags::NONE, &mut self.out).expect("attacks always encode");
+                self.send_out(n);
+            }
+        }
     }
 
     fn economy_settled(&self) -> bool {
@@ -608,7 +639,11 @@ impl Player {
     /// the moves' wake-ups saves one each).
     pub fn next_wake(&self, grid: &SendGrid) -> Instant {
         let end = if self.economy_settled() { self.finish } else { self.hard_stop };
-        let later = [self.economy.as_ref().and_then(EconomyAgent::next_deadline), self.duties.as_ref().and_then(Pacer::next_deadline)];
+        let later = [
+            self.economy.as_ref().and_then(EconomyAgent::next_deadline),
+            self.duties.as_ref().and_then(Pacer::next_deadline),
+            self.combat.as_ref().and_then(CombatAgent::next_deadline),
+        ];
         let mut wake = grid.round_up(end);
         for d in later.into_iter().flatten() {
             wake = wake.min(grid.round_up(d));
@@ -641,12 +676,14 @@ impl Player {
     }
 
     fn on_ack(&mut self, ack: &MoveAck<'_>, now: Instant, lat: &mut Latencies) {
+        // Moves carry even sequences: move number `n` (1-based) is sequence `2n`.
         let highest = self.moves.taken() as u32;
-        if ack.sequence == 0 || ack.sequence > highest {
+        let number = ack.sequence / 2;
+        if !ack.sequence.is_multiple_of(2) || number == 0 || number > highest {
             self.report.unexpected_acks += 1;
             return;
         }
-        match self.acks.acked(ack.sequence, highest) {
+        match self.acks.acked(number, highest) {
             AckState::Duplicate => {
                 self.report.duplicate_acks += 1;
                 return;
@@ -657,7 +694,7 @@ impl Player {
             }
             AckState::New => {}
         }
-        let sent = self.recent[ack.sequence as usize % RECENT_MOVES];
+        let sent = self.recent[number as usize % RECENT_MOVES];
         if sent.sequence == ack.sequence && sent.client_time_ms != ack.client_time_ms {
             self.report.echo_mismatches += 1;
         }
@@ -665,7 +702,7 @@ impl Player {
             self.last_applied = Some(self.last_applied.map_or(ack.sequence, |s| s.max(ack.sequence)));
             self.report.contacts += ack.contacts.len() as u64;
         }
-        let intended = self.moves.schedule().intended(u64::from(ack.sequence - 1));
+        let intended = self.moves.schedule().intended(u64::from(number - 1));
         if !self.in_measured_window(intended) {
             return;
         }
@@ -702,7 +739,10 @@ impl Player {
         let now = arrival;
         match message {
             Message::MoveAck(ack) => self.on_ack(&ack, now, lat),
-            Message::AoiSnapshot(_) => {
+            Message::AoiSnapshot(s) => {
+                if let Some(agent) = &mut self.combat {
+                    agent.on_snapshot(self.walk.position(), &s.entries);
+                }
                 let measuring = now >= self.plan.measure_start && now < self.plan.end;
                 if let Some(prev) = self.last_aoi
                     && measuring
@@ -720,6 +760,10 @@ impl Player {
                         lat.economy_rtt.record(us);
                     }
                 }
+                None => self.report.unexpected_messages += 1,
+            },
+            Message::AttackResult(r) => match &mut self.combat {
+                Some(agent) => agent.on_result(&r),
                 None => self.report.unexpected_messages += 1,
             },
             // A late duplicate of the handshake's replies is harmless.
@@ -742,6 +786,9 @@ impl Player {
         if let Some(agent) = &mut self.economy {
             agent.abandon_in_flight();
             self.report.economy = agent.tally;
+        }
+        if let Some(agent) = &self.combat {
+            self.report.combat = agent.tally;
         }
         self.flush_live();
         (self.session, self.report)

@@ -6,6 +6,7 @@
 //! the load tester never passes what it could not verify.
 
 use crate::bot::FloodTally;
+use crate::combat::CombatTally;
 use crate::economy::EconomyTally;
 use crate::protocol::DropReason;
 use crate::raid::RaidSummary;
@@ -208,6 +209,65 @@ pub fn drops(before: &ServerStats, after: &ServerStats, sent: &BTreeMap<DropReas
         ),
         Err(c) => c,
     });
+    checks
+}
+
+/// The raid's fighting against the server's books (`engine_*` deltas over the run):
+/// - the bots attacked, and landed attacks and killed adds (a raid nobody fights proves
+///   nothing);
+/// - every attack answered was landed or refused for a reason a legitimate bot can meet
+///   (never unknown player, wrong session or attacker dead), and no answer was unexpected;
+/// - the server's landed attacks, kills and refusals are at least what the bots were told and
+///   at most that plus the attacks whose answer never arrived (a lost reply is the only slack).
+pub fn combat(before: &ServerStats, after: &ServerStats, tally: &CombatTally) -> Vec<Check> {
+    let unanswered = tally.attacks_sent.saturating_sub(tally.answers);
+    let mut checks = vec![Check::new(
+        "raid_fought",
+        tally.landed > 0 && tally.kills > 0,
+        format!(
+            "{} attacks sent, {} answered: {} landed ({} kills, {} hp), {} refused",
+            tally.attacks_sent,
+            tally.answers,
+            tally.landed,
+            tally.kills,
+            tally.damage,
+            tally.refused_total()
+        ),
+    )];
+    let impossible = tally.refused[1] + tally.refused[2] + tally.refused[3];
+    checks.push(Check::new(
+        "attack_answers_legitimate",
+        impossible == 0 && tally.unexpected == 0,
+        format!(
+            "{impossible} answers refused a bot as unknown, wrong session or dead; {} results for no attack in flight",
+            tally.unexpected
+        ),
+    ));
+    let refused_names = [
+        "engine_attack_rejected_unknown_target",
+        "engine_attack_rejected_friendly_fire",
+        "engine_attack_rejected_target_dead",
+        "engine_attack_rejected_out_of_range",
+        "engine_attack_rejected_cooldown",
+    ];
+    let mut server_refused = Ok(0i128);
+    for name in refused_names {
+        server_refused = match (server_refused, delta(before, after, name)) {
+            (Ok(sum), Ok(d)) => Ok(sum + d),
+            (Err(c), _) | (_, Err(c)) => Err(c),
+        };
+    }
+    let bounded = |name: &str, server: Result<i128, Check>, bots: u64| match server {
+        Ok(d) => Check::new(
+            name,
+            d >= i128::from(bots) && d <= i128::from(bots + unanswered),
+            format!("server {d}; bots were told {bots}, {unanswered} attacks unanswered"),
+        ),
+        Err(c) => c,
+    };
+    checks.push(bounded("attacks_landed_match", delta(before, after, "engine_attacks_landed"), tally.landed));
+    checks.push(bounded("kills_match", delta(before, after, "engine_kills"), tally.kills));
+    checks.push(bounded("attack_refusals_match", server_refused, tally.refused_total()));
     checks
 }
 

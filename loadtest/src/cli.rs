@@ -259,6 +259,16 @@ pub struct Cli {
     #[arg(long, default_value = "1s", value_parser = parse_duration, help_heading = "Raid")]
     pub raid_window_after: Duration,
 
+    /// Raid: bots attack the adds they see within this range, metres (the server's
+    /// `attack_range_m` decides; 0 turns attacking off).
+    #[arg(long, default_value_t = 5.5, help_heading = "Raid")]
+    pub attack_range_m: f32,
+
+    /// Raid: at most one attack per bot per this long, milliseconds (the server's cooldown
+    /// decides).
+    #[arg(long, default_value_t = 500, value_parser = clap::value_parser!(u64).range(1..), help_heading = "Raid")]
+    pub attack_interval_ms: u64,
+
     /// Economy: time between one bot's transactions, milliseconds.
     #[arg(long, default_value_t = 500, value_parser = clap::value_parser!(u64).range(1..), help_heading = "Economy")]
     pub economy_interval_ms: u64,

@@ -15,6 +15,7 @@
 //! - [`timer`]: the send grid, the deadline queue and the wake-up tuner those threads use.
 //! - [`walk`]: a random walk that obeys the server's movement rules.
 //! - [`economy`]: one bot's reliable economy traffic and its ledger.
+//! - [`combat`]: the raid's bots attacking the adds they see, and their tally.
 //! - [`raid`]: raid triggers and the during/between-raid windows.
 //! - [`hostile`]: malformed and spoofed traffic, one known drop reason each.
 //! - [`admin`]: `STATS_REQUEST` and `RAID_TRIGGER` over the admin socket.
@@ -31,6 +32,7 @@ pub mod bot;
 pub mod capacity;
 pub mod checks;
 pub mod cli;
+pub mod combat;
 pub mod driver;
 pub mod economy;
 pub mod hostile;

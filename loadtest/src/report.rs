@@ -5,12 +5,14 @@
 //! `acks_received`, `loss_ratio`, `rtt_us` {`count`, `min`, `mean`, `p50`, `p90`, `p99`,
 //! `p999`, `max`}, `server` (every figure of the final `STATS_REPLY`), `server_delta` (after
 //! minus before), `server_missing` (expected names the server did not report), `checks` and
-//! `passed`; raid runs add `raid_spawn_ms` {`median`, `max`}, `rtt_us_during_raid` and
-//! `rtt_us_between_raids`; economy and hostile runs add an `economy` or `hostile` object with
+//! `passed`; raid runs add `raid_spawn_ms` {`median`, `max`}, `rtt_us_during_raid`,
+//! `rtt_us_between_raids` and `combat` (the bots' attacks: `attacks_sent`, `answers`,
+//! `landed`, `kills`, `damage`, `refused` by reason, `unexpected`); economy and hostile runs add an `economy` or `hostile` object with
 //! their ledger and their checks.
 
 use crate::bot::FloodTally;
 use crate::checks::{Check, all_passed};
+use crate::combat::CombatTally;
 use crate::driver::DriverReport;
 use crate::economy::EconomyTally;
 use crate::hostile::ProbeReport;
@@ -158,6 +160,9 @@ pub struct Report {
     /// Move round trips between raid windows, µs.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub rtt_us_between_raids: Option<Summary>,
+    /// The raid bots' attacks and what they got.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub combat: Option<CombatTally>,
     /// Economy results.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub economy: Option<EconomyReport>,
@@ -294,6 +299,7 @@ impl Report {
             raid: r.raid.clone(),
             rtt_us_during_raid: raid.then(|| t.latencies.move_rtt_raid.summary()),
             rtt_us_between_raids: raid.then(|| t.latencies.move_rtt_calm.summary()),
+            combat: (raid && t.combat.attacks_sent > 0).then_some(t.combat),
             economy: (cli.scenario == crate::cli::Scenario::Economy).then(|| EconomyReport {
                 ledger: t.economy,
                 rtt_us: t.latencies.economy_rtt.summary(),
@@ -401,6 +407,22 @@ impl Report {
         if let (Some(m), Some(x)) = (&self.raid_spawn_ms, &self.raid) {
             fig("raid bursts (results / triggers)", format!("{} / {}", x.results, x.triggers));
             fig("raid spawn (server) median / max", format!("{:.3} ms / {:.3} ms", m.median, m.max));
+        }
+        if let Some(c) = &self.combat {
+            fig(
+                "attacks sent / answered / landed",
+                format!("{} / {} / {} ({} kills, {} hp taken)", c.attacks_sent, c.answers, c.landed, c.kills, c.damage),
+            );
+            fig(
+                "attacks refused: dead / range / cooldown / other",
+                format!(
+                    "{} / {} / {} / {}",
+                    c.refused[6],
+                    c.refused[7],
+                    c.refused[8],
+                    c.refused_total() - c.refused[6] - c.refused[7] - c.refused[8]
+                ),
+            );
         }
         if let Some(e) = &self.economy {
             let l = &e.ledger;

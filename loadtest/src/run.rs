@@ -18,6 +18,7 @@ use crate::admin::AdminClient;
 use crate::bot::{self, BotReport, DutyPlan, FloodTally, JoinPlan, Latencies, LeaveOutcome, LiveCounters, PlayPlan, Session};
 use crate::checks::{self, Check};
 use crate::cli::{Cli, Scenario};
+use crate::combat::{CombatPlan, CombatTally};
 use crate::driver::{self, Bot, DriverConfig, DriverReport, Played};
 use crate::economy::{EconomyPlan, EconomyTally};
 use crate::hostile::{self, HostileKind, HostilePlan, ProbeReport, SentCounts, Victim};
@@ -59,6 +60,8 @@ pub struct Totals {
     pub echo_mismatches: u64,
     /// Contacts reported.
     pub contacts: u64,
+    /// Every bot's attacks and what they got.
+    pub combat: CombatTally,
     /// Snapshots received in the measured window.
     pub aoi_snapshots: u64,
     /// Undecodable datagrams.
@@ -91,6 +94,7 @@ impl Totals {
         self.unexpected_acks += r.unexpected_acks;
         self.echo_mismatches += r.echo_mismatches;
         self.contacts += r.contacts;
+        self.combat.add(&r.combat);
         self.aoi_snapshots += r.aoi_snapshots;
         self.decode_errors += r.decode_errors;
         self.unexpected_messages += r.unexpected_messages;
@@ -375,6 +379,8 @@ pub async fn run(cli: Cli, progress: &Progress) -> anyhow::Result<RunResult> {
         bots: joined,
         economy,
         duties: hostile.then(|| DutyPlan { interval: hostile_plan.duty_interval(joined) }),
+        combat: (scenario == Scenario::Raid && cli.attack_range_m > 0.0)
+            .then(|| CombatPlan { range_m: cli.attack_range_m, interval: Duration::from_millis(cli.attack_interval_ms) }),
         raid_windows: raid_windows.clone(),
         peers,
         live: Arc::clone(&live),
@@ -543,6 +549,7 @@ pub fn judge(r: &RunResult) -> Vec<Check> {
     let figures = r.server_before.as_ref().zip(r.server_after.as_ref());
     match (cli.scenario, figures) {
         (Scenario::Economy, Some((before, after))) => checks.extend(checks::economy(before, after, &t.economy)),
+        (Scenario::Raid, Some((before, after))) if cli.attack_range_m > 0.0 => checks.extend(checks::combat(before, after, &t.combat)),
         (Scenario::Hostile, Some((before, after))) => {
             let h = r.hostile.clone().unwrap_or_default();
             let mut by_reason = h.sent.by_reason();

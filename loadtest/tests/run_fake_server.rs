@@ -85,9 +85,26 @@ fn raid_bursts_are_triggered_and_round_trips_split() {
     let server = FakeServer::start(FakeConfig::default());
     let r = run_against(
         &server,
-        &["--scenario", "raid", "--players", "10", "--duration", "2s", "--raid-every", "500ms", "--raid-window-after", "100ms"],
+        &[
+            "--scenario",
+            "raid",
+            "--players",
+            "10",
+            "--duration",
+            "2s",
+            "--raid-every",
+            "500ms",
+            "--raid-window-after",
+            "100ms",
+            "--raid-radius",
+            "10",
+        ],
     );
     assert!(failed(&r).is_empty(), "{:#?}", failed(&r));
+    // The bots fought: the checks compared what they were told with the fake's books.
+    let c = r.totals.combat;
+    assert!(c.landed > 0 && c.kills > 0 && c.answers <= c.attacks_sent, "{c:?}");
+    assert!(r.checks.iter().any(|k| k.name == "kills_match" && k.passed), "{:#?}", r.checks);
     let raid = r.raid.as_ref().unwrap();
     assert_eq!(raid.triggers, 4, "bursts at 250, 750, 1250 and 1750 ms into the measured 2 s");
     assert_eq!(raid.spawn_ms.median, 0.45);

@@ -1,7 +1,8 @@
 //! A small in-process stand-in for `mmo-server`, enough to run the load tester's scenarios
 //! end to end inside `cargo test`: the join handshake with a cookie, moves with acks, AoI
-//! snapshots per tick, the economy with at-most-once by (player, transaction id), leave,
-//! stats and raid replies, and the validation table's drop reasons (steps 1 to 8 through the
+//! snapshots per tick (listing the raid's adds near each player), attacks on those adds
+//! (range, a 500 ms cooldown, 100 damage, dead), the economy with at-most-once by (player,
+//! transaction id), leave, stats and raid replies, and the validation table's drop reasons (steps 1 to 8 through the
 //! codec's `decode_client`, then cookie, admin key, session, address, replay window and a
 //! per-player token bucket). It can also misbehave on purpose (lose economy results, apply
 //! duplicates again) to prove the checks catch it. One thread, blocking socket; not fast.
@@ -83,6 +84,11 @@ struct Session {
     nonce: u64,
     addr: SocketAddr,
     highest_seq: u32,
+    /// Where its last move put it.
+    x: f32,
+    y: f32,
+    /// Its next attack may land from here (ms since start).
+    attack_ready_ms: u64,
     gold: u64,
     items: u64,
     tokens: f64,
@@ -100,7 +106,12 @@ struct State {
     economy_results: u64,
     tick: u32,
     moves_seen: u64,
+    /// The last raid's adds: (id, x, y, hp).
+    adds: Vec<(u64, f32, f32, i32)>,
 }
+
+const FAKE_ADDS: usize = 64;
+const ATTACK_RANGE_M: f32 = 6.0;
 
 fn cookie(addr: SocketAddr, nonce: u64) -> u64 {
     let mut h: u64 = 0xCBF2_9CE4_8422_2325;
@@ -123,6 +134,13 @@ impl State {
             "economy_minted_gold",
             "economy_sunk_gold",
             "economy_departed_gold",
+            "engine_attacks_landed",
+            "engine_kills",
+            "engine_attack_rejected_unknown_target",
+            "engine_attack_rejected_friendly_fire",
+            "engine_attack_rejected_target_dead",
+            "engine_attack_rejected_out_of_range",
+            "engine_attack_rejected_cooldown",
         ] {
             counters.insert(n.to_string(), 0);
         }
@@ -137,6 +155,7 @@ impl State {
             economy_results: 0,
             tick: 0,
             moves_seen: 0,
+            adds: Vec::new(),
         }
     }
 
@@ -164,10 +183,18 @@ impl State {
             if Instant::now() >= next_tick {
                 next_tick += self.config.tick;
                 self.tick += 1;
-                let snapshot = AoiSnapshot { tick: self.tick, server_time_ms: self.now_ms(), entries: WireList::empty() };
-                let mut out = [0u8; 64];
-                let n = encode(&snapshot.into(), Flags::NONE, &mut out).unwrap();
+                let mut out = [0u8; 1400];
                 for s in self.sessions.values() {
+                    // The live adds within 48 m, up to 8 (not sorted: the bots pick the nearest).
+                    let near: Vec<AoiEntry> = self
+                        .adds
+                        .iter()
+                        .filter(|a| a.3 > 0 && (a.1 - s.x).hypot(a.2 - s.y) <= 48.0)
+                        .take(8)
+                        .map(|a| AoiEntry { entity_id: a.0, x_m: a.1, y_m: a.2, kind: EntityKind::Add })
+                        .collect();
+                    let snapshot = AoiSnapshot { tick: self.tick, server_time_ms: self.now_ms(), entries: WireList::from_items(&near) };
+                    let n = encode(&snapshot.into(), Flags::NONE, &mut out).unwrap();
                     let _ = socket.send_to(&out[..n], s.addr);
                 }
             }
@@ -234,6 +261,9 @@ impl State {
                                 nonce: c.nonce,
                                 addr: from,
                                 highest_seq: 0,
+                                x: c.spawn_x_m,
+                                y: c.spawn_y_m,
+                                attack_ready_ms: 0,
                                 gold: 0,
                                 items: 0,
                                 tokens: self.config.player_burst,
@@ -264,6 +294,9 @@ impl State {
                         return;
                     }
                     self.bump("engine_moves_applied", 1);
+                    if let Some(s) = self.sessions.get_mut(&m.player_id) {
+                        (s.x, s.y) = (m.x_m, m.y_m);
+                    }
                     let ack = MoveAck {
                         sequence: m.sequence,
                         client_time_ms: m.client_time_ms,
@@ -271,6 +304,13 @@ impl State {
                         contacts: WireList::empty(),
                     };
                     self.reply(socket, from, ack.into());
+                }
+            },
+            Message::Attack(a) => match self.admit(a.player_id, a.session_token, from, Some(a.sequence)) {
+                Err(r) => self.drop_for(r),
+                Ok(id) => {
+                    let result = self.attack(id, &a);
+                    self.reply(socket, from, result.into());
                 }
             },
             Message::EconomyRequest(r) => match self.admit(r.player_id, r.session_token, from, None) {
@@ -303,6 +343,15 @@ impl State {
                 if t.admin_key != self.config.admin_key {
                     return self.drop_for(DropReason::BadAdminKey);
                 }
+                // A few adds around the centre (the real burst's first FAKE_ADDS, near enough).
+                let base = (u64::from(t.seed) << 16) | (1 << 63);
+                self.adds = (0..FAKE_ADDS.min(t.count as usize))
+                    .map(|i| {
+                        let angle = i as f32 * 0.7;
+                        let r = 1.0 + (i % 16) as f32 * 1.5;
+                        (base | i as u64, t.center_x_m + r * angle.cos(), t.center_y_m + r * angle.sin(), t.hp)
+                    })
+                    .collect();
                 let result = RaidResult {
                     request_id: t.request_id,
                     status: 0,
@@ -314,6 +363,58 @@ impl State {
                 self.reply(socket, from, result.into());
             }
             _ => self.drop_for(DropReason::UnknownType),
+        }
+    }
+
+    /// The engine's attack rules, simplified: target, dead, range, cooldown, then 100 damage.
+    fn attack(&mut self, id: u64, a: &Attack) -> AttackResult {
+        let now_ms = self.now_ms();
+        let (x, y, ready) = {
+            let s = &self.sessions[&id];
+            (s.x, s.y, s.attack_ready_ms)
+        };
+        let refused = |refusal| AttackResult {
+            sequence: a.sequence,
+            refusal,
+            killed: false,
+            target_kind: None,
+            target_id: a.target_id,
+            damage: 0,
+            hp_left: 0,
+        };
+        let Some(add) = self.adds.iter_mut().find(|t| t.0 == a.target_id) else {
+            self.bump("engine_attack_rejected_unknown_target", 1);
+            return refused(AttackRefusal::UnknownTarget);
+        };
+        let refusal = if add.3 <= 0 {
+            Some(("engine_attack_rejected_target_dead", AttackRefusal::TargetDead))
+        } else if (add.1 - x).hypot(add.2 - y) > ATTACK_RANGE_M {
+            Some(("engine_attack_rejected_out_of_range", AttackRefusal::OutOfRange))
+        } else if now_ms < ready {
+            Some(("engine_attack_rejected_cooldown", AttackRefusal::Cooldown))
+        } else {
+            None
+        };
+        if let Some((counter, refusal)) = refusal {
+            self.bump(counter, 1);
+            return refused(refusal);
+        }
+        let damage = add.3.min(100);
+        add.3 -= damage;
+        let (hp_left, killed) = (add.3, add.3 == 0);
+        self.sessions.get_mut(&id).unwrap().attack_ready_ms = now_ms + 500;
+        self.bump("engine_attacks_landed", 1);
+        if killed {
+            self.bump("engine_kills", 1);
+        }
+        AttackResult {
+            sequence: a.sequence,
+            refusal: AttackRefusal::Landed,
+            killed,
+            target_kind: Some(EntityKind::Add),
+            target_id: a.target_id,
+            damage,
+            hp_left,
         }
     }
 

@@ -1,0 +1,254 @@
+//! The raid scenario's fighting: each bot attacks the raid's adds it sees, and keeps the
+//! tally the checks compare with the server's books.
+//!
+//! How a bot fights:
+//! - **Targets come from its area of interest.** On each `AOI_SNAPSHOT` the bot picks the
+//!   nearest raid add within `--attack-range-m` of where it is now (the snapshot is as of the
+//!   last tick; the server measures from where it has the bot, and says so if it disagrees),
+//!   skipping the last [`DEAD_REMEMBERED`] targets it saw die.
+//! - **One attack in flight, at most one per `--attack-interval-ms`.** The server's cooldown is
+//!   its own; attacking no faster than it keeps refusals for the rules the bot cannot see
+//!   (range, another bot's kill), which the tally counts by reason.
+//! - **Sequences between moves.** `ATTACK` shares the session's sequence space (and replay
+//!   window) with `MOVE`: moves carry even sequences (`2 * (k + 1)` for move `k`), and an
+//!   attack sent after move `k` carries the odd one after it, so both stay strictly increasing
+//!   in send order and never collide.
+//!
+//! Nothing here allocates: the dead-target memory is a fixed ring.
+
+use crate::protocol::{AoiEntry, AttackRefusal, AttackResult, EntityKind, WireList};
+use serde::Serialize;
+use std::time::{Duration, Instant};
+
+/// Targets a bot remembers seeing die (killed, or refused as already dead).
+pub const DEAD_REMEMBERED: usize = 32;
+
+/// How the raid's bots fight.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct CombatPlan {
+    /// Attack only adds at most this far away, metres (the server's `attack_range_m` decides).
+    pub range_m: f32,
+    /// At most one attack per this long (the server's `attack_cooldown_ms` decides).
+    pub interval: Duration,
+}
+
+/// What a bot's attacks got, and what the checks compare with the server's counters.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct CombatTally {
+    /// `ATTACK`s sent.
+    pub attacks_sent: u64,
+    /// `ATTACK_RESULT`s received for them.
+    pub answers: u64,
+    /// Of those, attacks that landed.
+    pub landed: u64,
+    /// Of those, attacks that killed their target.
+    pub kills: u64,
+    /// Hit points the landed attacks took.
+    pub damage: u64,
+    /// Answers refusing the attack, by `ATTACK_RESULT.refusal` (index 0 unused).
+    pub refused: [u64; 9],
+    /// Results for no attack in flight, or echoing another sequence or target.
+    pub unexpected: u64,
+}
+
+impl CombatTally {
+    /// Adds another bot's tally.
+    pub fn add(&mut self, o: &CombatTally) {
+        self.attacks_sent += o.attacks_sent;
+        self.answers += o.answers;
+        self.landed += o.landed;
+        self.kills += o.kills;
+        self.damage += o.damage;
+        for (a, b) in self.refused.iter_mut().zip(o.refused) {
+            *a += b;
+        }
+        self.unexpected += o.unexpected;
+    }
+
+    /// Refused answers, every reason.
+    pub fn refused_total(&self) -> u64 {
+        self.refused.iter().sum()
+    }
+}
+
+/// The attack a bot should send now.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AttackOrder {
+    /// Whom.
+    pub target_id: u64,
+    /// With this sequence (odd: after the last move's).
+    pub sequence: u32,
+}
+
+/// One bot's fighting state.
+#[derive(Clone, Debug)]
+pub struct CombatAgent {
+    plan: CombatPlan,
+    target: Option<u64>,
+    next_at: Instant,
+    /// The attack awaiting its result: (sequence, target).
+    in_flight: Option<(u32, u64)>,
+    /// The last sequence an attack used (never reused).
+    last_sequence: u32,
+    dead: [u64; DEAD_REMEMBERED],
+    dead_next: usize,
+    /// The bot's tally so far.
+    pub tally: CombatTally,
+}
+
+impl CombatAgent {
+    /// An agent that may first attack at `start`.
+    pub fn new(plan: CombatPlan, start: Instant) -> CombatAgent {
+        CombatAgent {
+            plan,
+            target: None,
+            next_at: start,
+            in_flight: None,
+            last_sequence: 0,
+            dead: [0; DEAD_REMEMBERED],
+            dead_next: 0,
+            tally: CombatTally::default(),
+        }
+    }
+
+    fn known_dead(&self, id: u64) -> bool {
+        id != 0 && self.dead.contains(&id)
+    }
+
+    fn remember_dead(&mut self, id: u64) {
+        self.dead[self.dead_next] = id;
+        self.dead_next = (self.dead_next + 1) % DEAD_REMEMBERED;
+    }
+
+    /// Picks the nearest add in `entries` within range of `me`, not known dead.
+    pub fn on_snapshot(&mut self, me: (f32, f32), entries: &WireList<'_, AoiEntry>) {
+        let range_sq = self.plan.range_m * self.plan.range_m;
+        let mut best: Option<(f32, u64)> = None;
+        for e in entries.iter() {
+            if e.kind != EntityKind::Add || self.known_dead(e.entity_id) {
+                continue;
+            }
+            let (dx, dy) = (e.x_m - me.0, e.y_m - me.1);
+            let d = dx * dx + dy * dy;
+            if d <= range_sq && best.is_none_or(|(b, _)| d < b) {
+                best = Some((d, e.entity_id));
+            }
+        }
+        self.target = best.map(|(_, id)| id);
+    }
+
+    /// The attack to send at `now`, if one is due: a target, no attack in flight, the interval
+    /// passed, and a move sent since the last attack (`last_move_sequence`, even) whose odd
+    /// successor is free.
+    pub fn poll(&mut self, now: Instant, last_move_sequence: Option<u32>) -> Option<AttackOrder> {
+        let target_id = self.target?;
+        let sequence = last_move_sequence?.wrapping_add(1);
+        if self.in_flight.is_some() || now < self.next_at || sequence == self.last_sequence {
+            return None;
+        }
+        self.target = None;
+        self.next_at = now + self.plan.interval;
+        self.in_flight = Some((sequence, target_id));
+        self.last_sequence = sequence;
+        self.tally.attacks_sent += 1;
+        Some(AttackOrder { target_id, sequence })
+    }
+
+    /// An `ATTACK_RESULT`.
+    pub fn on_result(&mut self, r: &AttackResult) {
+        if self.in_flight != Some((r.sequence, r.target_id)) {
+            self.tally.unexpected += 1;
+            return;
+        }
+        self.in_flight = None;
+        self.tally.answers += 1;
+        match r.refusal {
+            AttackRefusal::Landed => {
+                self.tally.landed += 1;
+                self.tally.damage += u64::try_from(r.damage).unwrap_or(0);
+                if r.killed {
+                    self.tally.kills += 1;
+                    self.remember_dead(r.target_id);
+                }
+            }
+            refusal => {
+                self.tally.refused[usize::from(refusal.as_u8()).min(8)] += 1;
+                if refusal == AttackRefusal::TargetDead {
+                    self.remember_dead(r.target_id);
+                }
+            }
+        }
+    }
+
+    /// Forgets an attack whose result never came (lost), so the next may go.
+    pub fn on_timeout(&mut self, now: Instant) {
+        if self.in_flight.is_some() && now >= self.next_at + self.plan.interval {
+            self.in_flight = None;
+        }
+    }
+
+    /// When the agent next wants to act (its interval), if it has a target.
+    pub fn next_deadline(&self) -> Option<Instant> {
+        self.target.map(|_| self.next_at)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plan() -> CombatPlan {
+        CombatPlan { range_m: 6.0, interval: Duration::from_millis(500) }
+    }
+
+    fn add(id: u64, x: f32, y: f32) -> AoiEntry {
+        AoiEntry { entity_id: id, x_m: x, y_m: y, kind: EntityKind::Add }
+    }
+
+    fn result(sequence: u32, target_id: u64, refusal: AttackRefusal, killed: bool) -> AttackResult {
+        AttackResult { sequence, refusal, killed, target_kind: Some(EntityKind::Add), target_id, damage: 100, hp_left: 0 }
+    }
+
+    #[test]
+    fn picks_the_nearest_live_add_in_range_and_sends_between_moves() {
+        let t0 = Instant::now();
+        let mut a = CombatAgent::new(plan(), t0);
+        let player = AoiEntry { entity_id: 5, x_m: 100.5, y_m: 100.0, kind: EntityKind::Player };
+        let entries = [player, add(7, 104.0, 100.0), add(8, 101.0, 100.0), add(9, 120.0, 100.0)];
+        a.on_snapshot((100.0, 100.0), &WireList::from_items(&entries));
+        assert_eq!(a.poll(t0, None), None, "no move sent yet: no sequence to follow");
+        assert_eq!(a.poll(t0, Some(4)), Some(AttackOrder { target_id: 8, sequence: 5 }));
+        assert_eq!(a.poll(t0, Some(6)), None, "one in flight");
+        a.on_result(&result(5, 8, AttackRefusal::Landed, true));
+        assert_eq!((a.tally.landed, a.tally.kills, a.tally.damage), (1, 1, 100));
+        // The killed add is skipped from now on; the next is 4 m away.
+        a.on_snapshot((100.0, 100.0), &WireList::from_items(&entries));
+        assert_eq!(a.poll(t0 + Duration::from_millis(499), Some(6)), None, "interval");
+        assert_eq!(a.poll(t0 + Duration::from_millis(500), Some(6)), Some(AttackOrder { target_id: 7, sequence: 7 }));
+        a.on_result(&result(7, 7, AttackRefusal::TargetDead, false));
+        assert_eq!(a.tally.refused[AttackRefusal::TargetDead.as_u8() as usize], 1);
+        a.on_snapshot((100.0, 100.0), &WireList::from_items(&entries));
+        assert_eq!(a.poll(t0 + Duration::from_secs(5), Some(8)), None, "every add in range is dead");
+    }
+
+    #[test]
+    fn a_sequence_is_never_reused_and_strays_are_counted() {
+        let t0 = Instant::now();
+        let mut a = CombatAgent::new(plan(), t0);
+        let entries = [add(7, 101.0, 100.0)];
+        a.on_snapshot((100.0, 100.0), &WireList::from_items(&entries));
+        assert_eq!(a.poll(t0, Some(2)).map(|o| o.sequence), Some(3));
+        a.on_result(&result(3, 7, AttackRefusal::Cooldown, false));
+        a.on_snapshot((100.0, 100.0), &WireList::from_items(&entries));
+        assert_eq!(a.poll(t0 + Duration::from_secs(1), Some(2)), None, "no move since: 3 is spent");
+        a.on_result(&result(3, 7, AttackRefusal::Landed, false));
+        assert_eq!(a.tally.unexpected, 1, "a result for no attack in flight");
+        // A lost result frees the slot after two intervals.
+        assert!(a.poll(t0 + Duration::from_secs(1), Some(4)).is_some());
+        a.on_timeout(t0 + Duration::from_millis(1_600));
+        assert!(a.in_flight.is_some());
+        a.on_timeout(t0 + Duration::from_millis(2_000));
+        assert!(a.in_flight.is_none());
+        assert_eq!((a.tally.attacks_sent, a.tally.answers), (2, 1));
+    }
+}
