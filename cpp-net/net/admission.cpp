@@ -297,6 +297,13 @@ void SessionDirectory::remove(uint64_t player_id) {
   if (Session* s = table_.find_player(player_id)) table_.remove(s);
 }
 
+std::optional<SourceAddress> SessionDirectory::source_of(uint64_t player_id) const {
+  std::shared_lock lock(mutex_);
+  const Session* s = table_.find_player(player_id);
+  if (s == nullptr) return std::nullopt;
+  return s->source;
+}
+
 DropReason SessionDirectory::classify_foreign(uint64_t player_id, uint64_t session_token, SourceAddress source) const {
   std::shared_lock lock(mutex_);
   const Session* s = table_.find_player(player_id);

@@ -11,6 +11,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <shared_mutex>
 #include <span>
 #include <vector>
@@ -194,6 +195,8 @@ class SessionDirectory {
   void remove(uint64_t player_id);
   // The reason to drop a session message whose player this worker does not hold.
   DropReason classify_foreign(uint64_t player_id, uint64_t session_token, SourceAddress source) const;
+  // The address of a player's session, whichever worker owns it (kill notices).
+  std::optional<SourceAddress> source_of(uint64_t player_id) const;
 
  private:
   mutable std::shared_mutex mutex_;

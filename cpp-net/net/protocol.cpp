@@ -107,6 +107,7 @@ size_t server_fixed_size(uint8_t type) {
     case MsgType::RaidResult: return kRaidResultSize;
     case MsgType::StatsReply: return kStatsReplyFixedSize;
     case MsgType::AttackResult: return kAttackResultSize;
+    case MsgType::KillNotice: return kKillNoticeSize;
     default: return 0;
   }
 }
@@ -393,6 +394,16 @@ DecodeError decode_server(std::span<const uint8_t> d, Decoded<ServerMessage>& ou
       out.message = m;
       break;
     }
+    case MsgType::KillNotice: {
+      KillNotice m;
+      m.killer_id = r.get<uint64_t>();
+      m.target_id = r.get<uint64_t>();
+      m.target_kind = r.get<uint8_t>();
+      r.reserved(7);
+      if (m.target_kind < 1 || m.target_kind > 4) r.fail();
+      out.message = m;
+      break;
+    }
     default:
       return DecodeError::UnknownType;
   }
@@ -520,6 +531,16 @@ size_t encode(const AttackResult& m, std::span<uint8_t> out, uint16_t flags) {
   w.put(m.target_id);
   w.put(m.damage);
   w.put(m.hp_left);
+  return w.pos();
+}
+
+size_t encode(const KillNotice& m, std::span<uint8_t> out, uint16_t flags) {
+  Writer w(out);
+  if (begin(out, MsgType::KillNotice, kKillNoticeSize, flags, w) == 0) return 0;
+  w.put(m.killer_id);
+  w.put(m.target_id);
+  w.put(m.target_kind);
+  w.zeros(7);
   return w.pos();
 }
 

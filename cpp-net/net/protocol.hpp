@@ -57,6 +57,7 @@ enum class MsgType : uint8_t {
   RaidResult = 0x88,
   StatsReply = 0x89,
   AttackResult = 0x8A,
+  KillNotice = 0x8B,
 };
 
 // Fixed sizes (for MOVE_ACK, AOI_SNAPSHOT and STATS_REPLY: the part before the list).
@@ -81,6 +82,7 @@ inline constexpr size_t kPongSize = 24;
 inline constexpr size_t kRaidResultSize = 40;
 inline constexpr size_t kStatsReplyFixedSize = 16;
 inline constexpr size_t kAttackResultSize = 32;
+inline constexpr size_t kKillNoticeSize = 32;
 
 // No reply to an unauthenticated message is larger than the message (docs/protocol.md).
 static_assert(kJoinChallengeSize <= kJoinRequestSize && kJoinAcceptSize <= kJoinConfirmSize && kPongSize <= kPingSize);
@@ -256,6 +258,14 @@ struct AttackResult {
   bool operator==(const AttackResult&) const = default;
 };
 inline constexpr uint8_t kAttackRefusalMax = 8;
+// A kill, told to the players in the killer's area of interest (the killer learns of it from
+// its ATTACK_RESULT).
+struct KillNotice {
+  uint64_t killer_id = 0;
+  uint64_t target_id = 0;
+  uint8_t target_kind = 0;
+  bool operator==(const KillNotice&) const = default;
+};
 // The text is borrowed from the decoded datagram (or, to encode, from the caller).
 struct StatsReply {
   uint32_t request_id = 0;
@@ -265,7 +275,7 @@ struct StatsReply {
 
 using ClientMessage = std::variant<JoinRequest, JoinConfirm, Move, EconomyRequest, Leave, Ping, RaidTrigger, StatsRequest, Attack>;
 using ServerMessage = std::variant<JoinChallenge, JoinAccept, MoveAck, AoiSnapshot, EconomyResult, LeaveAck, Pong, RaidResult,
-                                   StatsReply, AttackResult>;
+                                   StatsReply, AttackResult, KillNotice>;
 
 // A decoded message and the header flags it carried.
 template <typename Message>
@@ -301,6 +311,7 @@ size_t encode(const Pong& m, std::span<uint8_t> out, uint16_t flags = 0);
 size_t encode(const RaidResult& m, std::span<uint8_t> out, uint16_t flags = 0);
 size_t encode(const StatsReply& m, std::span<uint8_t> out, uint16_t flags = 0);
 size_t encode(const AttackResult& m, std::span<uint8_t> out, uint16_t flags = 0);
+size_t encode(const KillNotice& m, std::span<uint8_t> out, uint16_t flags = 0);
 
 const char* decode_error_name(DecodeError error);
 

@@ -85,6 +85,8 @@ struct alignas(128) WorkerCounters {
   Counter economy_forwarded;
   // ATTACKs answered (landed or refused by the engine's rules: the engine counts which).
   Counter attacks_answered;
+  // KILL_NOTICEs sent to the players in a killer's area of interest.
+  Counter kill_notices_sent;
   Counter raid_triggers;
   Counter stats_requests;
   Counter pongs_sent;

@@ -159,6 +159,23 @@ void Worker::handle_batch(size_t count) {
   flush_replies();
 }
 
+void Worker::tell_kill(uint64_t killer_id, uint64_t target_id, uint8_t target_kind) {
+  size_t n = 0;
+  const MmoStatus status = server_.engine().area_of_interest(killer_id, kill_witnesses_, n);
+  if (status == MMO_ERR_NOT_IN_SNAPSHOT) return;  // joined since the last tick: nobody to tell yet
+  if (server_.engine_status("area_of_interest", status, counters) != MMO_OK) return;
+  const wire::KillNotice notice{killer_id, target_id, target_kind};
+  for (size_t i = 0; i < n; ++i) {
+    const MmoAoiEntry& e = kill_witnesses_[i];
+    if (e.kind != MMO_ENTITY_KIND_PLAYER || e.entity_id == killer_id) continue;
+    const auto to = server_.directory_.source_of(e.entity_id);
+    if (!to) continue;  // left since the tick
+    if (tx_.full()) flush_replies();
+    tx_.commit(*to, wire::encode(notice, tx_.slot()));
+    counters.kill_notices_sent.add();
+  }
+}
+
 void Worker::flush_replies() {
   const auto [sent, failed] = tx_.flush(fd_);
   counters.datagrams_sent.add(sent);
@@ -256,6 +273,7 @@ void Worker::handle(const wire::ClientMessage& message, SourceAddress source, Se
           const wire::AttackResult reply{m.sequence, r.refusal, r.killed, r.target_kind, m.target_id, r.damage, r.hp_left};
           tx_.commit(source, wire::encode(reply, tx_.slot()));
           counters.attacks_answered.add();
+          if (r.killed != 0) tell_kill(m.player_id, m.target_id, r.target_kind);
         } else if constexpr (std::is_same_v<T, wire::Leave>) {
           // Moves and trades earlier in this batch go first, in arrival order.
           flush_engine_batches(now_ms);

@@ -66,6 +66,8 @@ class Worker {
   // Sends the next chunk of this tick's area-of-interest round.
   void send_aoi_chunk();
   void flush_replies();
+  // Tells the players in the killer's area of interest (as of the last tick) of a kill.
+  void tell_kill(uint64_t killer_id, uint64_t target_id, uint8_t target_kind);
   // Admin messages (admin.cpp).
   void on_raid_trigger(const wire::RaidTrigger& m, SourceAddress source);
   void send_stats(SourceAddress to, uint32_t request_id);
@@ -111,6 +113,8 @@ class Worker {
   std::array<SourceAddress, kAoiChunk> aoi_sources_{};
   std::array<uint32_t, kAoiChunk> aoi_counts_{};
   std::vector<MmoAoiEntry> aoi_entries_;
+  // The killer's area of interest when a kill is told (no allocation per kill).
+  std::array<MmoAoiEntry, wire::kAoiEntriesMax> kill_witnesses_{};
   wire::AoiSnapshot aoi_datagram_;
 };
 

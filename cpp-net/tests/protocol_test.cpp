@@ -105,13 +105,14 @@ std::map<std::string, std::function<void(const Bytes&)>> vector_checks() {
   client("attack", Attack{42, token, object, 10});
   server("attack_result_killed", AttackResult{10, 0, 1, 2, object, 50, 0});
   server("attack_result_refused", AttackResult{11, 8, 0, 0, 43, 0, 0});
+  server("kill_notice", KillNotice{42, object, 2});
   return checks;
 }
 
 TEST(ProtocolVectors, EveryCommittedVectorEncodesAndDecodesExactly) {
   const auto vectors = load_vectors();
   auto checks = vector_checks();
-  ASSERT_GE(vectors.size(), 21u);
+  ASSERT_GE(vectors.size(), 22u);
   for (const auto& [name, bytes] : vectors) {
     SCOPED_TRACE(name);
     auto it = checks.find(name);
@@ -183,6 +184,11 @@ TEST(ProtocolDecode, EachHeaderFaultHasItsOwnError) {
     Bytes result = encoded(AttackResult{1, 0, 0, 1, 2, 3, 4});
     result[offset] = value;
     EXPECT_EQ(decode_server(result, s), DecodeError::BadField) << "ATTACK_RESULT byte " << offset << " = " << int{value};
+  }
+  for (const auto& [offset, value] : std::vector<std::pair<size_t, uint8_t>>{{24, 0}, {24, 5}, {25, 1}, {31, 1}}) {
+    Bytes notice = encoded(KillNotice{1, 2, 2});
+    notice[offset] = value;
+    EXPECT_EQ(decode_server(notice, s), DecodeError::BadField) << "KILL_NOTICE byte " << offset << " = " << int{value};
   }
 }
 

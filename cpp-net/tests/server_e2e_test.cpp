@@ -200,6 +200,35 @@ TEST_P(ServerEndToEndEngines, PlayContactsAoiHostileTrafficAndCleanShutdown) {
   ASSERT_TRUE(far_away);
   EXPECT_EQ(far_away->refusal, MMO_ATTACK_ERROR_OUT_OF_RANGE);
 
+  // A kill is told to the players in the killer's area of interest: an add (50 hp) spawned at
+  // B, one attack kills it once B's cooldown has passed, and A, 5 m away, gets KILL_NOTICE.
+  admin.send(RaidTrigger{kAdminKey, 9, 1, 1004, 1000, 0.5f, 60'000, 50, 9, 2, 9});
+  ASSERT_TRUE(admin.wait_for<RaidResult>());
+  const auto with_add = b.wait_for<AoiSnapshot>(std::chrono::milliseconds(2000), [](const AoiSnapshot& s) {
+    for (size_t i = 0; i < s.count; ++i) {
+      if (s.entries[i].kind == MMO_ENTITY_KIND_ADD) return true;
+    }
+    return false;
+  });
+  ASSERT_TRUE(with_add) << "the add never showed in B's area of interest";
+  uint64_t add_id = 0;
+  for (size_t i = 0; i < with_add->count; ++i) {
+    if (with_add->entries[i].kind == MMO_ENTITY_KIND_ADD) add_id = with_add->entries[i].entity_id;
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(600));
+  b.send(Attack{jb.player_id, jb.token, add_id, 6});
+  const auto kill = b.wait_for<AttackResult>();
+  ASSERT_TRUE(kill);
+  EXPECT_EQ(kill->refusal, 0);
+  EXPECT_EQ(kill->killed, 1);
+  EXPECT_EQ(kill->damage, 50);
+  EXPECT_EQ(kill->target_kind, MMO_ENTITY_KIND_ADD);
+  const auto notice = a.wait_for<KillNotice>();
+  ASSERT_TRUE(notice) << "A, in B's area of interest, was not told of the kill";
+  EXPECT_EQ(notice->killer_id, jb.player_id);
+  EXPECT_EQ(notice->target_id, add_id);
+  EXPECT_EQ(notice->target_kind, MMO_ENTITY_KIND_ADD);
+
   // Counters are per worker, and the spoofer's datagrams may sit in another worker's socket
   // queue than the admin's request: poll until every expected drop is counted (bounded), then
   // check the counts are exact.
@@ -223,10 +252,12 @@ TEST_P(ServerEndToEndEngines, PlayContactsAoiHostileTrafficAndCleanShutdown) {
   EXPECT_EQ(after.at("drop_rate_limited_address") - before.at("drop_rate_limited_address"), 0u);
   EXPECT_EQ(after.at("drop_rate_limited_player") - before.at("drop_rate_limited_player"), 0u);
   EXPECT_EQ(after.at("engine_moves_applied") - applied_before, 1u) << "only the legitimate move reached the engine";
-  EXPECT_EQ(after.at("engine_attacks_landed"), 1u);
+  EXPECT_EQ(after.at("engine_attacks_landed"), 2u);
+  EXPECT_EQ(after.at("engine_kills"), 1u);
+  EXPECT_GE(after.at("kill_notices_sent"), 1u);
   EXPECT_EQ(after.at("engine_attack_rejected_cooldown"), 1u);
   EXPECT_EQ(after.at("engine_attack_rejected_out_of_range"), 1u);
-  EXPECT_EQ(after.at("attacks_answered"), 3u);
+  EXPECT_EQ(after.at("attacks_answered"), 4u);
   EXPECT_EQ(after.at("engine_move_rejected_wrong_session"), 0u) << "spoofs never reach the engine";
   EXPECT_EQ(after.at("economy_conserved"), 1u);
 

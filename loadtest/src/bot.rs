@@ -766,6 +766,12 @@ impl Player {
                 Some(agent) => agent.on_result(&r),
                 None => self.report.unexpected_messages += 1,
             },
+            // Kills near a bot that does not fight are news it may ignore.
+            Message::KillNotice(k) => {
+                if let Some(agent) = &mut self.combat {
+                    agent.on_kill_notice(k.target_id);
+                }
+            }
             // A late duplicate of the handshake's replies is harmless.
             Message::JoinChallenge(_) | Message::JoinAccept(_) => {}
             _ => self.report.unexpected_messages += 1,

@@ -49,6 +49,8 @@ pub struct CombatTally {
     pub refused: [u64; 9],
     /// Results for no attack in flight, or echoing another sequence or target.
     pub unexpected: u64,
+    /// `KILL_NOTICE`s received: kills by other players in this bot's area of interest.
+    pub kill_notices: u64,
 }
 
 impl CombatTally {
@@ -63,6 +65,7 @@ impl CombatTally {
             *a += b;
         }
         self.unexpected += o.unexpected;
+        self.kill_notices += o.kill_notices;
     }
 
     /// Refused answers, every reason.
@@ -177,6 +180,15 @@ impl CombatAgent {
                     self.remember_dead(r.target_id);
                 }
             }
+        }
+    }
+
+    /// A `KILL_NOTICE`: another player killed `target_id`, which is not worth attacking.
+    pub fn on_kill_notice(&mut self, target_id: u64) {
+        self.tally.kill_notices += 1;
+        self.remember_dead(target_id);
+        if self.target == Some(target_id) {
+            self.target = None;
         }
     }
 

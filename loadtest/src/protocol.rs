@@ -103,11 +103,13 @@ pub enum MessageType {
     StatsReply = 0x89,
     /// `ATTACK_RESULT`, server to client, 32 bytes.
     AttackResult = 0x8A,
+    /// `KILL_NOTICE`, server to client, 32 bytes.
+    KillNotice = 0x8B,
 }
 
 impl MessageType {
     /// Every message type, in type-byte order.
-    pub const ALL: [MessageType; 19] = [
+    pub const ALL: [MessageType; 20] = [
         MessageType::JoinRequest,
         MessageType::JoinConfirm,
         MessageType::Move,
@@ -127,6 +129,7 @@ impl MessageType {
         MessageType::RaidResult,
         MessageType::StatsReply,
         MessageType::AttackResult,
+        MessageType::KillNotice,
     ];
 
     /// The type for a `type` byte, if it is one.
@@ -146,7 +149,11 @@ impl MessageType {
             MessageType::JoinRequest | MessageType::JoinConfirm => 64,
             MessageType::Move => 80,
             MessageType::EconomyRequest | MessageType::RaidTrigger => 56,
-            MessageType::Leave | MessageType::JoinChallenge | MessageType::EconomyResult | MessageType::AttackResult => 32,
+            MessageType::Leave
+            | MessageType::JoinChallenge
+            | MessageType::EconomyResult
+            | MessageType::AttackResult
+            | MessageType::KillNotice => 32,
             MessageType::Attack => 40,
             MessageType::Ping | MessageType::StatsRequest | MessageType::Pong => 24,
             MessageType::JoinAccept => 48,
@@ -189,6 +196,7 @@ impl MessageType {
             MessageType::StatsReply => "STATS_REPLY",
             MessageType::Attack => "ATTACK",
             MessageType::AttackResult => "ATTACK_RESULT",
+            MessageType::KillNotice => "KILL_NOTICE",
         }
     }
 }
@@ -1042,6 +1050,18 @@ pub struct AttackResult {
     pub hp_left: i32,
 }
 
+/// `KILL_NOTICE` (0x8B, 32 bytes): a kill, told to the players in the killer's area of
+/// interest (the killer learns of it from its `ATTACK_RESULT`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct KillNotice {
+    /// Who landed the killing attack.
+    pub killer_id: u64,
+    /// Who or what died.
+    pub target_id: u64,
+    /// Its kind.
+    pub target_kind: EntityKind,
+}
+
 /// Any v2 message. Variable-length replies borrow their lists from the datagram (decoded) or
 /// from the caller (to encode).
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -1084,6 +1104,8 @@ pub enum Message<'a> {
     Attack(Attack),
     /// An [`AttackResult`].
     AttackResult(AttackResult),
+    /// A [`KillNotice`].
+    KillNotice(KillNotice),
 }
 
 macro_rules! impl_from_message {
@@ -1111,7 +1133,8 @@ impl_from_message!(
     Pong,
     RaidResult,
     Attack,
-    AttackResult
+    AttackResult,
+    KillNotice
 );
 impl<'a> From<MoveAck<'a>> for Message<'a> {
     fn from(m: MoveAck<'a>) -> Self {
@@ -1152,6 +1175,7 @@ impl Message<'_> {
             Message::StatsReply(_) => MessageType::StatsReply,
             Message::Attack(_) => MessageType::Attack,
             Message::AttackResult(_) => MessageType::AttackResult,
+            Message::KillNotice(_) => MessageType::KillNotice,
         }
     }
 
@@ -1318,6 +1342,11 @@ pub fn encode(message: &Message<'_>, flags: Flags, out: &mut [u8]) -> Result<usi
             put(b, 16, &m.target_id.to_le_bytes());
             put(b, 24, &m.damage.to_le_bytes());
             put(b, 28, &m.hp_left.to_le_bytes());
+        }
+        Message::KillNotice(m) => {
+            put(b, 8, &m.killer_id.to_le_bytes());
+            put(b, 16, &m.target_id.to_le_bytes());
+            put(b, 24, &[m.target_kind.as_u8()]);
         }
     }
     Ok(len)
@@ -1614,6 +1643,14 @@ fn decode_body(t: MessageType, b: &[u8], count: usize) -> Result<Message<'_>, De
                 hp_left: i32_at(b, 28),
             })
         }
+        MessageType::KillNotice => {
+            reserved(b, 25, 32)?;
+            Message::KillNotice(KillNotice {
+                killer_id: u64_at(b, 8),
+                target_id: u64_at(b, 16),
+                target_kind: enum_at(b, 24, "target_kind")?,
+            })
+        }
     })
 }
 
@@ -1648,7 +1685,8 @@ mod tests {
                 (0x87, 24),
                 (0x88, 40),
                 (0x89, 16),
-                (0x8A, 32)
+                (0x8A, 32),
+                (0x8B, 32)
             ]
         );
         assert!(MessageType::from_u8(0x00).is_none() && MessageType::from_u8(0x0A).is_none() && MessageType::from_u8(0x80).is_none());

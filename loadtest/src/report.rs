@@ -7,7 +7,7 @@
 //! minus before), `server_missing` (expected names the server did not report), `checks` and
 //! `passed`; raid runs add `raid_spawn_ms` {`median`, `max`}, `rtt_us_during_raid`,
 //! `rtt_us_between_raids` and `combat` (the bots' attacks: `attacks_sent`, `answers`,
-//! `landed`, `kills`, `damage`, `refused` by reason, `unexpected`); economy and hostile runs add an `economy` or `hostile` object with
+//! `landed`, `kills`, `damage`, `refused` by reason, `unexpected`, `kill_notices`); economy and hostile runs add an `economy` or `hostile` object with
 //! their ledger and their checks.
 
 use crate::bot::FloodTally;
@@ -411,7 +411,10 @@ impl Report {
         if let Some(c) = &self.combat {
             fig(
                 "attacks sent / answered / landed",
-                format!("{} / {} / {} ({} kills, {} hp taken)", c.attacks_sent, c.answers, c.landed, c.kills, c.damage),
+                format!(
+                    "{} / {} / {} ({} kills, {} hp taken; {} kill notices)",
+                    c.attacks_sent, c.answers, c.landed, c.kills, c.damage, c.kill_notices
+                ),
             );
             fig(
                 "attacks refused: dead / range / cooldown / other",

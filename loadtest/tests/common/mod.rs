@@ -426,6 +426,14 @@ pub fn build(name: &str, f: &Fields) -> Option<(Spec, Flags)> {
             }
             .into(),
         ),
+        "kill_notice" => fixed(
+            KillNotice {
+                killer_id: f.u64("killer_id"),
+                target_id: f.u64("target_id"),
+                target_kind: kind_of(&f.u8("target_kind").to_string()),
+            }
+            .into(),
+        ),
         _ => None,
     }?;
     Some((spec, f.flags()))
@@ -454,5 +462,6 @@ pub fn reserved_ranges(t: MessageType) -> &'static [(usize, usize)] {
         MessageType::StatsReply => &[(14, 16)],
         MessageType::Attack => &[(36, 40)],
         MessageType::AttackResult => &[(15, 16)],
+        MessageType::KillNotice => &[(25, 32)],
     }
 }
