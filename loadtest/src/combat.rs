@@ -93,6 +93,8 @@ pub struct CombatAgent {
     in_flight: Option<(u32, u64)>,
     /// The last sequence an attack used (never reused).
     last_sequence: u32,
+    /// When [`CombatAgent::poll`] last ran: a deadline not after it is no reason to wake.
+    polled_at: Instant,
     dead: [u64; DEAD_REMEMBERED],
     dead_next: usize,
     /// The bot's tally so far.
@@ -108,6 +110,7 @@ impl CombatAgent {
             next_at: start,
             in_flight: None,
             last_sequence: 0,
+            polled_at: start,
             dead: [0; DEAD_REMEMBERED],
             dead_next: 0,
             tally: CombatTally::default(),
@@ -144,6 +147,7 @@ impl CombatAgent {
     /// passed, and a move sent since the last attack (`last_move_sequence`, even) whose odd
     /// successor is free.
     pub fn poll(&mut self, now: Instant, last_move_sequence: Option<u32>) -> Option<AttackOrder> {
+        self.polled_at = now;
         let target_id = self.target?;
         let sequence = last_move_sequence?.wrapping_add(1);
         if self.in_flight.is_some() || now < self.next_at || sequence == self.last_sequence {
@@ -199,9 +203,15 @@ impl CombatAgent {
         }
     }
 
-    /// When the agent next wants to act (its interval), if it has a target.
+    /// When the agent next needs a wake-up of its own: with a target, the end of the
+    /// interval, or with an attack in flight, the moment it is given up. A deadline already
+    /// passed at the last poll is none: what held the attack back then was the lack of a
+    /// fresh move sequence, and the next move brings its own wake-up. (Answering a past
+    /// deadline would make the driver spin on this bot until its next move.)
     pub fn next_deadline(&self) -> Option<Instant> {
-        self.target.map(|_| self.next_at)
+        self.target?;
+        let at = if self.in_flight.is_some() { self.next_at + self.plan.interval } else { self.next_at };
+        (at > self.polled_at).then_some(at)
     }
 }
 
@@ -253,6 +263,7 @@ mod tests {
         a.on_result(&result(3, 7, AttackRefusal::Cooldown, false));
         a.on_snapshot((100.0, 100.0), &WireList::from_items(&entries));
         assert_eq!(a.poll(t0 + Duration::from_secs(1), Some(2)), None, "no move since: 3 is spent");
+        assert_eq!(a.next_deadline(), None, "waiting for a move is no reason to wake (no spinning)");
         a.on_result(&result(3, 7, AttackRefusal::Landed, false));
         assert_eq!(a.tally.unexpected, 1, "a result for no attack in flight");
         // A lost result frees the slot after two intervals.
