@@ -18,6 +18,7 @@
 #include <thread>
 #include <cstdio>
 #include <cstring>
+#include <iostream>
 #include <map>
 #include <optional>
 #include <sstream>
@@ -283,6 +284,45 @@ TEST_P(ServerEndToEndEngines, PlayContactsAoiHostileTrafficAndCleanShutdown) {
   EXPECT_NE(rest.find("mmo-server: final uptime_ms="), std::string::npos) << rest;
   EXPECT_NE(rest.find("update_latency_us p50="), std::string::npos) << rest;
   EXPECT_NE(rest.find("engine_moves_applied "), std::string::npos) << rest;
+}
+
+// A speed hack over the wire, as a cheating client would play it: 3.45 m steps from wherever
+// the server last put it, 50 a second, each claiming 260 ms of client time (176 m/s if the
+// clock were believed). Whatever it claims, the distance the server applies over the whole
+// run is bounded by 12 m/s times the time that passed plus the 3.5 m allowance.
+TEST_P(ServerEndToEndEngines, AClockLyingClientGoesNoFasterThanTheSpeedLimit) {
+  ServerProcess server({"--engine", GetParam()});
+  ASSERT_NE(server.port(), 0);
+  Client c(server.port());
+  const Joined j = join(c, 505, 2000, 2000);
+  ASSERT_NE(j.player_id, 0u);
+  float x = 2000.0f;
+  double covered_m = 0.0;
+  int applied = 0, refused = 0;
+  const auto start = std::chrono::steady_clock::now();
+  for (uint32_t seq = 1; seq <= 50; ++seq) {
+    const float next = x + 3.45f;
+    c.send(move(j, seq, seq * 260, next, 2000));
+    const auto ack = c.wait_for<MoveAck>(std::chrono::milliseconds(2000), [&](const MoveAck& a) { return a.sequence == seq; });
+    ASSERT_TRUE(ack) << "move " << seq;
+    if (ack->result == 0) {
+      covered_m += static_cast<double>(next) - static_cast<double>(x);
+      x = next;
+      ++applied;
+    } else {
+      EXPECT_EQ(ack->result, MMO_REJECT_REASON_TOO_FAST);
+      ++refused;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  const double elapsed_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  // The server's time between its first and last applied move is within the client's wall time.
+  std::cout << "  " << GetParam() << ": " << applied << " of 50 moves applied, " << covered_m << " m in " << elapsed_s
+            << " s (bound " << 12.0 * elapsed_s + 3.5 << " m; the client claimed " << 50 * 3.45 << " m in " << 50 * 0.26 << " s)\n";
+  EXPECT_LE(covered_m, 12.0 * elapsed_s + 3.5 + 1e-3) << applied << " applied over " << elapsed_s << " s";
+  EXPECT_GE(applied, 1);
+  EXPECT_GE(refused, 30) << "a 176 m/s client must be refused most of the time";
+  server.terminate();
 }
 
 INSTANTIATE_TEST_SUITE_P(Engines, ServerEndToEndEngines, ::testing::Values("rust", "baseline"), [](const auto& info) { return info.param; });
