@@ -9,28 +9,28 @@
 #include <limits>
 #include <mutex>
 #include <shared_mutex>
+#include <type_traits>
 
 namespace mmo::baseline {
 
-// Rust's `v as u32` for a float: NaN and negatives give 0, values past u32::MAX give u32::MAX,
-// the rest truncate toward zero. (A plain C++ cast of an out-of-range float is undefined.)
-inline uint32_t saturating_u32(double v) {
+// Rust's `v as u32` / `v as u64` for a float: NaN and negatives give 0, values past the type's
+// maximum give the maximum, the rest truncate toward zero. (A plain C++ cast of an
+// out-of-range float is undefined.)
+template <typename Int>
+inline Int saturating_from(double v) {
+  static_assert(std::is_unsigned_v<Int>);
   if (!(v > 0.0)) return 0;
-  if (v >= 4294967296.0) return std::numeric_limits<uint32_t>::max();
-  return static_cast<uint32_t>(v);
+  // 2^bits, exact as a double for both widths.
+  if (v >= 2.0 * static_cast<double>(Int{1} << (std::numeric_limits<Int>::digits - 1))) return std::numeric_limits<Int>::max();
+  return static_cast<Int>(v);
 }
+inline uint32_t saturating_u32(double v) { return saturating_from<uint32_t>(v); }
+inline uint64_t saturating_u64(double v) { return saturating_from<uint64_t>(v); }
 
 // Rust's a.saturating_add(b) for u32.
 inline uint32_t saturating_add(uint32_t a, uint32_t b) {
   uint32_t sum = 0;
   return __builtin_add_overflow(a, b, &sum) ? std::numeric_limits<uint32_t>::max() : sum;
-}
-
-// Rust's `v as u64` for a float: truncates, NaN and negatives to 0, saturates at the top.
-inline uint64_t saturating_u64(double v) {
-  if (!(v > 0.0)) return 0;
-  if (v >= 18446744073709551616.0) return std::numeric_limits<uint64_t>::max();
-  return static_cast<uint64_t>(v);
 }
 
 // Rust's a.saturating_mul(b) and a.saturating_add(b) for u64.
