@@ -390,7 +390,9 @@ MmoStatus BaselineEngine::damage_inner(uint64_t attacker_id, uint64_t session_to
 
 MmoStatus BaselineEngine::attack(uint64_t attacker_id, uint64_t session_token, uint64_t target_id, uint64_t now_ms, MmoAttackResult& out) {
   MmoAttackResult result{};
-  const uint8_t refusal = attack_inner(attacker_id, session_token, target_id, now_ms, result);
+  LockWaits body_waits;
+  const uint8_t refusal = attack_inner(attacker_id, session_token, target_id, now_ms, result, body_waits);
+  add_lock_waits(Counter::lock_body_contended, Counter::lock_body_wait_ns, body_waits);
   if (refusal == 0) {
     stats_.bump(Counter::attacks_landed);
     stats_.bump(Counter::damage_applied);
@@ -414,7 +416,7 @@ MmoStatus BaselineEngine::attack(uint64_t attacker_id, uint64_t session_token, u
 // configured damage. The attacker's body lock is held from the range check to the cooldown's
 // update, so one player's concurrent attacks land once per cooldown.
 uint8_t BaselineEngine::attack_inner(uint64_t attacker_id, uint64_t session_token, uint64_t target_id, uint64_t now_ms,
-                                     MmoAttackResult& out) {
+                                     MmoAttackResult& out, LockWaits& body_waits) {
   const auto attacker = find_player(attacker_id);
   if (!attacker) return MMO_ATTACK_ERROR_UNKNOWN_PLAYER;
   if (attacker->session_token != session_token) return MMO_ATTACK_ERROR_WRONG_SESSION;
@@ -431,7 +433,7 @@ uint8_t BaselineEngine::attack_inner(uint64_t attacker_id, uint64_t session_toke
   std::atomic<int32_t>& hp = object ? object->hp : player->hp;
   if (faction == attacker->faction) return MMO_ATTACK_ERROR_FRIENDLY_FIRE;
   if (hp.load(std::memory_order_acquire) <= 0) return MMO_ATTACK_ERROR_TARGET_DEAD;
-  const std::lock_guard body_lock(attacker->body_mutex);
+  const auto body_lock = body_waits.unique(attacker->body_mutex);
   BodyState& body = attacker->body;
   if (!body.alive) return MMO_ATTACK_ERROR_UNKNOWN_PLAYER;  // left while we looked it up
   const float dx = at.x_m - body.x_m, dy = at.y_m - body.y_m;

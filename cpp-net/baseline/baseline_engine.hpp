@@ -162,7 +162,8 @@ class BaselineEngine final : public Engine {
   uint8_t check_move(const BodyState& prev, const MmoMoveRecord& rec, uint64_t now_ms, uint64_t& budget_um, uint64_t& budget_ms) const;
   MmoStatus damage_inner(uint64_t attacker_id, uint64_t session_token, uint64_t target_id, int32_t amount, MmoDamageResult& out);
   // engine.rs attack_inner: 0 and `out` filled, or the MmoAttackError.
-  uint8_t attack_inner(uint64_t attacker_id, uint64_t session_token, uint64_t target_id, uint64_t now_ms, MmoAttackResult& out);
+  uint8_t attack_inner(uint64_t attacker_id, uint64_t session_token, uint64_t target_id, uint64_t now_ms, MmoAttackResult& out,
+                       LockWaits& body_waits);
   MmoEconomyResult economy_one(const MmoEconomyOp& op, LockWaits& waits);
   // The tick's copy of the world, published for area-of-interest readers.
   void publish_snapshot(uint32_t tick, uint64_t now_ms, LockWaits& waits);

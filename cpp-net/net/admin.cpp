@@ -34,7 +34,7 @@ void Worker::on_raid_trigger(const wire::RaidTrigger& m, SourceAddress source) {
     mmo_latency_record(raid_latency_, spawn_ns / 1000, 1);
   }
   const wire::RaidResult reply{m.request_id, status, status == MMO_OK ? report.spawned : 0, report.cells, report.expires_tick, spawn_ns};
-  tx_.commit(source, wire::encode(reply, tx_.slot()));
+  send_reply(source, reply);
   counters.raid_triggers.add();
 }
 

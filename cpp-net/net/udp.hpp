@@ -49,8 +49,12 @@ class SendBatch {
   }
   bool full() const { return count_ == kBatchMax; }
   size_t size() const { return count_; }
-  // The next slot's buffer; commit() it with the encoded size (0 discards it).
-  std::span<uint8_t> slot() { return {buffers_[count_].data(), buffers_[count_].size()}; }
+  // The next slot's buffer; commit() it with the encoded size (0 discards it). Empty when the
+  // batch is full (an encoder then writes nothing and returns 0): callers flush first.
+  std::span<uint8_t> slot() {
+    if (count_ == kBatchMax) return {};
+    return {buffers_[count_].data(), buffers_[count_].size()};
+  }
   void commit(SourceAddress to, size_t bytes) {
     if (bytes == 0 || count_ == kBatchMax) return;
     addrs_[count_] = to_sockaddr(to);

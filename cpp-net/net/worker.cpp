@@ -170,8 +170,7 @@ void Worker::tell_kill(uint64_t killer_id, uint64_t target_id, uint8_t target_ki
     if (e.kind != MMO_ENTITY_KIND_PLAYER || e.entity_id == killer_id) continue;
     const auto to = server_.directory_.source_of(e.entity_id);
     if (!to) continue;  // left since the tick
-    if (tx_.full()) flush_replies();
-    tx_.commit(*to, wire::encode(notice, tx_.slot()));
+    send_reply(*to, notice);
     counters.kill_notices_sent.add();
   }
 }
@@ -210,7 +209,7 @@ void Worker::send_aoi_chunk() {
     for (size_t e = 0; e < aoi_datagram_.count; ++e) {
       aoi_datagram_.entries[e] = {entries[e].entity_id, entries[e].x_m, entries[e].y_m, entries[e].kind};
     }
-    tx_.commit(aoi_sources_[i], wire::encode(aoi_datagram_, tx_.slot()));
+    send_reply(aoi_sources_[i], aoi_datagram_);
     counters.aoi_snapshots_sent.add();
   }
   flush_replies();
@@ -224,7 +223,7 @@ void Worker::handle(const wire::ClientMessage& message, SourceAddress source, Se
         if constexpr (std::is_same_v<T, wire::JoinRequest>) {
           const uint32_t period = JoinCookies::period_at(now_ms);
           const wire::JoinChallenge reply{m.nonce, period, admission_.cookies().mac(source, m.nonce, period)};
-          tx_.commit(source, wire::encode(reply, tx_.slot()));
+          send_reply(source, reply);
           counters.challenges_sent.add();
         } else if constexpr (std::is_same_v<T, wire::JoinConfirm>) {
           on_join_confirm(m, source, now_us);
@@ -271,17 +270,17 @@ void Worker::handle(const wire::ClientMessage& message, SourceAddress source, Se
             return;
           }
           const wire::AttackResult reply{m.sequence, r.refusal, r.killed, r.target_kind, m.target_id, r.damage, r.hp_left};
-          tx_.commit(source, wire::encode(reply, tx_.slot()));
+          send_reply(source, reply);
           counters.attacks_answered.add();
           if (r.killed != 0) tell_kill(m.player_id, m.target_id, r.target_kind);
         } else if constexpr (std::is_same_v<T, wire::Leave>) {
           // Moves and trades earlier in this batch go first, in arrival order.
           flush_engine_batches(now_ms);
           end_session(session);
-          tx_.commit(source, wire::encode(wire::LeaveAck{m.player_id}, tx_.slot()));
+          send_reply(source, wire::LeaveAck{m.player_id});
           counters.leaves.add();
         } else if constexpr (std::is_same_v<T, wire::Ping>) {
-          tx_.commit(source, wire::encode(wire::Pong{m.client_time_us, now_ms}, tx_.slot()));
+          send_reply(source, wire::Pong{m.client_time_us, now_ms});
           counters.pongs_sent.add();
         } else if constexpr (std::is_same_v<T, wire::RaidTrigger>) {
           on_raid_trigger(m, source);
@@ -303,7 +302,7 @@ void Worker::on_join_confirm(const wire::JoinConfirm& m, SourceAddress source, u
       // The accept was lost and the client asked again: same session, same answer.
       reply.player_id = existing->player_id;
       reply.session_token = existing->session_token;
-      tx_.commit(source, wire::encode(reply, tx_.slot()));
+      send_reply(source, reply);
       counters.join_retransmits.add();
       return;
     }
@@ -337,7 +336,7 @@ void Worker::on_join_confirm(const wire::JoinConfirm& m, SourceAddress source, u
     reply.status = status == MMO_ERR_OUT_OF_BOUNDS ? wire::JoinStatus::BadSpawn : wire::JoinStatus::ServerFull;
     counters.joins_refused.add();
   }
-  tx_.commit(source, wire::encode(reply, tx_.slot()));
+  send_reply(source, reply);
 }
 
 void Worker::end_session(Session* session) {
@@ -379,7 +378,7 @@ void Worker::flush_engine_batches(uint64_t now_ms) {
             ++e;
           }
         }
-        tx_.commit(move_replies_[r], wire::encode(ack, tx_.slot()));
+        send_reply(move_replies_[r], ack);
       }
     }
     move_count_ = 0;
@@ -391,7 +390,7 @@ void Worker::flush_engine_batches(uint64_t now_ms) {
     if (status == MMO_OK) {
       for (size_t i = 0; i < written; ++i) {
         const MmoEconomyResult& r = results_[i];
-        tx_.commit(op_replies_[i], wire::encode(wire::EconomyResult{r.transaction_id, r.gold_balance, r.status, r.duplicate}, tx_.slot()));
+        send_reply(op_replies_[i], wire::EconomyResult{r.transaction_id, r.gold_balance, r.status, r.duplicate});
       }
     }
     op_count_ = 0;

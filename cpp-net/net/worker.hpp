@@ -66,6 +66,13 @@ class Worker {
   // Sends the next chunk of this tick's area-of-interest round.
   void send_aoi_chunk();
   void flush_replies();
+  // Queues a reply, flushing the batch first when it is full (a receive batch's replies can
+  // outnumber its datagrams: kill notices), so no reply is ever dropped for want of a slot.
+  template <typename Message>
+  void send_reply(SourceAddress to, const Message& message) {
+    if (tx_.full()) flush_replies();
+    tx_.commit(to, wire::encode(message, tx_.slot()));
+  }
   // Tells the players in the killer's area of interest (as of the last tick) of a kill.
   void tell_kill(uint64_t killer_id, uint64_t target_id, uint8_t target_kind);
   // Admin messages (admin.cpp).

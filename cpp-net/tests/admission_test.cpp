@@ -2,11 +2,13 @@
 // join cookies (expiry, address binding) and the session table.
 #include <gtest/gtest.h>
 
+#include <memory>
 #include <random>
 #include <set>
 #include <vector>
 
 #include "net/admission.hpp"
+#include "net/udp.hpp"
 
 namespace {
 
@@ -326,6 +328,22 @@ TEST(AdminKey, DisabledKeyMatchesNothing) {
   EXPECT_FALSE(admin_key_matches(0, 0));
   EXPECT_TRUE(admin_key_matches(5, 5));
   EXPECT_FALSE(admin_key_matches(5, 4));
+}
+
+// A full send batch hands out no slot (an encoder writes nothing into it and returns 0, and a
+// commit of 0 bytes is a no-op), so an over-long receive batch's replies cannot write past it;
+// the worker flushes first (Worker::send_reply).
+TEST(SendBatchLimits, AFullBatchHandsOutNoSlotAndKeepsItsCount) {
+  auto batch = std::make_unique<SendBatch>();
+  for (size_t i = 0; i < kBatchMax; ++i) {
+    ASSERT_FALSE(batch->full());
+    batch->commit(kAlice, encode(Pong{i, i}, batch->slot()));
+  }
+  EXPECT_TRUE(batch->full());
+  EXPECT_TRUE(batch->slot().empty());
+  EXPECT_EQ(encode(Pong{1, 1}, batch->slot()), 0u);
+  batch->commit(kAlice, encode(Pong{1, 1}, batch->slot()));
+  EXPECT_EQ(batch->size(), kBatchMax);
 }
 
 }  // namespace

@@ -528,7 +528,9 @@ impl Engine {
     /// land at most once per cooldown; the target's health is a saturating CAS, so exactly one
     /// of any number of concurrent attacks reports the kill.
     pub fn attack(&self, attacker_id: u64, session_token: u64, target_id: u64, now_ms: u64) -> Result<AttackReport, AttackError> {
-        let result = self.attack_inner(attacker_id, session_token, target_id, now_ms);
+        let mut body_waits = LockWaits::default();
+        let result = self.attack_inner(attacker_id, session_token, target_id, now_ms, &mut body_waits);
+        self.stats.add_waits(LockKind::Body, body_waits);
         match result {
             Ok(report) => {
                 self.stats.bump(Counter::AttacksLanded);
@@ -542,7 +544,14 @@ impl Engine {
         result
     }
 
-    fn attack_inner(&self, attacker_id: u64, session_token: u64, target_id: u64, now_ms: u64) -> Result<AttackReport, AttackError> {
+    fn attack_inner(
+        &self,
+        attacker_id: u64,
+        session_token: u64,
+        target_id: u64,
+        now_ms: u64,
+        body_waits: &mut LockWaits,
+    ) -> Result<AttackReport, AttackError> {
         let attacker = self.players.get(attacker_id).ok_or(AttackError::UnknownPlayer)?;
         if attacker.session_token != session_token {
             return Err(AttackError::WrongSession);
@@ -578,7 +587,7 @@ impl Engine {
         if health.hp() <= 0 {
             return Err(AttackError::TargetDead);
         }
-        let mut body = self.movement.body(slot).state.lock();
+        let mut body = body_waits.lock(&self.movement.body(slot).state);
         if !body.alive || body.player_id != attacker_id {
             return Err(AttackError::UnknownPlayer); // left while we looked it up
         }
