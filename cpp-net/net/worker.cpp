@@ -261,9 +261,10 @@ void Worker::handle(const wire::ClientMessage& message, SourceAddress source, Se
           ++op_count_;
           counters.economy_forwarded.add();
         } else if constexpr (std::is_same_v<T, wire::Attack>) {
-          // Moves earlier in this batch go first, so the range check sees where they put the
-          // attacker; the attack is then decided at once, on the server's clock.
-          flush_engine_batches(now_ms);
+          // A move of the attacker or the target earlier in this batch goes first, so the
+          // range check sees where it put them; other players' moves stay batched. The attack
+          // is then decided at once, on the server's clock.
+          if (move_pending_for(m.player_id) || move_pending_for(m.target_id)) flush_engine_batches(now_ms);
           MmoAttackResult r{};
           if (server_.engine_status("attack", server_.engine().attack(m.player_id, m.session_token, m.target_id, now_ms, r), counters) !=
               MMO_OK) {
@@ -343,6 +344,13 @@ void Worker::end_session(Session* session) {
   server_.engine_status("leave", server_.engine().leave(session->player_id, session->session_token), counters);
   server_.directory_.remove(session->player_id);
   admission_.sessions().remove(session);
+}
+
+bool Worker::move_pending_for(uint64_t player_id) const {
+  for (size_t r = 0; r < move_count_; ++r) {
+    if (moves_[r].player_id == player_id) return true;
+  }
+  return false;
 }
 
 void Worker::flush_engine_batches(uint64_t now_ms) {

@@ -62,6 +62,8 @@ class Worker {
   void handle(const wire::ClientMessage& message, SourceAddress source, Session* session, uint64_t now_us, uint64_t arrival_ns);
   void on_join_confirm(const wire::JoinConfirm& m, SourceAddress source, uint64_t now_us);
   void flush_engine_batches(uint64_t now_ms);
+  // Whether a move of `player_id` waits in this receive batch's engine batch.
+  bool move_pending_for(uint64_t player_id) const;
   void expire_idle_sessions(uint64_t now_ms);
   // Sends the next chunk of this tick's area-of-interest round.
   void send_aoi_chunk();

@@ -8,7 +8,7 @@
 use crate::bot::FloodTally;
 use crate::combat::CombatTally;
 use crate::economy::EconomyTally;
-use crate::protocol::DropReason;
+use crate::protocol::{AttackRefusal, DropReason};
 use crate::raid::RaidSummary;
 use crate::server_stats::{ECONOMY_CONSERVED, ServerStats, drop_counter};
 use serde::Serialize;
@@ -234,7 +234,10 @@ pub fn combat(before: &ServerStats, after: &ServerStats, tally: &CombatTally) ->
             tally.refused_total()
         ),
     )];
-    let impossible = tally.refused[1] + tally.refused[2] + tally.refused[3];
+    let impossible = [AttackRefusal::UnknownPlayer, AttackRefusal::WrongSession, AttackRefusal::AttackerDead]
+        .into_iter()
+        .map(|r| tally.refused_for(r))
+        .sum::<u64>();
     checks.push(Check::new(
         "attack_answers_legitimate",
         impossible == 0 && tally.unexpected == 0,

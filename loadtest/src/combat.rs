@@ -72,7 +72,15 @@ impl CombatTally {
     pub fn refused_total(&self) -> u64 {
         self.refused.iter().sum()
     }
+
+    /// Answers refused for `reason` (0 for [`AttackRefusal::Landed`]).
+    pub fn refused_for(&self, reason: AttackRefusal) -> u64 {
+        self.refused[usize::from(reason.as_u8())]
+    }
 }
+
+// `refused` has one slot per refusal byte the codec decodes, Landed's included.
+const _: () = assert!(AttackRefusal::ALL.len() == 9);
 
 /// The attack a bot should send now.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -179,7 +187,8 @@ impl CombatAgent {
                 }
             }
             refusal => {
-                self.tally.refused[usize::from(refusal.as_u8()).min(8)] += 1;
+                // Every refusal byte the codec decodes indexes the array (Landed is 0, unused).
+                self.tally.refused[usize::from(refusal.as_u8())] += 1;
                 if refusal == AttackRefusal::TargetDead {
                     self.remember_dead(r.target_id);
                 }
@@ -248,7 +257,7 @@ mod tests {
         assert_eq!(a.poll(t0 + Duration::from_millis(499), Some(6)), None, "interval");
         assert_eq!(a.poll(t0 + Duration::from_millis(500), Some(6)), Some(AttackOrder { target_id: 7, sequence: 7 }));
         a.on_result(&result(7, 7, AttackRefusal::TargetDead, false));
-        assert_eq!(a.tally.refused[AttackRefusal::TargetDead.as_u8() as usize], 1);
+        assert_eq!(a.tally.refused_for(AttackRefusal::TargetDead), 1);
         a.on_snapshot((100.0, 100.0), &WireList::from_items(&entries));
         assert_eq!(a.poll(t0 + Duration::from_secs(5), Some(8)), None, "every add in range is dead");
     }

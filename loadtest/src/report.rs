@@ -17,7 +17,7 @@ use crate::driver::DriverReport;
 use crate::economy::EconomyTally;
 use crate::hostile::ProbeReport;
 use crate::metrics::Summary;
-use crate::protocol::MoveResult;
+use crate::protocol::{AttackRefusal, MoveResult};
 use crate::raid::{RaidSummary, SpawnMs};
 use crate::run::RunResult;
 use crate::system::{ProcessUsage, UdpCounters};
@@ -420,10 +420,13 @@ impl Report {
                 "attacks refused: dead / range / cooldown / other",
                 format!(
                     "{} / {} / {} / {}",
-                    c.refused[6],
-                    c.refused[7],
-                    c.refused[8],
-                    c.refused_total() - c.refused[6] - c.refused[7] - c.refused[8]
+                    c.refused_for(AttackRefusal::TargetDead),
+                    c.refused_for(AttackRefusal::OutOfRange),
+                    c.refused_for(AttackRefusal::Cooldown),
+                    c.refused_total()
+                        - c.refused_for(AttackRefusal::TargetDead)
+                        - c.refused_for(AttackRefusal::OutOfRange)
+                        - c.refused_for(AttackRefusal::Cooldown)
                 ),
             );
         }
