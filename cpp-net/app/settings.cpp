@@ -90,6 +90,16 @@ void visit_settings(Settings& s, V&& v) {
   v(Number<float>{"core", "attack_range_m", "--attack-range-m", s.core.attack_range_m, 0.001, 1e6, "how far an attacker may be from its target, metres"});
   v(Number<uint32_t>{"core", "attack_cooldown_ms", "--attack-cooldown-ms", s.core.attack_cooldown_ms, 0, 3600000,
                      "server milliseconds between two landed attacks of one player"});
+  v(Number<float>{"core", "loot_range_m", "--loot-range-m", s.core.loot_range_m, 0.001, 1e6, "how far a claimer may be from the loot it claims, metres"});
+  v(Number<uint32_t>{"core", "loot_gold_min", "--loot-gold-min", s.core.loot_gold_min, 0, 4294967295.0,
+                     "least gold one drop holds (the loot table; at most loot_gold_max)"});
+  v(Number<uint32_t>{"core", "loot_gold_max", "--loot-gold-max", s.core.loot_gold_max, 0, 4294967295.0, "most gold one drop holds"});
+  v(Number<uint32_t>{"core", "loot_item_permille", "--loot-item-permille", s.core.loot_item_permille, 0, 1000,
+                     "chance per thousand that a drop also holds a stack of items"});
+  v(Number<uint32_t>{"core", "loot_item_count_max", "--loot-item-count-max", s.core.loot_item_count_max, 1, 65535,
+                     "most items in a dropped stack"});
+  v(Number<uint32_t>{"core", "loot_seed", "--loot-seed", s.core.loot_seed, 0, 4294967295.0,
+                     "seed of the loot rolls (a drop's contents follow from it and the dead add's id)"});
 }
 
 std::string key_of(const char* section, const char* key) { return std::string(section) + "." + key; }

@@ -226,6 +226,7 @@ Audit Economy::audit() const {
       ++audit.open_wallets;
     }
     add_holdings(audit.minted, stripe.minted);
+    add_holdings(audit.minted_by_loot, stripe.minted_by_loot);
     add_holdings(audit.sunk, stripe.sunk);
     add_holdings(audit.departed, stripe.departed);
   }

@@ -82,10 +82,21 @@ struct Outcome {
   uint64_t gold_after = 0;
 };
 
+// What one loot drop holds (loot.rs LootContents).
+struct LootContents {
+  uint64_t gold = 0;
+  uint16_t item_kind = 0;
+  uint32_t item_count = 0;
+};
+
+// Economy::credit_loot's answer (economy.rs LootCredit / LootCreditError).
+enum class LootCredit { kCredited, kTakenAlready, kDeparted, kFull };
+
 struct Audit {
   Holdings live;
   Holdings departed;
   Holdings minted;
+  Holdings minted_by_loot;  // the part of `minted` loot claims created
   Holdings sunk;
   uint32_t open_wallets = 0;
   bool conserved() const;
@@ -101,6 +112,11 @@ class Economy {
   // Decides one operation whose player id and session the caller has checked.
   // Waits on the stripe locks are added to `waits`.
   Outcome execute(const MmoEconomyOp& op, const WalletPtr& initiator, const Counterparty& counterparty, LockWaits& waits);
+  // economy.rs credit_loot: under the wallet's stripe lock, once the wallet is known to have
+  // room, `take` (the claim's CAS) and the credit happen together; books the loot as minted
+  // and as minted by loot. `gold_after` is the wallet's gold afterwards.
+  template <typename Take>
+  LootCredit credit_loot(const WalletPtr& wallet, const LootContents& loot, Take&& take, LockWaits& waits, uint64_t& gold_after);
   // Locks every stripe (ascending) and reads the whole economy at one instant.
   Audit audit() const;
 
@@ -110,10 +126,36 @@ class Economy {
     // Guarded by mutex:
     std::unordered_map<uint64_t, WalletPtr> open;  // owner id -> wallet
     Holdings minted;
+    Holdings minted_by_loot;
     Holdings sunk;
     Holdings departed;
   };
   std::array<Stripe, kEconomyStripes> stripes_;
 };
+
+template <typename Take>
+LootCredit Economy::credit_loot(const WalletPtr& wallet, const LootContents& loot, Take&& take, LockWaits& waits, uint64_t& gold_after) {
+  Stripe& stripe = stripes_[wallet->stripe];
+  const auto lock = waits.unique(stripe.mutex);
+  if (loot.item_count > 0 && loot.item_kind >= kItemKinds) return LootCredit::kFull;
+  if (!wallet->open) return LootCredit::kDeparted;
+  uint64_t gold = 0, items = 0;
+  if (__builtin_add_overflow(wallet->gold, loot.gold, &gold) ||
+      __builtin_add_overflow(wallet->items[loot.item_kind], uint64_t{loot.item_count}, &items)) {
+    return LootCredit::kFull;
+  }
+  if (!take()) {
+    gold_after = wallet->gold;
+    return LootCredit::kTakenAlready;
+  }
+  wallet->gold = gold;
+  wallet->items[loot.item_kind] = items;
+  for (Holdings* h : {&stripe.minted, &stripe.minted_by_loot}) {
+    h->gold += loot.gold;
+    h->items[loot.item_kind] += loot.item_count;
+  }
+  gold_after = gold;
+  return LootCredit::kCredited;
+}
 
 }  // namespace mmo::baseline

@@ -20,7 +20,7 @@ namespace baseline {
 namespace {
 
 static_assert(sizeof(MmoMoveRecord) == 72 && sizeof(MmoMoveEvent) == 32 && sizeof(MmoEconomyOp) == 48, "records as mmo_core.h");
-static_assert(sizeof(MmoEconomyResult) == 32 && sizeof(MmoAoiEntry) == 24 && sizeof(MmoConfig) == 96, "records as mmo_core.h");
+static_assert(sizeof(MmoEconomyResult) == 32 && sizeof(MmoAoiEntry) == 24 && sizeof(MmoConfig) == 120, "records as mmo_core.h");
 static_assert(sizeof(BodyState::payload) == sizeof(MmoMoveRecord::payload));
 
 [[noreturn]] void refuse(const char* why) { throw std::runtime_error(std::string("invalid baseline engine config: ") + why); }
@@ -103,6 +103,10 @@ void validate_config(const MmoConfig& c) {
   if (c.attack_damage <= 0) refuse("attack_damage must be positive");
   if (!finite_positive(c.attack_range_m) || c.attack_range_m > c.world_size_m) refuse("attack_range_m must be positive and at most world_size_m");
   if (c.attack_cooldown_ms > 3'600'000) refuse("attack_cooldown_ms must be at most one hour");
+  if (!finite_positive(c.loot_range_m) || c.loot_range_m > c.world_size_m) refuse("loot_range_m must be positive and at most world_size_m");
+  if (c.loot_gold_min > c.loot_gold_max) refuse("loot_gold_min must be at most loot_gold_max");
+  if (c.loot_item_permille > 1'000) refuse("loot_item_permille must be at most 1000");
+  if (c.loot_item_count_max == 0 || c.loot_item_count_max > 65'535) refuse("loot_item_count_max must be in 1..=65535");
 }
 
 // Validates before any member is built (the grid sizes itself from the config).
@@ -397,6 +401,7 @@ MmoStatus BaselineEngine::attack(uint64_t attacker_id, uint64_t session_token, u
     stats_.bump(Counter::attacks_landed);
     stats_.bump(Counter::damage_applied);
     if (result.killed != 0) stats_.bump(Counter::kills);
+    if (result.killed != 0 && result.target_kind == MMO_ENTITY_KIND_ADD) stats_.bump(Counter::loot_dropped);
   } else {
     result = MmoAttackResult{};
     result.refusal = refusal;
@@ -445,9 +450,84 @@ uint8_t BaselineEngine::attack_inner(uint64_t attacker_id, uint64_t session_toke
   body.attack_ready_ms = saturating_add_u64(now_ms, config_.attack_cooldown_ms);
   out.hp_left = r.hp_left;
   out.killed = r.outcome == 2 ? 1 : 0;
-  out.target_kind = object ? object->kind : static_cast<uint8_t>(MMO_ENTITY_KIND_PLAYER);
+  out.target_kind = object ? object->kind.load() : static_cast<uint8_t>(MMO_ENTITY_KIND_PLAYER);
   out.damage = taken;
+  // The one killing attack drops the add's loot: the killer's id on it, the corpse shown as loot.
+  if (out.killed != 0 && object && out.target_kind == MMO_ENTITY_KIND_ADD) {
+    object->loot.store(attacker_id, std::memory_order_release);
+    object->kind.store(MMO_ENTITY_KIND_LOOT, std::memory_order_relaxed);
+  }
   return 0;
+}
+
+MmoStatus BaselineEngine::claim_loot(uint64_t player_id, uint64_t session_token, uint64_t loot_id, MmoLootResult& out) {
+  MmoLootResult result{};
+  LockWaits body_waits, economy_waits;
+  const uint8_t refusal = claim_loot_inner(player_id, session_token, loot_id, result, body_waits, economy_waits);
+  add_lock_waits(Counter::lock_body_contended, Counter::lock_body_wait_ns, body_waits);
+  add_lock_waits(Counter::lock_economy_contended, Counter::lock_economy_wait_ns, economy_waits);
+  if (refusal == 0 && result.repeat != 0) {
+    stats_.bump(Counter::loot_claim_repeats);
+  } else if (refusal == 0) {
+    stats_.bump(Counter::loot_claimed);
+    stats_.add(Counter::loot_gold_claimed, result.gold);
+    stats_.add(Counter::loot_items_claimed, result.item_count);
+  } else {
+    result = MmoLootResult{};
+    result.refusal = refusal;
+    static constexpr Counter kRefused[] = {Counter::loot_rejected_unknown_player, Counter::loot_rejected_wrong_session,
+                                           Counter::loot_rejected_unknown_loot,   Counter::loot_rejected_no_loot,
+                                           Counter::loot_rejected_not_yours,      Counter::loot_rejected_out_of_range,
+                                           Counter::loot_rejected_wallet_full};
+    static_assert(std::size(kRefused) == MMO_LOOT_ERROR_WALLET_FULL);
+    stats_.bump(kRefused[refusal - 1]);
+  }
+  out = result;
+  return MMO_OK;
+}
+
+// engine.rs claim_loot_inner: the claimer (live, session), the object (exists, holds loot, the
+// claimer's kill), range from the claimer's body, then one CAS taken with the credit under the
+// claimer's wallet stripe.
+uint8_t BaselineEngine::claim_loot_inner(uint64_t player_id, uint64_t session_token, uint64_t loot_id, MmoLootResult& out,
+                                         LockWaits& body_waits, LockWaits& economy_waits) {
+  const auto player = find_player(player_id);
+  if (!player) return MMO_LOOT_ERROR_UNKNOWN_PLAYER;
+  if (player->session_token != session_token) return MMO_LOOT_ERROR_WRONG_SESSION;
+  const auto object = (loot_id & kObjectIdTag) != 0 ? find_object(loot_id) : nullptr;
+  if (!object) return MMO_LOOT_ERROR_UNKNOWN_LOOT;
+  const uint64_t state = object->loot.load(std::memory_order_acquire);
+  if (state == 0) return MMO_LOOT_ERROR_NO_LOOT;
+  if ((state & ~kLootClaimed) != player_id) return MMO_LOOT_ERROR_NOT_YOURS;
+  const LootContents contents = roll_loot(config_, loot_id);
+  out.gold = contents.gold;
+  out.item_kind = contents.item_kind;
+  out.item_count = contents.item_count;
+  if ((state & kLootClaimed) != 0) {
+    out.repeat = 1;
+    const auto balance = economy_.balance(*player->wallet);
+    out.gold_after = balance ? balance->gold : 0;
+    return 0;
+  }
+  {
+    const auto body_lock = body_waits.unique(player->body_mutex);
+    const BodyState& body = player->body;
+    if (!body.alive) return MMO_LOOT_ERROR_UNKNOWN_PLAYER;  // left while we looked it up
+    const Vec2 at = object->position.load(std::memory_order_relaxed);
+    const float dx = at.x_m - body.x_m, dy = at.y_m - body.y_m;
+    if (dx * dx + dy * dy > config_.loot_range_m * config_.loot_range_m) return MMO_LOOT_ERROR_OUT_OF_RANGE;
+  }
+  const auto take = [&] {
+    uint64_t expected = state;
+    return object->loot.compare_exchange_strong(expected, state | kLootClaimed, std::memory_order_acq_rel);
+  };
+  switch (economy_.credit_loot(player->wallet, contents, take, economy_waits, out.gold_after)) {
+    case LootCredit::kCredited: return 0;
+    case LootCredit::kTakenAlready: out.repeat = 1; return 0;
+    case LootCredit::kDeparted: return MMO_LOOT_ERROR_UNKNOWN_PLAYER;
+    case LootCredit::kFull: return MMO_LOOT_ERROR_WALLET_FULL;
+  }
+  return MMO_LOOT_ERROR_WALLET_FULL;  // unreachable: every LootCredit is handled above
 }
 
 MmoStatus BaselineEngine::apply_economy(std::span<const MmoEconomyOp> ops, std::span<MmoEconomyResult> results, size_t& results_written) {
@@ -566,6 +646,10 @@ MmoStatus BaselineEngine::economy_audit(MmoEconomyAudit& out) const {
   audit.departed_gold = saturate(a.departed.gold);
   audit.minted_gold = saturate(a.minted.gold);
   audit.sunk_gold = saturate(a.sunk.gold);
+  audit.loot_minted_gold = saturate(a.minted_by_loot.gold);
+  Total loot_items = 0;
+  for (const Total v : a.minted_by_loot.items) loot_items += v;
+  audit.loot_minted_items = saturate(loot_items);
   audit.open_wallets = a.open_wallets;
   audit.conserved = a.conserved() ? 1 : 0;
   out = audit;

@@ -107,13 +107,21 @@ struct Player {
   BodyState body;  // guarded by body_mutex
 };
 
-// One raid object: its grid entity (immutable position) plus hit points and faction.
+// One raid object: its grid entity (immutable position) plus hit points, faction and loot.
 struct RaidObject final : GridEntity {
   RaidObject(uint64_t id_, uint8_t kind_, Vec2 position_, uint32_t expires_tick_, int32_t hp_, uint8_t faction_)
       : GridEntity(id_, kind_, position_, expires_tick_), hp(hp_), faction(faction_) {}
   std::atomic<int32_t> hp;
   const uint8_t faction;
+  // loot.rs: 0 while it holds none; the killer's id once a killing attack dropped loot; that id
+  // | kLootClaimed once claimed (one CAS wins).
+  std::atomic<uint64_t> loot{0};
 };
+
+inline constexpr uint64_t kLootClaimed = uint64_t{1} << 62;  // loot.rs LOOT_CLAIMED
+
+// loot.rs LootTable::roll: what the loot of raid object `object_id` holds.
+LootContents roll_loot(const MmoConfig& config, uint64_t object_id);
 
 class BaselineEngine final : public Engine {
  public:
@@ -130,6 +138,7 @@ class BaselineEngine final : public Engine {
   MmoStatus raid_spawn(const MmoRaidSpawnRequest& request, MmoRaidReport& out) override;
   MmoStatus damage(uint64_t attacker_id, uint64_t session_token, uint64_t target_id, int32_t amount, MmoDamageResult& out) override;
   MmoStatus attack(uint64_t attacker_id, uint64_t session_token, uint64_t target_id, uint64_t now_ms, MmoAttackResult& out) override;
+  MmoStatus claim_loot(uint64_t player_id, uint64_t session_token, uint64_t loot_id, MmoLootResult& out) override;
   MmoStatus apply_economy(std::span<const MmoEconomyOp> ops, std::span<MmoEconomyResult> results, size_t& results_written) override;
   MmoStatus tick(uint64_t now_ms, MmoTickInfo& out) override;
   MmoStatus area_of_interest(uint64_t player_id, std::span<MmoAoiEntry> entries, size_t& written) override;
@@ -164,6 +173,9 @@ class BaselineEngine final : public Engine {
   // engine.rs attack_inner: 0 and `out` filled, or the MmoAttackError.
   uint8_t attack_inner(uint64_t attacker_id, uint64_t session_token, uint64_t target_id, uint64_t now_ms, MmoAttackResult& out,
                        LockWaits& body_waits);
+  // engine.rs claim_loot_inner: 0 and `out` filled, or the MmoLootError.
+  uint8_t claim_loot_inner(uint64_t player_id, uint64_t session_token, uint64_t loot_id, MmoLootResult& out, LockWaits& body_waits,
+                           LockWaits& economy_waits);
   MmoEconomyResult economy_one(const MmoEconomyOp& op, LockWaits& waits);
   // The tick's copy of the world, published for area-of-interest readers.
   void publish_snapshot(uint32_t tick, uint64_t now_ms, LockWaits& waits);

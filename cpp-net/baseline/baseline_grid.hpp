@@ -55,7 +55,7 @@ struct GridEntity {
   GridEntity& operator=(const GridEntity&) = delete;
 
   const uint64_t id;              // player id, or raid object id (bit 63 set)
-  const uint8_t kind;             // an MmoEntityKind
+  std::atomic<uint8_t> kind;      // an MmoEntityKind; a killed add becomes MMO_ENTITY_KIND_LOOT
   const uint32_t expires_tick;    // raid objects: the tick that frees them; players: UINT32_MAX
   std::atomic<Vec2> position;     // written by the owner's mover (players) or never (objects)
 };

@@ -16,27 +16,20 @@
 #include "baseline/baseline_engine.hpp"
 
 namespace mmo::baseline {
-namespace {
 
-// combat.rs SpawnRng: SplitMix64.
-class SpawnRng {
- public:
-  explicit SpawnRng(uint64_t state) : state_(state) {}
-  uint64_t next_u64() {
-    state_ += 0x9E3779B97F4A7C15ULL;
-    uint64_t z = state_;
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-    return z ^ (z >> 31);
-  }
-  // Uniform in [0, 1): the top 24 bits, scaled exactly.
-  float unit() { return static_cast<float>(next_u64() >> 40) * (1.0f / 16777216.0f); }
-
- private:
-  uint64_t state_;
-};
-
-}  // namespace
+// loot.rs LootTable::roll: three draws of SplitMix64 seeded with (seed << 32) ^ object_id.
+LootContents roll_loot(const MmoConfig& c, uint64_t object_id) {
+  SplitMix64 rng((uint64_t{c.loot_seed} << 32) ^ object_id);
+  const uint64_t span = uint64_t{c.loot_gold_max - c.loot_gold_min} + 1;
+  LootContents loot;
+  loot.gold = uint64_t{c.loot_gold_min} + rng.next_u64() % span;
+  const bool has_items = rng.next_u64() % 1000 < uint64_t{c.loot_item_permille};
+  const uint64_t stack = rng.next_u64();
+  if (!has_items) return loot;
+  loot.item_kind = static_cast<uint16_t>(stack % kItemKinds);
+  loot.item_count = 1 + static_cast<uint32_t>((stack >> 32) % std::max<uint64_t>(c.loot_item_count_max, 1));
+  return loot;
+}
 
 // combat.rs Combat::validate: kind, count, lifetime and hp, then the centre and extent.
 MmoStatus BaselineEngine::validate_raid(const MmoRaidSpawnRequest& r) const {
@@ -80,7 +73,7 @@ MmoStatus BaselineEngine::raid_spawn(const MmoRaidSpawnRequest& req, MmoRaidRepo
   const float cell_size = grid_.cell_size_m();
   const uint32_t total_cells = (cx1 - cx0 + 1) * (cy1 - cy0 + 1);
 
-  SpawnRng rng(uint64_t{req.seed} ^ 0xA5A55A5ADEADBEEFULL);
+  SplitMix64 rng(uint64_t{req.seed} ^ 0xA5A55A5ADEADBEEFULL);
   uint64_t next_key = next_object_key_.fetch_add(req.count, std::memory_order_relaxed);
   Burst burst;
   uint32_t placed_before = 0;

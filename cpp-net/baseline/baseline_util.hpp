@@ -43,6 +43,24 @@ inline uint64_t saturating_add_u64(uint64_t a, uint64_t b) {
   return __builtin_add_overflow(a, b, &sum) ? std::numeric_limits<uint64_t>::max() : sum;
 }
 
+// combat.rs SplitMix64: spawn positions and loot rolls, bit for bit.
+class SplitMix64 {
+ public:
+  explicit SplitMix64(uint64_t state) : state_(state) {}
+  uint64_t next_u64() {
+    state_ += 0x9E3779B97F4A7C15ULL;
+    uint64_t z = state_;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+    return z ^ (z >> 31);
+  }
+  // Uniform in [0, 1): the top 24 bits, scaled exactly.
+  float unit() { return static_cast<float>(next_u64() >> 40) * (1.0f / 16777216.0f); }
+
+ private:
+  uint64_t state_;
+};
+
 // Rust's f32::max / f32::min (NaN-ignoring, like std::fmax / std::fmin).
 inline float rs_max(float a, float b) { return std::fmax(a, b); }
 inline float rs_min(float a, float b) { return std::fmin(a, b); }

@@ -284,6 +284,7 @@ class Runner {
     if (op == "raid") return raid(cmd, expect);
     if (op == "damage") return damage(cmd, expect);
     if (op == "attack") return attack(cmd, expect);
+    if (op == "claim") return claim(cmd, expect);
     if (op == "aoi") return aoi(cmd, expect);
     if (op == "player") return view(cmd, expect);
     if (op == "stats") return stats(cmd);
@@ -316,6 +317,12 @@ class Runner {
     config_.attack_damage = static_cast<int32_t>(a.integer_or("attack_damage", config_.attack_damage));
     f("attack_range_m", config_.attack_range_m);
     u("attack_cooldown_ms", config_.attack_cooldown_ms);
+    f("loot_range_m", config_.loot_range_m);
+    u("loot_gold_min", config_.loot_gold_min);
+    u("loot_gold_max", config_.loot_gold_max);
+    u("loot_item_permille", config_.loot_item_permille);
+    u("loot_item_count_max", config_.loot_item_count_max);
+    u("loot_seed", config_.loot_seed);
     a.finish();
     if (!expect.empty() && expect[0] == "invalid") {
       bool refused = false;
@@ -607,6 +614,34 @@ class Runner {
     e.finish();
   }
 
+  // claim <claimer> <loot> [token=wrong] -> claimed [gold=] [items=] [gold_after=] [repeat] | refused=<reason>
+  void claim(const std::vector<std::string>& cmd, const std::vector<std::string>& expect) {
+    if (cmd.size() < 3) throw ScenarioError("claim <claimer> <loot>");
+    Player& claimer = player(cmd[1]);
+    const uint64_t loot = target_id(cmd[2]);
+    Args a(cmd, 3);
+    const uint64_t token = token_for(claimer, a);
+    a.finish();
+    MmoLootResult r{};
+    const MmoStatus s = engine().claim_loot(claimer.id, token, loot, r);
+    expect_eq<std::string>("claim status", "ok", status_text(s));
+    if (expect.empty()) throw ScenarioError("claim needs '-> claimed [gold=] [items=] [gold_after=] [repeat]' or '-> refused=<reason>'");
+    static const char* const refusals[] = {"claimed",   "unknown_player", "wrong_session", "unknown_loot",
+                                           "no_loot",   "not_yours",      "out_of_range",  "wallet_full"};
+    const std::string got = r.refusal < std::size(refusals) ? refusals[r.refusal] : "?";
+    if (expect[0].rfind("refused=", 0) == 0) {
+      expect_eq<std::string>("claim refusal", expect[0].substr(8), got);
+      return;
+    }
+    expect_eq<std::string>("claim result", expect[0], got);
+    Args e(expect, 1);
+    if (auto v = e.text("gold")) expect_eq<uint64_t>("claim gold", std::stoull(*v), r.gold);
+    if (auto v = e.text("items")) expect_eq<uint64_t>("claim item_count", std::stoull(*v), r.item_count);
+    if (auto v = e.text("gold_after")) expect_eq<uint64_t>("claim gold_after", std::stoull(*v), r.gold_after);
+    expect_eq<int64_t>("claim repeat", e.flag("repeat") ? 1 : 0, r.repeat);
+    e.finish();
+  }
+
   void aoi(const std::vector<std::string>& cmd, const std::vector<std::string>& expect) {
     if (cmd.size() < 2) throw ScenarioError("aoi <alias>");
     Player& p = player(cmd[1]);
@@ -672,6 +707,8 @@ class Runner {
     if (auto v = a.text("minted")) expect_eq<uint64_t>("audit minted_gold", std::stoull(*v), au.minted_gold);
     if (auto v = a.text("sunk")) expect_eq<uint64_t>("audit sunk_gold", std::stoull(*v), au.sunk_gold);
     if (auto v = a.text("wallets")) expect_eq<uint64_t>("audit open_wallets", std::stoull(*v), au.open_wallets);
+    if (auto v = a.text("loot_gold")) expect_eq<uint64_t>("audit loot_minted_gold", std::stoull(*v), au.loot_minted_gold);
+    if (auto v = a.text("loot_items")) expect_eq<uint64_t>("audit loot_minted_items", std::stoull(*v), au.loot_minted_items);
     a.finish();
   }
 

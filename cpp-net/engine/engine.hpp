@@ -39,6 +39,10 @@ class Engine {
   // A player's attack at server time now_ms (engine.rs Engine::attack): MMO_OK with
   // out.refusal 0 (landed) or an MmoAttackError.
   virtual MmoStatus attack(uint64_t attacker_id, uint64_t session_token, uint64_t target_id, uint64_t now_ms, MmoAttackResult& out) = 0;
+  // A player's claim of the loot a killed add dropped (engine.rs Engine::claim_loot): MMO_OK
+  // with out.refusal 0 (the claimer's: credited now, or earlier when out.repeat is 1) or an
+  // MmoLootError.
+  virtual MmoStatus claim_loot(uint64_t player_id, uint64_t session_token, uint64_t loot_id, MmoLootResult& out) = 0;
   virtual MmoStatus apply_economy(std::span<const MmoEconomyOp> ops, std::span<MmoEconomyResult> results, size_t& results_written) = 0;
   virtual MmoStatus tick(uint64_t now_ms, MmoTickInfo& out) = 0;
   virtual MmoStatus area_of_interest(uint64_t player_id, std::span<MmoAoiEntry> entries, size_t& written) = 0;

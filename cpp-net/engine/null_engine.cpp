@@ -68,6 +68,11 @@ class NullEngine final : public Engine {
     out.refusal = MMO_ATTACK_ERROR_UNKNOWN_PLAYER;  // the null engine keeps no players
     return MMO_OK;
   }
+  MmoStatus claim_loot(uint64_t, uint64_t, uint64_t, MmoLootResult& out) override {
+    out = MmoLootResult{};
+    out.refusal = MMO_LOOT_ERROR_UNKNOWN_PLAYER;
+    return MMO_OK;
+  }
   MmoStatus apply_economy(std::span<const MmoEconomyOp> ops, std::span<MmoEconomyResult> results, size_t& written) override {
     if (results.size() < ops.size()) return MMO_ERR_BUFFER_TOO_SMALL;
     for (size_t i = 0; i < ops.size(); ++i) {

@@ -40,6 +40,9 @@ class RustEngine final : public Engine {
   MmoStatus attack(uint64_t attacker_id, uint64_t session_token, uint64_t target_id, uint64_t now_ms, MmoAttackResult& out) override {
     return mmo_attack(engine_, attacker_id, session_token, target_id, now_ms, &out);
   }
+  MmoStatus claim_loot(uint64_t player_id, uint64_t session_token, uint64_t loot_id, MmoLootResult& out) override {
+    return mmo_claim_loot(engine_, player_id, session_token, loot_id, &out);
+  }
   MmoStatus apply_economy(std::span<const MmoEconomyOp> ops, std::span<MmoEconomyResult> results, size_t& written) override {
     return mmo_apply_economy(engine_, ops.data(), ops.size(), results.data(), results.size(), &written);
   }

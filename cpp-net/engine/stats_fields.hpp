@@ -13,6 +13,9 @@
   X(raid_refused_invalid) X(damage_applied) X(kills) X(damage_rejected) X(attacks_landed) X(attack_rejected_unknown_player)        \
   X(attack_rejected_wrong_session) X(attack_rejected_attacker_dead) X(attack_rejected_unknown_target)                             \
   X(attack_rejected_friendly_fire) X(attack_rejected_target_dead) X(attack_rejected_out_of_range) X(attack_rejected_cooldown)     \
+  X(loot_dropped) X(loot_claimed) X(loot_claim_repeats) X(loot_gold_claimed) X(loot_items_claimed)                                \
+  X(loot_rejected_unknown_player) X(loot_rejected_wrong_session) X(loot_rejected_unknown_loot) X(loot_rejected_no_loot)           \
+  X(loot_rejected_not_yours) X(loot_rejected_out_of_range) X(loot_rejected_wallet_full)                                           \
   X(economy_applied) X(economy_duplicates)                                                                                         \
   X(economy_invalid_amount) X(economy_overflow) X(economy_self_trade) X(economy_unknown_item) X(economy_insufficient_funds)        \
   X(economy_insufficient_items) X(economy_unknown_player) X(economy_player_departed) X(economy_wrong_session) X(economy_too_old)   \

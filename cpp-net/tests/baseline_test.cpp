@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <bit>
 #include <chrono>
 #include <cmath>
 #include <random>
@@ -26,7 +27,10 @@
 namespace {
 
 using mmo::baseline::BaselineEngine;
+using mmo::baseline::kItemKinds;
 using mmo::baseline::kObjectIdTag;
+using mmo::baseline::LootContents;
+using mmo::baseline::roll_loot;
 
 // CoreConfig::default(), written out (checked against mmo_config_default below).
 MmoConfig default_config() {
@@ -52,6 +56,12 @@ MmoConfig default_config() {
   c.attack_damage = 100;
   c.attack_range_m = 6.0f;
   c.attack_cooldown_ms = 500;
+  c.loot_range_m = 6.0f;
+  c.loot_gold_min = 5;
+  c.loot_gold_max = 50;
+  c.loot_item_permille = 250;
+  c.loot_item_count_max = 3;
+  c.loot_seed = 0x10071;
   return c;
 }
 
@@ -235,6 +245,16 @@ TEST(BaselineConfig, RefusesExactlyWhatTheRustCoreRefuses) {
       {[](MmoConfig& c) { c.attack_range_m = 1024.0f; }, true},
       {[](MmoConfig& c) { c.attack_cooldown_ms = 3'600'001; }, false},
       {[](MmoConfig& c) { c.attack_cooldown_ms = 0; }, true},
+      {[](MmoConfig& c) { c.loot_range_m = 0.0f; }, false},
+      {[](MmoConfig& c) { c.loot_range_m = INFINITY; }, false},
+      {[](MmoConfig& c) { c.loot_range_m = 1024.0f; }, true},
+      {[](MmoConfig& c) { c.loot_gold_min = 51; }, false},
+      {[](MmoConfig& c) { c.loot_gold_min = 50; }, true},
+      {[](MmoConfig& c) { c.loot_item_permille = 1001; }, false},
+      {[](MmoConfig& c) { c.loot_item_permille = 1000; }, true},
+      {[](MmoConfig& c) { c.loot_item_count_max = 0; }, false},
+      {[](MmoConfig& c) { c.loot_item_count_max = 65'536; }, false},
+      {[](MmoConfig& c) { c.loot_item_count_max = 65'535; }, true},
       {[](MmoConfig& c) { c.fault_injection = 2; }, false},
       {[](MmoConfig& c) { c._reserved[3] = 1; }, false},
   };
@@ -781,6 +801,67 @@ TEST(BaselineDamage, OutcomesRefusalsAndFriendlyFire) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Loot
+
+TEST(BaselineLoot, RollsTheSameContentsAsTheCore) {
+  // loot.rs a_known_roll_matches_the_baseline_vector rolls the same seed and id.
+  const LootContents loot = roll_loot(default_config(), 0x800000000000002AULL);
+  EXPECT_EQ(loot.gold, 10u);
+  EXPECT_EQ(loot.item_kind, 2u);
+  EXPECT_EQ(loot.item_count, 3u);
+  // And every roll stays inside the table.
+  for (uint64_t id = 1; id < 2000; ++id) {
+    const LootContents l = roll_loot(default_config(), id | kObjectIdTag);
+    ASSERT_GE(l.gold, 5u);
+    ASSERT_LE(l.gold, 50u);
+    ASSERT_LE(l.item_count, 3u);
+    ASSERT_LT(l.item_kind, kItemKinds);
+  }
+}
+
+TEST(BaselineLoot, RacingClaimsOfOneDropCreditOnce) {
+  MmoConfig c = small_config();
+  c.starting_gold = 1000;
+  for (int round = 0; round < 20; ++round) {
+    BaselineEngine e(c);
+    MmoRaidSpawnRequest req = raid(300.0f, 300.0f, 1, 60'000);
+    req.half_extent_m = 0.0f;
+    req.hp = 100;
+    MmoRaidReport report{};
+    ASSERT_EQ(e.raid_spawn(req, report), MMO_OK);
+    const Who killer = join(e, 298.0f, 300.0f);
+    tick(e, 50);
+    std::array<MmoAoiEntry, 4> aoi{};
+    size_t n = 0;
+    ASSERT_EQ(e.area_of_interest(killer.id, aoi, n), MMO_OK);
+    ASSERT_EQ(n, 1u);
+    const uint64_t add = aoi[0].entity_id;
+    MmoAttackResult hit{};
+    ASSERT_EQ(e.attack(killer.id, killer.token, add, 1000, hit), MMO_OK);
+    ASSERT_EQ(hit.killed, 1);
+    const LootContents expected = roll_loot(c, add);
+    std::atomic<int> credited{0};
+    std::vector<std::thread> claimers;
+    for (int t = 0; t < 4; ++t) {
+      claimers.emplace_back([&] {
+        MmoLootResult r{};
+        EXPECT_EQ(e.claim_loot(killer.id, killer.token, add, r), MMO_OK);
+        EXPECT_EQ(r.refusal, 0);
+        EXPECT_EQ(r.gold, expected.gold);
+        if (r.repeat == 0) credited.fetch_add(1);
+      });
+    }
+    for (std::thread& t : claimers) t.join();
+    EXPECT_EQ(credited.load(), 1);
+    EXPECT_EQ(view_of(e, killer.id).gold, 1000 + expected.gold);
+    const MmoEconomyAudit a = audit_of(e);
+    EXPECT_EQ(a.conserved, 1);
+    EXPECT_EQ(a.loot_minted_gold, expected.gold);
+    EXPECT_EQ(a.loot_minted_items, expected.item_count);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
 // Economy
 
 TEST(BaselineEconomy, StatusesInValidationOrder) {
@@ -1000,8 +1081,12 @@ class Differential {
         ticks(rng);
       } else if (roll < 66) {
         damage(rng);
-      } else if (roll < 72) {
+      } else if (roll < 70) {
         attack(rng);
+      } else if (roll < 72) {
+        claim(rng);
+      } else if (roll < 74) {
+        skirmish(rng);
       } else if (roll < 85) {
         economy(rng);
       } else if (roll < 95) {
@@ -1181,8 +1266,9 @@ class Differential {
 
   // Any attacker (a wrong token sometimes) at any target (objects, players, ghosts) at the
   // current clock or a little later: both engines must agree on every field.
-  void attack(Rng& rng) {
-    Player& attacker = any_player(rng);
+  void attack(Rng& rng) { attack_as(any_player(rng), rng); }
+
+  void attack_as(Player& attacker, Rng& rng) {
     // Mostly the nearest other player (so attacks land, and meet cooldowns and deaths), else
     // any target.
     const Player* nearest = nullptr;
@@ -1191,7 +1277,11 @@ class Differential {
       const float d = std::hypot(p.x - attacker.x, p.y - attacker.y);
       if (&p != &attacker && p.live && d < best) best = d, nearest = &p;
     }
-    const auto [tr, tb] = nearest != nullptr && rng.chance(70) ? std::pair{nearest->r.player_id, nearest->b.player_id} : any_target(rng);
+    auto [tr, tb] = nearest != nullptr && rng.chance(70) ? std::pair{nearest->r.player_id, nearest->b.player_id} : any_target(rng);
+    // Often an add the attacker's last area of interest showed within reach (kills drop loot).
+    if (const auto reach = within_reach_.find(static_cast<size_t>(&attacker - players_.data())); reach != within_reach_.end() && rng.chance(50)) {
+      std::tie(tr, tb) = reach->second;
+    }
     const bool wrong = rng.chance(5);
     const uint64_t now_ms = now_ms_ + rng.below(600);
     // Sometimes twice at once: the second meets the cooldown (or the kill).
@@ -1199,6 +1289,28 @@ class Differential {
       MmoAttackResult a{}, b{};
       ASSERT_EQ(rust_->attack(attacker.r.player_id, attacker.r.session_token ^ wrong, tr, now_ms, a), MMO_OK) << where();
       ASSERT_EQ(base_->attack(attacker.b.player_id, attacker.b.session_token ^ wrong, tb, now_ms, b), MMO_OK) << where();
+      ASSERT_EQ(std::memcmp(&a, &b, sizeof a), 0) << where() << ": refusal " << int{a.refusal} << "/" << int{b.refusal};
+      if (a.killed != 0 && a.target_kind == MMO_ENTITY_KIND_ADD) drops_.push_back(Drop{&attacker - players_.data(), tr, tb});
+    }
+  }
+
+  // A claim: mostly of a drop by its killer (sometimes by another player, or with a wrong
+  // token, or twice), else of any target. The loot table has one outcome (gold only), so the
+  // engines' different object ids roll the same contents and every field must agree.
+  void claim(Rng& rng) {
+    size_t claimer_index = static_cast<size_t>(rng.below(players_.size()));
+    auto [tr, tb] = any_target(rng);
+    if (!drops_.empty() && rng.chance(75)) {
+      const Drop& d = drops_[rng.below(drops_.size())];
+      tr = d.r, tb = d.b;
+      if (!rng.chance(20)) claimer_index = static_cast<size_t>(d.killer);
+    }
+    const Player& claimer = players_[claimer_index];
+    const bool wrong = rng.chance(5);
+    for (int repeat = rng.chance(30) ? 2 : 1; repeat > 0; --repeat) {
+      MmoLootResult a{}, b{};
+      ASSERT_EQ(rust_->claim_loot(claimer.r.player_id, claimer.r.session_token ^ wrong, tr, a), MMO_OK) << where();
+      ASSERT_EQ(base_->claim_loot(claimer.b.player_id, claimer.b.session_token ^ wrong, tb, b), MMO_OK) << where();
       ASSERT_EQ(std::memcmp(&a, &b, sizeof a), 0) << where() << ": refusal " << int{a.refusal} << "/" << int{b.refusal};
     }
   }
@@ -1293,9 +1405,41 @@ class Differential {
     compare_audit();
   }
 
-  void aoi(Rng& rng) {
-    const Player& p = any_player(rng);
-    const size_t capacity = rng.below(70);
+  void aoi(Rng& rng) { aoi_of(any_player(rng), rng.below(70)); }
+
+  // A skirmish: a few adds spawned around a live player, seen by them after a tick, fought
+  // (after the cooldown) and their loot claimed: the path from a kill to a claim, every step
+  // compared.
+  void skirmish(Rng& rng) {
+    Player& p = any_player(rng);
+    if (!p.live) return;
+    MmoRaidSpawnRequest r{};
+    r.center_x_m = p.x;
+    r.center_y_m = p.y;
+    r.half_extent_m = 1.0f + rng.unit() * 3.0f;
+    r.count = 1 + static_cast<uint32_t>(rng.below(3));
+    r.lifetime_ms = 2000;
+    r.hp = 1 + static_cast<int32_t>(rng.below(config_.attack_damage * 2));
+    r.seed = static_cast<uint32_t>(rng.next());
+    r.kind = MMO_ENTITY_KIND_ADD;
+    r.faction = 9;
+    MmoRaidReport a{}, b{};
+    const MmoStatus sr = rust_->raid_spawn(r, a), sb = base_->raid_spawn(r, b);
+    ASSERT_EQ(sr, sb) << where();
+    if (sr != MMO_OK) return;
+    now_ms_ += 600;  // past the cooldown
+    MmoTickInfo ta{}, tb{};
+    ASSERT_EQ(rust_->tick(now_ms_, ta), MMO_OK);
+    ASSERT_EQ(base_->tick(now_ms_, tb), MMO_OK);
+    aoi_of(p, 64);
+    for (int swing = 0; swing < 4 && !::testing::Test::HasFatalFailure(); ++swing) {
+      now_ms_ += 1200;  // past any cooldown the last swing left
+      attack_as(p, rng);
+    }
+    for (int grab = 0; grab < 2 && !::testing::Test::HasFatalFailure(); ++grab) claim(rng);
+  }
+
+  void aoi_of(const Player& p, size_t capacity) {
     std::vector<MmoAoiEntry> a(capacity), b(capacity);
     size_t na = 0, nb = 0;
     const MmoStatus sr = rust_->area_of_interest(p.r.player_id, a, na), sb = base_->area_of_interest(p.b.player_id, b, nb);
@@ -1324,6 +1468,9 @@ class Differential {
         ASSERT_NE(bid & kObjectIdTag, 0u);
         const auto [pos, fresh] = object_r_to_b_.emplace(rid, bid);
         ASSERT_EQ(pos->second, bid) << where() << ": one object, two ids";
+        if (std::get<3>(key) == MMO_ENTITY_KIND_ADD && std::bit_cast<float>(std::get<0>(key)) < 5.5f) {
+          within_reach_[static_cast<size_t>(&p - players_.data())] = {rid, bid};
+        }
       }
     }
   }
@@ -1351,7 +1498,8 @@ class Differential {
               << a.contacts_reported << " (+" << a.contacts_truncated << " truncated); raids " << a.raid_bursts << " ("
               << a.raid_objects_despawned << " objects expired); damage " << a.damage_applied << "/" << a.kills << " kills/"
               << a.damage_rejected << " refused; attacks " << a.attacks_landed << " landed, "
-              << a.attack_rejected_cooldown << " cooldown, " << a.attack_rejected_out_of_range << " out of range; economy " << a.economy_applied << " applied, " << a.economy_duplicates << " dups, "
+              << a.attack_rejected_cooldown << " cooldown, " << a.attack_rejected_out_of_range << " out of range; loot " << a.loot_dropped
+              << " dropped, " << a.loot_claimed << " claimed, " << a.loot_rejected_out_of_range << " out of range; economy " << a.economy_applied << " applied, " << a.economy_duplicates << " dups, "
               << a.economy_too_old << " too old, " << a.economy_insufficient_funds << " no funds; aoi " << a.aoi_queries << "\n";
     const auto* pa = reinterpret_cast<const uint64_t*>(&a);
     const auto* pb = reinterpret_cast<const uint64_t*>(&b);
@@ -1377,6 +1525,14 @@ class Differential {
   std::vector<Pending> pending_;
   std::unordered_map<uint64_t, uint64_t> player_b_to_r_;
   std::map<uint64_t, uint64_t> object_r_to_b_;
+  // Adds an attack killed (their loot), as (killer's index, Rust id, baseline id).
+  struct Drop {
+    ptrdiff_t killer;
+    uint64_t r, b;
+  };
+  std::vector<Drop> drops_;
+  // Per player index: the last add its area of interest showed within attack range.
+  std::unordered_map<size_t, std::pair<uint64_t, uint64_t>> within_reach_;
   uint64_t now_ms_ = 1000;
   int step_ = 0;
   size_t capped_moves_ = 0;
@@ -1392,6 +1548,8 @@ TEST(BaselineDifferential, RandomScenariosMatchTheRustCore) {
     c.raid_burst_capacity = 12;
     c.player_capacity = 48;
     c.tick_ms = static_cast<uint32_t>(20 + seed * 5);
+    c.loot_gold_min = c.loot_gold_max = static_cast<uint32_t>(seed * 11);  // one outcome: see claim()
+    c.loot_item_permille = 0;
     if (seed % 3 == 0) c.cell_hysteresis_m = 0.0f, c.cell_size_m = 20.0f;
     Differential d(c);
     SCOPED_TRACE("seed " + std::to_string(seed));

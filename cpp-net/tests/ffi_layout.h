@@ -28,10 +28,12 @@ MMO_STATIC_ASSERT(sizeof(MmoEconomyResult) == 32, "MmoEconomyResult size");
 MMO_STATIC_ASSERT(offsetof(MmoEconomyResult, status) == 24, "MmoEconomyResult.status");
 MMO_STATIC_ASSERT(sizeof(MmoAoiEntry) == 24, "MmoAoiEntry size");
 MMO_STATIC_ASSERT(offsetof(MmoAoiEntry, kind) == 20, "MmoAoiEntry.kind");
-MMO_STATIC_ASSERT(sizeof(MmoConfig) == 96, "MmoConfig size");
+MMO_STATIC_ASSERT(sizeof(MmoConfig) == 120, "MmoConfig size");
 MMO_STATIC_ASSERT(offsetof(MmoConfig, aoi_radius_m) == 24, "MmoConfig.aoi_radius_m");
-MMO_STATIC_ASSERT(offsetof(MmoConfig, starting_gold) == 80, "MmoConfig.starting_gold");
-MMO_STATIC_ASSERT(offsetof(MmoConfig, fault_injection) == 88, "MmoConfig.fault_injection");
+MMO_STATIC_ASSERT(offsetof(MmoConfig, loot_range_m) == 80, "MmoConfig.loot_range_m");
+MMO_STATIC_ASSERT(offsetof(MmoConfig, loot_seed) == 100, "MmoConfig.loot_seed");
+MMO_STATIC_ASSERT(offsetof(MmoConfig, starting_gold) == 104, "MmoConfig.starting_gold");
+MMO_STATIC_ASSERT(offsetof(MmoConfig, fault_injection) == 112, "MmoConfig.fault_injection");
 MMO_STATIC_ASSERT(sizeof(MmoJoinTicket) == 16, "MmoJoinTicket size");
 MMO_STATIC_ASSERT(sizeof(MmoRaidReport) == 16, "MmoRaidReport size");
 MMO_STATIC_ASSERT(sizeof(MmoTickInfo) == 32, "MmoTickInfo size");
@@ -43,12 +45,14 @@ MMO_STATIC_ASSERT(MMO_AOI_NOT_IN_SNAPSHOT == 0xFFFFFFFFu, "MMO_AOI_NOT_IN_SNAPSH
 MMO_STATIC_ASSERT(sizeof(MmoDamageResult) == 8, "MmoDamageResult size");
 MMO_STATIC_ASSERT(sizeof(MmoAttackResult) == 16, "MmoAttackResult size");
 MMO_STATIC_ASSERT(offsetof(MmoAttackResult, refusal) == 8, "MmoAttackResult.refusal");
-MMO_STATIC_ASSERT(sizeof(MmoEconomyAudit) == 40, "MmoEconomyAudit size");
-MMO_STATIC_ASSERT(offsetof(MmoEconomyAudit, conserved) == 36, "MmoEconomyAudit.conserved");
+MMO_STATIC_ASSERT(sizeof(MmoLootResult) == 24, "MmoLootResult size");
+MMO_STATIC_ASSERT(offsetof(MmoLootResult, refusal) == 22, "MmoLootResult.refusal");
+MMO_STATIC_ASSERT(sizeof(MmoEconomyAudit) == 56, "MmoEconomyAudit size");
+MMO_STATIC_ASSERT(offsetof(MmoEconomyAudit, conserved) == 52, "MmoEconomyAudit.conserved");
 MMO_STATIC_ASSERT(sizeof(MmoPlayerView) == 160, "MmoPlayerView size");
 MMO_STATIC_ASSERT(offsetof(MmoPlayerView, gold) == 24, "MmoPlayerView.gold");
 MMO_STATIC_ASSERT(sizeof(MmoStats) % 8 == 0, "MmoStats is whole u64 counters");
-MMO_STATIC_ASSERT(sizeof(MmoEventKind) == 1 && sizeof(MmoEconomyStatus) == 1 && sizeof(MmoAttackError) == 1, "wire enums are one byte");
+MMO_STATIC_ASSERT(sizeof(MmoEventKind) == 1 && sizeof(MmoEconomyStatus) == 1 && sizeof(MmoAttackError) == 1 && sizeof(MmoLootError) == 1, "wire enums are one byte");
 MMO_STATIC_ASSERT(MMO_OK == 0 && MMO_ERR_PANIC == 1099, "status range");
 
 #endif

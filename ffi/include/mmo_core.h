@@ -51,7 +51,7 @@
 #define MMO_AOI_NOT_IN_SNAPSHOT 4294967295
 
 // Version of this ABI. Bumped on any change to a function signature or record layout.
-#define MMO_ABI_VERSION 3
+#define MMO_ABI_VERSION 4
 
 // What an event written by a move batch reports.
 enum MmoEventKind
@@ -128,6 +128,36 @@ enum MmoAttackError
 typedef enum MmoAttackError MmoAttackError;
 #else
 typedef uint8_t MmoAttackError;
+#endif // __STDC_VERSION__ >= 202311L
+#endif // __cplusplus
+
+// Why a loot claim was refused, in the order the rules are checked (0 on the wire and across
+// the C ABI means it was claimed). Each is counted under `loot_rejected_<reason>`.
+enum MmoLootError
+#if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+  : uint8_t
+#endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+ {
+  // The claimer is not a live player.
+  MMO_LOOT_ERROR_UNKNOWN_PLAYER = 1,
+  // The claimer's session token does not match.
+  MMO_LOOT_ERROR_WRONG_SESSION = 2,
+  // No raid object has that id (never spawned, or its burst expired).
+  MMO_LOOT_ERROR_UNKNOWN_LOOT = 3,
+  // The object holds no loot: it is alive, or it is not an add, or no attack killed it.
+  MMO_LOOT_ERROR_NO_LOOT = 4,
+  // Another player killed it: its loot is the killer's.
+  MMO_LOOT_ERROR_NOT_YOURS = 5,
+  // The loot is farther than `loot_range_m` from the claimer.
+  MMO_LOOT_ERROR_OUT_OF_RANGE = 6,
+  // The claimer's wallet cannot hold it (a balance would overflow); the loot stays.
+  MMO_LOOT_ERROR_WALLET_FULL = 7,
+};
+#ifndef __cplusplus
+#if __STDC_VERSION__ >= 202311L
+typedef enum MmoLootError MmoLootError;
+#else
+typedef uint8_t MmoLootError;
 #endif // __STDC_VERSION__ >= 202311L
 #endif // __cplusplus
 
@@ -274,6 +304,18 @@ typedef struct MmoConfig {
   int32_t player_hp;
   // Hit points one landed attack takes.
   int32_t attack_damage;
+  // How far a claimer may be from the loot it claims, metres.
+  float loot_range_m;
+  // Least gold one drop holds.
+  uint32_t loot_gold_min;
+  // Most gold one drop holds.
+  uint32_t loot_gold_max;
+  // Chance per thousand that a drop also holds a stack of items.
+  uint32_t loot_item_permille;
+  // Most items in a dropped stack.
+  uint32_t loot_item_count_max;
+  // Seed of the loot rolls.
+  uint32_t loot_seed;
   // Gold a new wallet starts with.
   uint64_t starting_gold;
   // 1 enables `mmo_debug_inject_panic` on this engine (tests only); 0 in production.
@@ -396,6 +438,24 @@ typedef struct MmoAttackResult {
   // Zero.
   uint8_t _reserved[5];
 } MmoAttackResult;
+
+// What a loot claim got (`mmo_claim_loot`). `refusal` is 0 when the loot is the claimer's
+// (credited now, or earlier when `repeat` is 1), else the `MmoLootError` that refused it (and
+// the other fields are 0).
+typedef struct MmoLootResult {
+  // Gold the loot holds.
+  uint64_t gold;
+  // The claimer's gold after the claim.
+  uint64_t gold_after;
+  // Items the loot holds (0: gold only).
+  uint32_t item_count;
+  // Their kind.
+  uint16_t item_kind;
+  // 0 claimed, else an `MmoLootError`.
+  uint8_t refusal;
+  // 1 when this repeats an earlier successful claim by the same player (nothing credited now).
+  uint8_t repeat;
+} MmoLootResult;
 
 // One reliable economy request. Applied at most once per (`player_id`, `transaction_id`).
 typedef struct MmoEconomyOp {
@@ -554,6 +614,30 @@ typedef struct MmoStats {
   uint64_t attack_rejected_out_of_range;
   // Attacks refused: sooner than attack_cooldown_ms after its last landed attack.
   uint64_t attack_rejected_cooldown;
+  // Killed adds that dropped loot.
+  uint64_t loot_dropped;
+  // Loot claims that credited their loot (one per drop at most).
+  uint64_t loot_claimed;
+  // Loot claims answered again: the claimer had already claimed that loot.
+  uint64_t loot_claim_repeats;
+  // Gold credited by loot claims.
+  uint64_t loot_gold_claimed;
+  // Items credited by loot claims.
+  uint64_t loot_items_claimed;
+  // Loot claims refused: the claimer is not a live player.
+  uint64_t loot_rejected_unknown_player;
+  // Loot claims refused: session token mismatch.
+  uint64_t loot_rejected_wrong_session;
+  // Loot claims refused: no such raid object.
+  uint64_t loot_rejected_unknown_loot;
+  // Loot claims refused: the object holds no loot.
+  uint64_t loot_rejected_no_loot;
+  // Loot claims refused: another player's kill.
+  uint64_t loot_rejected_not_yours;
+  // Loot claims refused: farther than loot_range_m.
+  uint64_t loot_rejected_out_of_range;
+  // Loot claims refused: the wallet cannot hold it.
+  uint64_t loot_rejected_wallet_full;
   // Economy operations applied.
   uint64_t economy_applied;
   // Economy retransmits answered from the de-duplication record.
@@ -622,6 +706,10 @@ typedef struct MmoEconomyAudit {
   uint64_t minted_gold;
   // Gold ever sunk.
   uint64_t sunk_gold;
+  // The part of `minted_gold` that loot claims created.
+  uint64_t loot_minted_gold;
+  // Items loot claims created, all kinds together.
+  uint64_t loot_minted_items;
   // Open wallets.
   uint32_t open_wallets;
   // 1 when `live + departed == minted - sunk` holds for gold and every item kind.
@@ -853,6 +941,19 @@ MmoStatus mmo_attack(const struct MmoEngine *engine,
                      uint64_t target_id,
                      uint64_t now_ms,
                      struct MmoAttackResult *out_result);
+
+// A player's claim of the loot a killed add dropped (`loot_id`: the add's id): the server
+// decides whether it is the claimer's (its kill, within `loot_range_m`) and what it holds
+// (the configured loot table). A refused claim is a result, not an error: it returns
+// `MMO_OK` with `refusal` set.
+//
+// # Safety
+// `engine` a live engine or NULL; `out_result` writable or NULL.
+MmoStatus mmo_claim_loot(const struct MmoEngine *engine,
+                         uint64_t player_id,
+                         uint64_t session_token,
+                         uint64_t loot_id,
+                         struct MmoLootResult *out_result);
 
 // Applies a batch of economy operations, one result per operation in order; writes the
 // count to `*out_results_written`. `results_capacity` must be at least `ops_len`.

@@ -112,6 +112,26 @@ pub struct MmoAttackResult {
     pub _reserved: [u8; 5],
 }
 
+/// What a loot claim got ([`mmo_claim_loot`]). `refusal` is 0 when the loot is the claimer's
+/// (credited now, or earlier when `repeat` is 1), else the `MmoLootError` that refused it (and
+/// the other fields are 0).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct MmoLootResult {
+    /// Gold the loot holds.
+    pub gold: u64,
+    /// The claimer's gold after the claim.
+    pub gold_after: u64,
+    /// Items the loot holds (0: gold only).
+    pub item_count: u32,
+    /// Their kind.
+    pub item_kind: u16,
+    /// 0 claimed, else an `MmoLootError`.
+    pub refusal: u8,
+    /// 1 when this repeats an earlier successful claim by the same player (nothing credited now).
+    pub repeat: u8,
+}
+
 /// A consistent reading of the economy's gold (saturating at `UINT64_MAX`), from
 /// [`mmo_economy_audit`].
 #[repr(C)]
@@ -125,6 +145,10 @@ pub struct MmoEconomyAudit {
     pub minted_gold: u64,
     /// Gold ever sunk.
     pub sunk_gold: u64,
+    /// The part of `minted_gold` that loot claims created.
+    pub loot_minted_gold: u64,
+    /// Items loot claims created, all kinds together.
+    pub loot_minted_items: u64,
     /// Open wallets.
     pub open_wallets: u32,
     /// 1 when `live + departed == minted - sunk` holds for gold and every item kind.
@@ -165,7 +189,8 @@ const _: () = assert!(size_of::<MmoTickInfo>() == 32 && offset_of!(MmoTickInfo, 
 const _: () = assert!(size_of::<MmoAoiBatchInfo>() == 16 && offset_of!(MmoAoiBatchInfo, found) == 12);
 const _: () = assert!(size_of::<MmoDamageResult>() == 8 && offset_of!(MmoDamageResult, outcome) == 4);
 const _: () = assert!(size_of::<MmoAttackResult>() == 16 && offset_of!(MmoAttackResult, refusal) == 8);
-const _: () = assert!(size_of::<MmoEconomyAudit>() == 40 && offset_of!(MmoEconomyAudit, conserved) == 36);
+const _: () = assert!(size_of::<MmoEconomyAudit>() == 56 && offset_of!(MmoEconomyAudit, conserved) == 52);
+const _: () = assert!(size_of::<MmoLootResult>() == 24 && offset_of!(MmoLootResult, refusal) == 22);
 const _: () = assert!(size_of::<MmoPlayerView>() == 160 && offset_of!(MmoPlayerView, gold) == 24);
 const _: () = assert!(size_of::<StatsSnapshot>() == 8 * mmo_core::stats::COUNTER_COUNT);
 
@@ -468,6 +493,42 @@ pub unsafe extern "C" fn mmo_attack(
     }
 }
 
+/// A player's claim of the loot a killed add dropped (`loot_id`: the add's id): the server
+/// decides whether it is the claimer's (its kill, within `loot_range_m`) and what it holds
+/// (the configured loot table). A refused claim is a result, not an error: it returns
+/// [`MMO_OK`] with `refusal` set.
+///
+/// # Safety
+/// `engine` a live engine or NULL; `out_result` writable or NULL.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mmo_claim_loot(
+    engine: *const MmoEngine,
+    player_id: u64,
+    session_token: u64,
+    loot_id: u64,
+    out_result: *mut MmoLootResult,
+) -> MmoStatus {
+    // SAFETY: forwarded contract.
+    unsafe {
+        engine_boundary(engine, Access::Mutates, |h| {
+            let out = check!(out_ptr(out_result));
+            let result = match h.engine.claim_loot(player_id, session_token, loot_id) {
+                Ok(r) => MmoLootResult {
+                    gold: r.contents.gold,
+                    gold_after: r.gold_after,
+                    item_count: r.contents.item_count,
+                    item_kind: r.contents.item_kind,
+                    refusal: 0,
+                    repeat: u8::from(r.repeat),
+                },
+                Err(refusal) => MmoLootResult { refusal: refusal as u8, ..MmoLootResult::default() },
+            };
+            out.write(result);
+            MMO_OK
+        })
+    }
+}
+
 /// Applies a batch of economy operations, one result per operation in order; writes the
 /// count to `*out_results_written`. `results_capacity` must be at least `ops_len`.
 ///
@@ -629,6 +690,8 @@ pub unsafe extern "C" fn mmo_economy_audit(engine: *const MmoEngine, out_audit: 
                 departed_gold: sat(a.departed.gold),
                 minted_gold: sat(a.minted.gold),
                 sunk_gold: sat(a.sunk.gold),
+                loot_minted_gold: sat(a.minted_by_loot.gold),
+                loot_minted_items: sat(a.minted_by_loot.items.iter().sum()),
                 open_wallets: a.open_wallets,
                 conserved: u8::from(a.is_conserved()),
                 _reserved: [0; 3],

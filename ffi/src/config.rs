@@ -52,6 +52,18 @@ pub struct MmoConfig {
     pub player_hp: i32,
     /// Hit points one landed attack takes.
     pub attack_damage: i32,
+    /// How far a claimer may be from the loot it claims, metres.
+    pub loot_range_m: f32,
+    /// Least gold one drop holds.
+    pub loot_gold_min: u32,
+    /// Most gold one drop holds.
+    pub loot_gold_max: u32,
+    /// Chance per thousand that a drop also holds a stack of items.
+    pub loot_item_permille: u32,
+    /// Most items in a dropped stack.
+    pub loot_item_count_max: u32,
+    /// Seed of the loot rolls.
+    pub loot_seed: u32,
     /// Gold a new wallet starts with.
     pub starting_gold: u64,
     /// 1 enables [`mmo_debug_inject_panic`](crate::mmo_debug_inject_panic) on this engine (tests only); 0 in production.
@@ -61,8 +73,9 @@ pub struct MmoConfig {
     pub _reserved: [u8; 7],
 }
 
-const _: () = assert!(size_of::<MmoConfig>() == 96 && align_of::<MmoConfig>() == 8);
-const _: () = assert!(offset_of!(MmoConfig, starting_gold) == 80 && offset_of!(MmoConfig, fault_injection) == 88);
+const _: () = assert!(size_of::<MmoConfig>() == 120 && align_of::<MmoConfig>() == 8);
+const _: () = assert!(offset_of!(MmoConfig, loot_range_m) == 80 && offset_of!(MmoConfig, loot_seed) == 100);
+const _: () = assert!(offset_of!(MmoConfig, starting_gold) == 104 && offset_of!(MmoConfig, fault_injection) == 112);
 
 impl From<&CoreConfig> for MmoConfig {
     fn from(c: &CoreConfig) -> Self {
@@ -78,6 +91,12 @@ impl From<&CoreConfig> for MmoConfig {
             attack_range_m: c.attack_range_m,
             attack_cooldown_ms: c.attack_cooldown_ms,
             attack_damage: c.attack_damage,
+            loot_range_m: c.loot_range_m,
+            loot_gold_min: c.loot_gold_min,
+            loot_gold_max: c.loot_gold_max,
+            loot_item_permille: c.loot_item_permille,
+            loot_item_count_max: c.loot_item_count_max,
+            loot_seed: c.loot_seed,
             clock_slack_ms: c.clock_slack_ms,
             contacts_per_move_max: c.contacts_per_move_max,
             aoi_k: c.aoi_k,
@@ -109,6 +128,12 @@ impl From<&MmoConfig> for CoreConfig {
             attack_range_m: c.attack_range_m,
             attack_cooldown_ms: c.attack_cooldown_ms,
             attack_damage: c.attack_damage,
+            loot_range_m: c.loot_range_m,
+            loot_gold_min: c.loot_gold_min,
+            loot_gold_max: c.loot_gold_max,
+            loot_item_permille: c.loot_item_permille,
+            loot_item_count_max: c.loot_item_count_max,
+            loot_seed: c.loot_seed,
             contacts_per_move_max: c.contacts_per_move_max,
             aoi_k: c.aoi_k,
             player_capacity: c.player_capacity,

@@ -39,6 +39,7 @@ fn null_engine_is_refused_by_every_engine_call() {
         assert_eq!(mmo_raid_spawn(null(), p.cast(), p.cast()), MMO_ERR_NULL_POINTER);
         assert_eq!(mmo_damage(null(), 1, 1, 1, 1, p.cast()), MMO_ERR_NULL_POINTER);
         assert_eq!(mmo_attack(null(), 1, 1, 1, 1, p.cast()), MMO_ERR_NULL_POINTER);
+        assert_eq!(mmo_claim_loot(null(), 1, 1, 1, p.cast()), MMO_ERR_NULL_POINTER);
         assert_eq!(mmo_apply_economy(null(), null(), 0, null_mut(), 0, &mut n), MMO_ERR_NULL_POINTER);
         assert_eq!(mmo_tick(null(), 0, p.cast()), MMO_ERR_NULL_POINTER);
         assert_eq!(mmo_area_of_interest(null(), 1, null_mut(), 0, &mut n), MMO_ERR_NULL_POINTER);
@@ -68,6 +69,8 @@ fn null_and_misaligned_outputs_are_refused_and_nothing_changes() {
         assert_eq!(mmo_damage(e, 1, 1, 1, 1, null_mut()), MMO_ERR_NULL_POINTER);
         assert_eq!(mmo_attack(e, 1, 1, 1, 1, null_mut()), MMO_ERR_NULL_POINTER);
         assert_eq!(mmo_attack(e, 1, 1, 1, 1, misaligned(&mut buf)), MMO_ERR_MISALIGNED_POINTER);
+        assert_eq!(mmo_claim_loot(e, 1, 1, 1, null_mut()), MMO_ERR_NULL_POINTER);
+        assert_eq!(mmo_claim_loot(e, 1, 1, 1, misaligned(&mut buf)), MMO_ERR_MISALIGNED_POINTER);
         let mut n = 5usize;
         assert_eq!(mmo_apply_moves(e, misaligned(&mut buf), 1, 0, null_mut(), 0, &mut n), MMO_ERR_MISALIGNED_POINTER);
         assert_eq!(mmo_apply_economy(e, null(), 3, null_mut(), 3, &mut n), MMO_ERR_NULL_POINTER);
@@ -206,6 +209,7 @@ proptest! {
         ops in proptest::collection::vec(proptest::collection::vec(any::<u8>(), 48), 0..40),
         raids in proptest::collection::vec(proptest::collection::vec(any::<u8>(), 32), 0..4),
         attacks in proptest::collection::vec((any::<u64>(), any::<u64>(), any::<u64>(), any::<u64>()), 0..16),
+        claims in proptest::collection::vec((any::<u64>(), any::<u64>(), any::<u64>()), 0..16),
         aim_at_real_player in any::<bool>(),
     ) {
         let e = engine();
@@ -252,11 +256,22 @@ proptest! {
                     prop_assert_eq!(MmoAttackResult { refusal: 0, ..result }, MmoAttackResult::default());
                 }
             }
+            // Claims with any ids and tokens (or the real player's, of any object): each is a
+            // result; a refusal writes nothing else, and nothing a claim does mints anything
+            // no kill dropped (no attack here killed an add).
+            for &(claimer, token, loot_id) in &claims {
+                let (claimer, token) = if aim_at_real_player { (ticket.player_id, ticket.session_token) } else { (claimer, token) };
+                let mut result = MmoLootResult::default();
+                prop_assert_eq!(mmo_claim_loot(e, claimer, token, loot_id, &mut result), MMO_OK);
+                prop_assert!(mmo_core::LootError::try_from(result.refusal).is_ok(), "refusal {}", result.refusal);
+                prop_assert_eq!(MmoLootResult { refusal: 0, ..result }, MmoLootResult::default());
+            }
             let mut info = MmoTickInfo::default();
             prop_assert_eq!(mmo_tick(e, 2_000, &mut info), MMO_OK);
             let mut audit = MmoEconomyAudit::default();
             prop_assert_eq!(mmo_economy_audit(e, &mut audit), MMO_OK);
             prop_assert_eq!(audit.conserved, 1);
+            prop_assert_eq!((audit.loot_minted_gold, audit.loot_minted_items), (0, 0));
             mmo_engine_free(e);
         }
     }

@@ -3,7 +3,8 @@
 //! - **Combatants** (one per player: hp, faction, owner) live in their own sharded-slab arena.
 //! - **Raid objects** (adds, projectiles, loot) live in a second arena, pre-warmed to
 //!   `raid_object_capacity`. A raid spawn creates N of them around a point in one call, each
-//!   registered in the grid with its expiry tick.
+//!   registered in the grid with its expiry tick. A killed add keeps its slot until its burst
+//!   expires and carries the loot it dropped ([`crate::loot`]).
 //! - **Spawning** creates a cell's share of objects (arena inserts, positions) in chunks of
 //!   [`SPAWN_CHUNK`] outside any lock, then appends each chunk to the cell with one copy under
 //!   the cell's lock.
@@ -35,7 +36,7 @@ use crate::config::{CoreConfig, RAID_BURST_MAX};
 use crate::grid::{Grid, ObjectMember};
 use crate::locks::LockWaits;
 use crate::records::{EntityKind, RaidSpawnRequest};
-use crate::sync::{AtomicI32, Ordering};
+use crate::sync::{AtomicI32, AtomicU64, Ordering};
 use crossbeam_queue::ArrayQueue;
 use sharded_slab::Slab;
 use std::cmp::Reverse;
@@ -124,6 +125,12 @@ pub struct RaidObject {
     pub x_m: f32,
     /// Where it was spawned, metres.
     pub y_m: f32,
+    /// The grid cell it was registered in at spawn (where a kill relabels it).
+    pub cell: u32,
+    /// Its loot ([`crate::loot`]): 0 while it has none; the killer's player id once a killing
+    /// attack dropped loot on it; that id with [`crate::loot::LOOT_CLAIMED`] set once claimed.
+    /// Written by the killing attack (store) and the one winning claim (CAS); read by claims.
+    pub loot: AtomicU64,
 }
 
 /// What the tick must sweep when a burst expires: its expiry tick and the rectangle of grid
@@ -186,12 +193,13 @@ pub struct ExpiryReport {
 /// (12 KiB of stack).
 pub const SPAWN_CHUNK: usize = 512;
 
-/// Small, fast, seedable generator for spawn positions (SplitMix64).
-struct SpawnRng(u64);
+/// Small, fast, seedable generator (SplitMix64): spawn positions and loot rolls. The C++
+/// baseline has the same one (`baseline_util.hpp`), so both engines roll the same loot.
+pub(crate) struct SplitMix64(pub(crate) u64);
 
-impl SpawnRng {
+impl SplitMix64 {
     #[inline]
-    fn next_u64(&mut self) -> u64 {
+    pub(crate) fn next_u64(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
         let mut z = self.0;
         z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
@@ -318,7 +326,7 @@ impl Combat {
         let cell_size = grid.cell_size_m();
         let total_cells = (cx1 - cx0 + 1) * (cy1 - cy0 + 1);
 
-        let mut rng = SpawnRng(u64::from(req.seed) ^ 0xA5A5_5A5A_DEAD_BEEF);
+        let mut rng = SplitMix64(u64::from(req.seed) ^ 0xA5A5_5A5A_DEAD_BEEF);
         let mut placed_before = 0u32;
         let mut area_before = 0.0f64;
         let mut cell_index = 0u32;
@@ -353,7 +361,16 @@ impl Combat {
                         let y = (oy0 + rng.unit() * (oy1 - oy0)).min(top);
                         let key = self
                             .objects
-                            .insert(RaidObject { health: Health::new(req.hp), kind, faction: req.faction, expires_tick, x_m: x, y_m: y })
+                            .insert(RaidObject {
+                                health: Health::new(req.hp),
+                                kind,
+                                faction: req.faction,
+                                expires_tick,
+                                x_m: x,
+                                y_m: y,
+                                cell,
+                                loot: AtomicU64::new(0),
+                            })
                             .expect("raid object arena shard exhausted (capacity is gated)");
                         *member = ObjectMember { id: object_id_from_key(key), x_m: x, y_m: y, expires_tick, kind };
                     }
@@ -435,6 +452,8 @@ impl Combat {
             expires_tick: 0,
             x_m: 0.0,
             y_m: 0.0,
+            cell: 0,
+            loot: AtomicU64::new(0),
         });
     }
 }

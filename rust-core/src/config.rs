@@ -75,6 +75,22 @@ pub struct CoreConfig {
     pub attack_range_m: f32,
     /// Server milliseconds between two attacks that land from one player. Default 500.
     pub attack_cooldown_ms: u32,
+    /// How far a claimer may be from the loot it claims, metres (centre to centre). Default 6.
+    pub loot_range_m: f32,
+    /// The loot table's gold: each drop holds a uniform amount in
+    /// `loot_gold_min..=loot_gold_max`. Defaults 5 and 50.
+    pub loot_gold_min: u32,
+    /// See `loot_gold_min`.
+    pub loot_gold_max: u32,
+    /// The loot table's items: the chance, per thousand, that a drop also holds one stack of
+    /// items (a uniform kind in `0..ITEM_KINDS`, a uniform count in
+    /// `1..=loot_item_count_max`). Default 250.
+    pub loot_item_permille: u32,
+    /// See `loot_item_permille`. Default 3.
+    pub loot_item_count_max: u32,
+    /// Seed of the loot rolls: a drop's contents are a pure function of this seed and the
+    /// dead object's id, so a test (and both engines) can predict them. Default 0x10071.
+    pub loot_seed: u32,
 }
 
 impl Default for CoreConfig {
@@ -101,6 +117,12 @@ impl Default for CoreConfig {
             attack_damage: 100,
             attack_range_m: 6.0,
             attack_cooldown_ms: 500,
+            loot_range_m: 6.0,
+            loot_gold_min: 5,
+            loot_gold_max: 50,
+            loot_item_permille: 250,
+            loot_item_count_max: 3,
+            loot_seed: 0x10071,
         }
     }
 }
@@ -193,6 +215,18 @@ impl CoreConfig {
         if self.attack_cooldown_ms > 3_600_000 {
             return Err(ConfigError("attack_cooldown_ms must be at most one hour"));
         }
+        if !finite_positive(self.loot_range_m) || self.loot_range_m > self.world_size_m {
+            return Err(ConfigError("loot_range_m must be positive and at most world_size_m"));
+        }
+        if self.loot_gold_min > self.loot_gold_max {
+            return Err(ConfigError("loot_gold_min must be at most loot_gold_max"));
+        }
+        if self.loot_item_permille > 1_000 {
+            return Err(ConfigError("loot_item_permille must be at most 1000"));
+        }
+        if self.loot_item_count_max == 0 || self.loot_item_count_max > 65_535 {
+            return Err(ConfigError("loot_item_count_max must be in 1..=65535"));
+        }
         Ok(())
     }
 
@@ -214,7 +248,7 @@ mod tests {
 
     #[test]
     fn rejects_each_bad_field() {
-        let bad: [fn(&mut CoreConfig); 22] = [
+        let bad: [fn(&mut CoreConfig); 28] = [
             |c| c.aoi_radius_m = 0.0,
             |c| c.aoi_radius_m = f32::NAN,
             |c| c.snapshot_cell_m = -8.0,
@@ -237,6 +271,12 @@ mod tests {
             |c| c.attack_range_m = f32::NAN,
             |c| c.attack_range_m = c.world_size_m * 2.0,
             |c| c.attack_cooldown_ms = 3_600_001,
+            |c| c.loot_range_m = 0.0,
+            |c| c.loot_range_m = f32::INFINITY,
+            |c| c.loot_gold_min = c.loot_gold_max + 1,
+            |c| c.loot_item_permille = 1_001,
+            |c| c.loot_item_count_max = 0,
+            |c| c.loot_item_count_max = 65_536,
         ];
         for (i, mutate) in bad.iter().enumerate() {
             let mut c = CoreConfig::default();

@@ -38,6 +38,7 @@
 
 use crate::config::{AMOUNT_MAX, ITEM_KINDS};
 use crate::locks::LockWaits;
+use crate::loot::LootContents;
 use crate::records::{EconomyKind, EconomyOp, EconomyStatus};
 use crossbeam_utils::CachePadded;
 use parking_lot::{Mutex, MutexGuard};
@@ -148,6 +149,8 @@ struct EconomyShard {
     wallets: Vec<Wallet>,
     free: Vec<u32>,
     minted: Holdings,
+    /// The part of `minted` that loot claims created.
+    minted_by_loot: Holdings,
     sunk: Holdings,
     departed: Holdings,
 }
@@ -182,6 +185,24 @@ pub struct Outcome {
     pub gold_after: u64,
 }
 
+/// What [`Economy::credit_loot`] did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LootCredit {
+    /// The wallet's gold after the call.
+    pub gold_after: u64,
+    /// `false` when `take` refused (another claim had taken the loot): nothing was credited.
+    pub credited: bool,
+}
+
+/// Why [`Economy::credit_loot`] credited nothing and left the loot where it was.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LootCreditError {
+    /// The wallet is closed (its player left).
+    Departed,
+    /// A balance would overflow.
+    Full,
+}
+
 /// Minted and sunk amounts of one applied operation (for the shard totals).
 #[derive(Default)]
 struct Flow {
@@ -200,6 +221,8 @@ pub struct EconomyAudit {
     pub departed: Holdings,
     /// Everything ever minted (starting gold, loot).
     pub minted: Holdings,
+    /// The part of `minted` that loot claims created (server-rolled drops, [`crate::loot`]).
+    pub minted_by_loot: Holdings,
     /// Everything ever sunk (spending).
     pub sunk: Holdings,
     /// Open wallets.
@@ -238,6 +261,7 @@ impl Economy {
                     wallets,
                     free,
                     minted: Holdings::default(),
+                    minted_by_loot: Holdings::default(),
                     sunk: Holdings::default(),
                     departed: Holdings::default(),
                 }))
@@ -387,6 +411,40 @@ impl Economy {
         Outcome { status, duplicate: false, gold_after: if status == EconomyStatus::Applied { me.gold } else { 0 } }
     }
 
+    /// Credits a loot drop to a wallet, taking the loot with `take` (the claim's CAS) under the
+    /// wallet's shard lock once the wallet is known to have room: the take and the credit are
+    /// one step, so loot is never taken without being credited nor credited twice. Books the
+    /// contents as minted, and as minted by loot.
+    pub fn credit_loot(
+        &self,
+        handle: WalletHandle,
+        loot: &LootContents,
+        take: impl FnOnce() -> bool,
+        waits: &mut LockWaits,
+    ) -> Result<LootCredit, LootCreditError> {
+        let Some(shard) = self.shards.get(handle.shard as usize) else { return Err(LootCreditError::Departed) };
+        let mut shard = waits.lock(shard);
+        let shard = &mut *shard;
+        let kind = loot.item_kind as usize;
+        if loot.item_count > 0 && kind >= ITEM_KINDS {
+            return Err(LootCreditError::Full); // not a table's roll; refuse rather than index out of bounds
+        }
+        let Some(w) = shard.wallet_mut(handle) else { return Err(LootCreditError::Departed) };
+        let gold = w.gold.checked_add(loot.gold);
+        let items = w.items[kind].checked_add(u64::from(loot.item_count));
+        let (Some(gold), Some(items)) = (gold, items) else { return Err(LootCreditError::Full) };
+        if !take() {
+            return Ok(LootCredit { gold_after: w.gold, credited: false });
+        }
+        w.gold = gold;
+        w.items[kind] = items;
+        let mut minted = Holdings { gold: u128::from(loot.gold), ..Holdings::default() };
+        minted.items[kind] = u128::from(loot.item_count);
+        shard.minted.add(&minted);
+        shard.minted_by_loot.add(&minted);
+        Ok(LootCredit { gold_after: gold, credited: true })
+    }
+
     /// Locks every shard in ascending order and reads the whole economy at one instant.
     pub fn audit(&self) -> EconomyAudit {
         let guards: Vec<MutexGuard<'_, EconomyShard>> = self.shards.iter().map(|s| s.lock()).collect();
@@ -397,6 +455,7 @@ impl Economy {
                 audit.open_wallets += 1;
             }
             audit.minted.add(&shard.minted);
+            audit.minted_by_loot.add(&shard.minted_by_loot);
             audit.sunk.add(&shard.sunk);
             audit.departed.add(&shard.departed);
         }

@@ -15,19 +15,22 @@
 use crate::capacity::CapacityGate;
 use crate::combat::{Combat, DamageOutcome, ExpiryHeap, RaidError, RaidReport};
 use crate::config::{AOI_K_MAX, ConfigError, CoreConfig, ITEM_KINDS};
-use crate::economy::{Counterparty, Economy, EconomyAudit};
+use crate::economy::{Counterparty, Economy, EconomyAudit, LootCreditError};
 use crate::grid::{Grid, ObjectMember, PlayerMember};
 use crate::locks::{LockKind, LockWaits};
+use crate::loot::{LOOT_CLAIMED, LootContents, LootTable};
 use crate::movement::{MoveRules, Movement};
 use crate::players::{JoinTicket, PlayerRecord, Players, new_session_token};
 use crate::records::{
-    AoiEntry, AttackError, EconomyOp, EconomyResult, EntityKind, EventKind, MoveEvent, MoveRecord, RaidSpawnRequest, RejectReason,
+    AoiEntry, AttackError, EconomyOp, EconomyResult, EntityKind, EventKind, LootError, MoveEvent, MoveRecord, RaidSpawnRequest,
+    RejectReason,
 };
 use crate::snapshot::{NOT_IN_SNAPSHOT, SnapshotBoard, SnapshotBuilder, SnapshotGeometry, SnapshotWriter, WorldSnapshot};
 use crate::stats::{Counter, Stats, StatsSnapshot};
 use crate::tick::{TickBoard, TickInfo};
 use parking_lot::Mutex;
 use std::collections::BinaryHeap;
+use std::sync::atomic::Ordering;
 
 /// Why a join was refused.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -120,6 +123,34 @@ pub struct AttackReport {
     pub killed: bool,
     /// What the target is: a player or a raid object's kind.
     pub target_kind: EntityKind,
+    /// Whether the kill dropped loot (a killed add does; the killer may claim it).
+    pub loot_dropped: bool,
+}
+
+impl LootError {
+    fn counter(self) -> Counter {
+        match self {
+            LootError::UnknownPlayer => Counter::LootRejectedUnknownPlayer,
+            LootError::WrongSession => Counter::LootRejectedWrongSession,
+            LootError::UnknownLoot => Counter::LootRejectedUnknownLoot,
+            LootError::NoLoot => Counter::LootRejectedNoLoot,
+            LootError::NotYours => Counter::LootRejectedNotYours,
+            LootError::OutOfRange => Counter::LootRejectedOutOfRange,
+            LootError::WalletFull => Counter::LootRejectedWalletFull,
+        }
+    }
+}
+
+/// What a loot claim got.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LootReport {
+    /// The loot's contents (the server's roll; the same on a repeat).
+    pub contents: LootContents,
+    /// The claimer's gold after the claim.
+    pub gold_after: u64,
+    /// `true` when the claimer had already claimed this loot: this answer repeats it and
+    /// credited nothing.
+    pub repeat: bool,
 }
 
 /// What a move batch did.
@@ -175,6 +206,8 @@ struct TickState {
 pub struct Engine {
     config: CoreConfig,
     rules: MoveRules,
+    /// What a killed add drops. Read by claims.
+    loot_table: LootTable,
     /// Player records. Written by join/leave; read by every request.
     players: Players,
     /// Bodies by slot. Written by each player's mover, join and leave.
@@ -222,6 +255,7 @@ impl Engine {
         let cells = (config.cells_per_side() as usize).pow(2);
         let engine = Self {
             rules: MoveRules::new(config.max_speed_m_per_s, config.clock_slack_ms, config.speed_slack_m),
+            loot_table: LootTable::new(&config),
             players: Players::new(config.player_capacity),
             movement: Movement::new(config.player_capacity),
             grid: Grid::new(&config),
@@ -528,15 +562,19 @@ impl Engine {
     /// land at most once per cooldown; the target's health is a saturating CAS, so exactly one
     /// of any number of concurrent attacks reports the kill.
     pub fn attack(&self, attacker_id: u64, session_token: u64, target_id: u64, now_ms: u64) -> Result<AttackReport, AttackError> {
-        let mut body_waits = LockWaits::default();
-        let result = self.attack_inner(attacker_id, session_token, target_id, now_ms, &mut body_waits);
+        let (mut body_waits, mut grid_waits) = (LockWaits::default(), LockWaits::default());
+        let result = self.attack_inner(attacker_id, session_token, target_id, now_ms, &mut body_waits, &mut grid_waits);
         self.stats.add_waits(LockKind::Body, body_waits);
+        self.stats.add_waits(LockKind::Grid, grid_waits);
         match result {
             Ok(report) => {
                 self.stats.bump(Counter::AttacksLanded);
                 self.stats.bump(Counter::DamageApplied);
                 if report.killed {
                     self.stats.bump(Counter::Kills);
+                }
+                if report.loot_dropped {
+                    self.stats.bump(Counter::LootDropped);
                 }
             }
             Err(e) => self.stats.bump(e.counter()),
@@ -551,6 +589,7 @@ impl Engine {
         target_id: u64,
         now_ms: u64,
         body_waits: &mut LockWaits,
+        grid_waits: &mut LockWaits,
     ) -> Result<AttackReport, AttackError> {
         let attacker = self.players.get(attacker_id).ok_or(AttackError::UnknownPlayer)?;
         if attacker.session_token != session_token {
@@ -606,7 +645,91 @@ impl Engine {
             (_, DamageOutcome::AlreadyDead) => return Err(AttackError::TargetDead),
         };
         body.attack_ready_ms = now_ms.saturating_add(u64::from(self.config.attack_cooldown_ms));
-        Ok(AttackReport { damage, hp_left, killed, target_kind })
+        drop(body);
+        // The one killing attack drops the add's loot: the killer's id in its loot word, and
+        // the corpse shown as loot in its cell.
+        let loot_dropped = match &target {
+            Target::Object(o) if killed && o.kind == EntityKind::Add => {
+                o.loot.store(attacker_id, Ordering::Release);
+                self.grid.relabel_object(o.cell, target_id, EntityKind::Loot, grid_waits);
+                true
+            }
+            _ => false,
+        };
+        Ok(AttackReport { damage, hp_left, killed, target_kind, loot_dropped })
+    }
+
+    /// A player's claim of the loot on raid object `loot_id` ([`crate::loot`]). Checked in
+    /// [`LootError`]'s order: the claimer (live, right session), the object (exists, holds
+    /// loot, the claimer's kill), the distance from the claimer's body to it (at most
+    /// `loot_range_m`); then the loot is taken and credited in one step under the claimer's
+    /// wallet shard lock, or left where it is if the wallet cannot hold it. Of any number of
+    /// concurrent claims exactly one credits; a claim of loot this player already claimed is
+    /// answered again with `repeat` set.
+    pub fn claim_loot(&self, player_id: u64, session_token: u64, loot_id: u64) -> Result<LootReport, LootError> {
+        let (mut body_waits, mut economy_waits) = (LockWaits::default(), LockWaits::default());
+        let result = self.claim_loot_inner(player_id, session_token, loot_id, &mut body_waits, &mut economy_waits);
+        self.stats.add_waits(LockKind::Body, body_waits);
+        self.stats.add_waits(LockKind::Economy, economy_waits);
+        match result {
+            Ok(report) if report.repeat => self.stats.bump(Counter::LootClaimRepeats),
+            Ok(report) => {
+                self.stats.bump(Counter::LootClaimed);
+                self.stats.add(Counter::LootGoldClaimed, report.contents.gold);
+                self.stats.add(Counter::LootItemsClaimed, u64::from(report.contents.item_count));
+            }
+            Err(e) => self.stats.bump(e.counter()),
+        }
+        result
+    }
+
+    fn claim_loot_inner(
+        &self,
+        player_id: u64,
+        session_token: u64,
+        loot_id: u64,
+        body_waits: &mut LockWaits,
+        economy_waits: &mut LockWaits,
+    ) -> Result<LootReport, LootError> {
+        let player = self.players.get(player_id).ok_or(LootError::UnknownPlayer)?;
+        if player.session_token != session_token {
+            return Err(LootError::WrongSession);
+        }
+        let (slot, wallet) = (player.slot, player.wallet);
+        drop(player);
+        let object = self.combat.object(loot_id).ok_or(LootError::UnknownLoot)?;
+        let state = object.loot.load(Ordering::Acquire);
+        if state == 0 {
+            return Err(LootError::NoLoot);
+        }
+        if state & !LOOT_CLAIMED != player_id {
+            return Err(LootError::NotYours);
+        }
+        let contents = self.loot_table.roll(loot_id);
+        let gold_now = |repeat| {
+            let gold_after = self.economy.balance(wallet).map_or(0, |b| b.gold);
+            Ok(LootReport { contents, gold_after, repeat })
+        };
+        if state & LOOT_CLAIMED != 0 {
+            return gold_now(true);
+        }
+        {
+            let body = body_waits.lock(&self.movement.body(slot).state);
+            if !body.alive || body.player_id != player_id {
+                return Err(LootError::UnknownPlayer); // left while we looked it up
+            }
+            let (dx, dy) = (object.x_m - body.x_m, object.y_m - body.y_m);
+            let range_m = self.config.loot_range_m;
+            if dx * dx + dy * dy > range_m * range_m {
+                return Err(LootError::OutOfRange);
+            }
+        }
+        let take = || object.loot.compare_exchange(state, state | LOOT_CLAIMED, Ordering::AcqRel, Ordering::Acquire).is_ok();
+        match self.economy.credit_loot(wallet, &contents, take, economy_waits) {
+            Ok(credit) => Ok(LootReport { contents, gold_after: credit.gold_after, repeat: !credit.credited }),
+            Err(LootCreditError::Departed) => Err(LootError::UnknownPlayer),
+            Err(LootCreditError::Full) => Err(LootError::WalletFull),
+        }
     }
 
     /// Applies a batch of economy operations, writing one result per operation, in order.

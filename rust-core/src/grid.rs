@@ -311,6 +311,20 @@ impl Grid {
         expired.len() - before
     }
 
+    /// Changes the kind of raid object `id` in `cell` (a killed add becomes the loot it
+    /// dropped, so areas of interest and contacts show loot). One scan of the cell's objects
+    /// under its write lock; `false` if the object is not there (already expired).
+    pub fn relabel_object(&self, cell: CellKey, id: u64, kind: EntityKind, waits: &mut LockWaits) -> bool {
+        let Some(mut c) = self.existing_cell_mut(cell, waits) else { return false };
+        match c.objects.iter_mut().find(|m| m.id == id) {
+            Some(m) => {
+                m.kind = kind;
+                true
+            }
+            None => false,
+        }
+    }
+
     /// Calls `visit` for each raid object of `cell` under its read lock (the snapshot build).
     /// `visit` must not touch the grid.
     pub fn for_each_object(&self, cell: CellKey, waits: &mut LockWaits, mut visit: impl FnMut(&ObjectMember)) {

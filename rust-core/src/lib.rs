@@ -15,6 +15,8 @@
 //!   area-of-interest queries.
 //! - [`combat`]: hit points (a lock-free CAS), raid bursts in a pre-warmed arena,
 //!   expiry by sweeping each burst's cells.
+//! - [`loot`]: what a killed add drops (a seeded roll of the configured table) and the one
+//!   claim that takes it.
 //! - [`economy`]: wallets in 64 shards locked in index order; at-most-once by transaction id;
 //!   conservation checked by [`Engine::economy_audit`].
 //! - [`tick`]: the tick and its sequence-locked per-tick summary.
@@ -41,6 +43,7 @@ pub mod economy;
 mod engine;
 pub mod grid;
 pub mod locks;
+pub mod loot;
 pub mod movement;
 pub mod players;
 pub mod records;
@@ -51,6 +54,6 @@ pub mod tick;
 
 pub use config::CoreConfig;
 pub use engine::{
-    AoiBatchInfo, AoiError, AttackReport, BatchError, DamageError, Engine, JoinError, LeaveError, MoveBatchReport, PlayerView,
+    AoiBatchInfo, AoiError, AttackReport, BatchError, DamageError, Engine, JoinError, LeaveError, LootReport, MoveBatchReport, PlayerView,
 };
-pub use records::AttackError;
+pub use records::{AttackError, LootError};

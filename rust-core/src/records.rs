@@ -87,6 +87,27 @@ pub enum AttackError {
     Cooldown = 8,
 }
 
+/// Why a loot claim was refused, in the order the rules are checked (0 on the wire and across
+/// the C ABI means it was claimed). Each is counted under `loot_rejected_<reason>`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub enum LootError {
+    /// The claimer is not a live player.
+    UnknownPlayer = 1,
+    /// The claimer's session token does not match.
+    WrongSession = 2,
+    /// No raid object has that id (never spawned, or its burst expired).
+    UnknownLoot = 3,
+    /// The object holds no loot: it is alive, or it is not an add, or no attack killed it.
+    NoLoot = 4,
+    /// Another player killed it: its loot is the killer's.
+    NotYours = 5,
+    /// The loot is farther than `loot_range_m` from the claimer.
+    OutOfRange = 6,
+    /// The claimer's wallet cannot hold it (a balance would overflow); the loot stays.
+    WalletFull = 7,
+}
+
 /// The kind of an entity in the grid.
 #[repr(u8)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -284,6 +305,9 @@ wire_enum_try_from!(AttackError {
     UnknownPlayer = 1, WrongSession = 2, AttackerDead = 3, UnknownTarget = 4, FriendlyFire = 5,
     TargetDead = 6, OutOfRange = 7, Cooldown = 8,
 });
+wire_enum_try_from!(LootError {
+    UnknownPlayer = 1, WrongSession = 2, UnknownLoot = 3, NoLoot = 4, NotYours = 5, OutOfRange = 6, WalletFull = 7,
+});
 wire_enum_try_from!(EntityKind { Player = 1, Add = 2, Projectile = 3, Loot = 4 });
 wire_enum_try_from!(EconomyKind { Transfer = 1, Trade = 2, LootPickup = 3, Spend = 4 });
 wire_enum_try_from!(EconomyStatus {
@@ -330,11 +354,16 @@ mod tests {
             if let Ok(k) = EconomyStatus::try_from(v) {
                 assert_eq!(k as u8, v)
             }
+            if let Ok(k) = LootError::try_from(v) {
+                assert_eq!(k as u8, v)
+            }
         }
         assert_eq!(EventKind::try_from(0), Err(0));
         assert_eq!(EntityKind::try_from(5), Err(5));
         assert_eq!(EconomyKind::try_from(200), Err(200));
         assert_eq!(EconomyStatus::try_from(13), Err(13));
         assert_eq!(RejectReason::try_from(6), Err(6));
+        assert_eq!(LootError::try_from(0), Err(0));
+        assert_eq!(LootError::try_from(8), Err(8));
     }
 }

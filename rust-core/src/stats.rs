@@ -125,6 +125,30 @@ pub struct StatsSnapshot {
     pub attack_rejected_out_of_range: u64,
     /// Attacks refused: sooner than attack_cooldown_ms after its last landed attack.
     pub attack_rejected_cooldown: u64,
+    /// Killed adds that dropped loot.
+    pub loot_dropped: u64,
+    /// Loot claims that credited their loot (one per drop at most).
+    pub loot_claimed: u64,
+    /// Loot claims answered again: the claimer had already claimed that loot.
+    pub loot_claim_repeats: u64,
+    /// Gold credited by loot claims.
+    pub loot_gold_claimed: u64,
+    /// Items credited by loot claims.
+    pub loot_items_claimed: u64,
+    /// Loot claims refused: the claimer is not a live player.
+    pub loot_rejected_unknown_player: u64,
+    /// Loot claims refused: session token mismatch.
+    pub loot_rejected_wrong_session: u64,
+    /// Loot claims refused: no such raid object.
+    pub loot_rejected_unknown_loot: u64,
+    /// Loot claims refused: the object holds no loot.
+    pub loot_rejected_no_loot: u64,
+    /// Loot claims refused: another player's kill.
+    pub loot_rejected_not_yours: u64,
+    /// Loot claims refused: farther than loot_range_m.
+    pub loot_rejected_out_of_range: u64,
+    /// Loot claims refused: the wallet cannot hold it.
+    pub loot_rejected_wallet_full: u64,
     /// Economy operations applied.
     pub economy_applied: u64,
     /// Economy retransmits answered from the de-duplication record.
@@ -217,6 +241,18 @@ define_counters! {
     AttackRejectedTargetDead / attack_rejected_target_dead: "Attacks refused: the target has no hit points.",
     AttackRejectedOutOfRange / attack_rejected_out_of_range: "Attacks refused: farther than attack_range_m.",
     AttackRejectedCooldown / attack_rejected_cooldown: "Attacks refused: sooner than attack_cooldown_ms after its last landed attack.",
+    LootDropped / loot_dropped: "Killed adds that dropped loot.",
+    LootClaimed / loot_claimed: "Loot claims that credited their loot (one per drop at most).",
+    LootClaimRepeats / loot_claim_repeats: "Loot claims answered again: the claimer had already claimed that loot.",
+    LootGoldClaimed / loot_gold_claimed: "Gold credited by loot claims.",
+    LootItemsClaimed / loot_items_claimed: "Items credited by loot claims.",
+    LootRejectedUnknownPlayer / loot_rejected_unknown_player: "Loot claims refused: the claimer is not a live player.",
+    LootRejectedWrongSession / loot_rejected_wrong_session: "Loot claims refused: session token mismatch.",
+    LootRejectedUnknownLoot / loot_rejected_unknown_loot: "Loot claims refused: no such raid object.",
+    LootRejectedNoLoot / loot_rejected_no_loot: "Loot claims refused: the object holds no loot.",
+    LootRejectedNotYours / loot_rejected_not_yours: "Loot claims refused: another player's kill.",
+    LootRejectedOutOfRange / loot_rejected_out_of_range: "Loot claims refused: farther than loot_range_m.",
+    LootRejectedWalletFull / loot_rejected_wallet_full: "Loot claims refused: the wallet cannot hold it.",
     EconomyApplied / economy_applied: "Economy operations applied.",
     EconomyDuplicates / economy_duplicates: "Economy retransmits answered from the de-duplication record.",
     EconomyInvalidAmount / economy_invalid_amount: "Economy refused: invalid amount.",

@@ -6,7 +6,8 @@
 //! 100,000 more moves (with crossings and contacts), ticks (each expiring objects, building
 //! the world snapshot and publishing it), every player's area of interest read from the
 //! snapshot in batches of 256 (as the network workers read it), economy requests, attacks
-//! (landed every cooldown, refused in between), and a second
+//! (landed every cooldown, refused in between), a looter killing an add of the burst and
+//! claiming its loot, and a second
 //! 11,000-object burst at the same spot and its expiry, and must make **zero** allocations. The load repeats exactly, which is what steady state means:
 //! every cell vector and arena page has already grown to the size this load
 //! needs, and nothing on these paths allocates per call.
@@ -18,7 +19,7 @@
 
 mod common;
 use common::*;
-use mmo_core::records::{AoiEntry, EconomyKind, EconomyResult, EventKind, MoveEvent, MoveRecord, RaidSpawnRequest};
+use mmo_core::records::{AoiEntry, EconomyKind, EconomyResult, EntityKind, EventKind, MoveEvent, MoveRecord, RaidSpawnRequest};
 use mmo_core::snapshot::NOT_IN_SNAPSHOT;
 use mmo_core::{CoreConfig, Engine};
 use std::alloc::{GlobalAlloc, Layout, System};
@@ -93,6 +94,9 @@ struct Load {
     /// A player of faction 1 and one of faction 2 standing 3 m apart: the first attacks the
     /// second every step.
     duel: (Who, Who),
+    /// A player standing in the raid burst: attacks the nearest add its area of interest shows
+    /// and claims the loot of each add it kills.
+    looter: Who,
     now_ms: u64,
     step: u32,
     txn: u64,
@@ -117,6 +121,7 @@ fn steady_state_moves_ticks_trades_and_raid_bursts_allocate_nothing() {
         aoi_batch: vec![AoiEntry::default(); AOI_BATCH * AOI_K],
         aoi_counts: vec![0; AOI_BATCH],
         duel,
+        looter: join(&e, 1_500.0, 1_500.0, 1),
         now_ms: 10_000,
         step: 0,
         txn: 0,
@@ -144,6 +149,8 @@ fn steady_state_moves_ticks_trades_and_raid_bursts_allocate_nothing() {
     let snapshots_before = e.stats().snapshots_published;
     let aoi_before = e.stats().aoi_queries;
     let (landed_before, cooldown_before) = (e.stats().attacks_landed, e.stats().attack_rejected_cooldown);
+    let claimed_before = e.stats().loot_claimed;
+    assert!(claimed_before > 0, "the looter claimed loot in the warm-up");
     for _ in 0..50 {
         let (m, c) = load.play_step(&e);
         moves += m;
@@ -151,10 +158,14 @@ fn steady_state_moves_ticks_trades_and_raid_bursts_allocate_nothing() {
     }
     let after = allocations();
     assert_eq!(e.stats().snapshots_published - snapshots_before, 50, "every measured tick published a snapshot");
-    assert_eq!(e.stats().aoi_queries - aoi_before, 50 * (PLAYERS as u64 + 1), "every player's area of interest, every step");
-    // 100 ms steps against a 500 ms cooldown: one attack in five lands.
-    assert_eq!(e.stats().attacks_landed - landed_before, 10, "attacks landed");
-    assert_eq!(e.stats().attack_rejected_cooldown - cooldown_before, 40, "attacks refused");
+    assert_eq!(e.stats().aoi_queries - aoi_before, 50 * (PLAYERS as u64 + 2), "every player's area of interest, every step");
+    // 100 ms steps against a 500 ms cooldown: one duel attack in five lands; the looter kills
+    // one add of the burst (it lives five steps) and claims its loot.
+    assert_eq!(e.stats().attacks_landed - landed_before, 11, "attacks landed");
+    assert_eq!(e.stats().loot_claimed - claimed_before, 1, "loot claimed");
+    // 40 duel attacks in cooldown, and the looter's at the burst's other visible adds after
+    // its kill, until the burst expires.
+    assert_eq!(e.stats().attack_rejected_cooldown - cooldown_before, 43, "attacks refused");
 
     assert_eq!(report.spawned, 11_000);
     assert_eq!(e.live_raid_objects(), 0, "the measured burst expired too");
@@ -168,7 +179,8 @@ fn steady_state_moves_ticks_trades_and_raid_bursts_allocate_nothing() {
 impl Load {
     /// One step: a tick (expiry, snapshot), every player's area of interest from it (in
     /// batches, plus one single query), every player moves 1 m (in batches of 64), a loot
-    /// pickup sent twice (the second is a duplicate), a transfer and an attack. Returns (moves applied,
+    /// pickup sent twice (the second is a duplicate), a transfer, an attack, and the looter's
+    /// attack and claim. Returns (moves applied,
     /// contacts reported).
     fn play_step(&mut self, e: &Engine) -> (u64, u64) {
         self.step += 1;
@@ -204,6 +216,14 @@ impl Load {
         e.apply_economy(&[op(a, self.txn, EconomyKind::Transfer, b.id, 1, 0, 0)], &mut results[..1]).unwrap();
         let (attacker, target) = self.duel;
         let _ = e.attack(attacker.id, attacker.token, target.id, self.now_ms);
+        let looter = self.looter;
+        let seen = e.area_of_interest(looter.id, &mut self.aoi).unwrap();
+        if let Some(add) = self.aoi[..seen].iter().find(|a| a.kind == EntityKind::Add as u8 && a.distance_m < 5.0)
+            && e.attack(looter.id, looter.token, add.entity_id, self.now_ms).is_ok_and(|r| r.loot_dropped)
+        {
+            let loot = e.claim_loot(looter.id, looter.token, add.entity_id).unwrap();
+            assert!(!loot.repeat);
+        }
         (moves, contacts)
     }
 }

@@ -4,7 +4,7 @@
 
 mod common;
 use common::*;
-use mmo_core::records::{AoiEntry, EntityKind};
+use mmo_core::records::EntityKind;
 use mmo_core::{AttackError, AttackReport, CoreConfig, Engine};
 use std::sync::Barrier;
 
@@ -13,29 +13,13 @@ fn attack_engine() -> Engine {
     Engine::new(CoreConfig { player_hp: 1_000, ..small_config() }).unwrap()
 }
 
-/// The one raid object of a 1-object burst at (x, y) with `hp`, found through a player's AoI.
-fn one_object(e: &Engine, x: f32, y: f32, hp: i32, faction: u8) -> u64 {
-    let mut r = raid(x, y, 1, 60_000);
-    r.half_extent_m = 0.0;
-    r.hp = hp;
-    r.faction = faction;
-    e.raid_spawn(&r).unwrap();
-    let seer = join(e, x, y, 77);
-    e.tick(1);
-    let mut aoi = [AoiEntry::default(); 4];
-    let n = e.area_of_interest(seer.id, &mut aoi).unwrap();
-    let id = aoi[..n].iter().find(|a| a.kind == EntityKind::Add as u8).expect("the object is in sight").entity_id;
-    e.leave(seer.id, seer.token).unwrap();
-    id
-}
-
 #[test]
 fn an_attack_takes_the_servers_damage_and_reports_the_kill_once() {
     let e = attack_engine();
     let a = join(&e, 100.0, 100.0, 1);
     let b = join(&e, 104.0, 100.0, 2);
     let report = e.attack(a.id, a.token, b.id, 1_000).unwrap();
-    assert_eq!(report, AttackReport { damage: 100, hp_left: 900, killed: false, target_kind: EntityKind::Player });
+    assert_eq!(report, AttackReport { damage: 100, hp_left: 900, killed: false, target_kind: EntityKind::Player, loot_dropped: false });
     assert_eq!(e.player(b.id).unwrap().hp, 900);
     // Ten landed attacks, one per cooldown, kill; the tenth reports it.
     let mut now_ms = 1_000;
@@ -61,9 +45,9 @@ fn a_raid_object_is_fought_in_range_and_its_last_hit_points_are_all_a_kill_takes
     let far = join(&e, 293.0, 300.0, 1); // 7 m away
     assert_eq!(e.attack(far.id, far.token, object, 1_000), Err(AttackError::OutOfRange));
     let r = e.attack(a.id, a.token, object, 1_000).unwrap();
-    assert_eq!(r, AttackReport { damage: 100, hp_left: 50, killed: false, target_kind: EntityKind::Add });
+    assert_eq!(r, AttackReport { damage: 100, hp_left: 50, killed: false, target_kind: EntityKind::Add, loot_dropped: false });
     let r = e.attack(a.id, a.token, object, 1_500).unwrap();
-    assert_eq!(r, AttackReport { damage: 50, hp_left: 0, killed: true, target_kind: EntityKind::Add });
+    assert_eq!(r, AttackReport { damage: 50, hp_left: 0, killed: true, target_kind: EntityKind::Add, loot_dropped: true });
     assert_eq!(e.raid_object_hp(object), Some(0));
     // Objects of the attacker's own faction are friends.
     let friend = one_object(&e, 500.0, 500.0, 150, 1);

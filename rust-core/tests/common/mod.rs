@@ -93,3 +93,20 @@ pub fn raid(x: f32, y: f32, count: u32, lifetime_ms: u32) -> RaidSpawnRequest {
         _reserved: [0; 2],
     }
 }
+
+/// The one raid object of a 1-object burst at (x, y) with `hp` and `faction`, found through a
+/// player's area of interest (the player joins, looks and leaves).
+pub fn one_object(e: &Engine, x: f32, y: f32, hp: i32, faction: u8) -> u64 {
+    let mut r = raid(x, y, 1, 60_000);
+    r.half_extent_m = 0.0;
+    r.hp = hp;
+    r.faction = faction;
+    e.raid_spawn(&r).unwrap();
+    let seer = join(e, x, y, 77);
+    e.tick(1);
+    let mut aoi = [mmo_core::records::AoiEntry::default(); 4];
+    let n = e.area_of_interest(seer.id, &mut aoi).unwrap();
+    let id = aoi[..n].iter().find(|a| a.kind == mmo_core::records::EntityKind::Add as u8).expect("the object is in sight").entity_id;
+    e.leave(seer.id, seer.token).unwrap();
+    id
+}
