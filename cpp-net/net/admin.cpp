@@ -146,6 +146,7 @@ size_t Server::format_stats(char* out, size_t capacity) const {
   line("", "economy_forwarded", total(&WorkerCounters::economy_forwarded));
   line("", "attacks_answered", total(&WorkerCounters::attacks_answered));
   line("", "kill_notices_sent", total(&WorkerCounters::kill_notices_sent));
+  line("", "loot_claims_answered", total(&WorkerCounters::loot_claims_answered));
   line("", "raid_triggers", total(&WorkerCounters::raid_triggers));
   line("", "stats_requests", total(&WorkerCounters::stats_requests));
   line("", "pongs_sent", total(&WorkerCounters::pongs_sent));

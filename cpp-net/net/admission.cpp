@@ -363,6 +363,9 @@ Admitted Admission::admit(std::span<const uint8_t> datagram, SourceAddress sourc
   if (const auto* m = std::get_if<wire::Attack>(&out.message)) {
     return session_check(m->player_id, m->session_token, source, &m->sequence, now_us);
   }
+  if (const auto* m = std::get_if<wire::LootClaim>(&out.message)) {
+    return session_check(m->player_id, m->session_token, source, nullptr, now_us);
+  }
   // JOIN_REQUEST and PING need no session.
   return {true, DropReason::Truncated, nullptr};
 }

@@ -104,6 +104,8 @@ std::string prometheus_text(const Server& s) {
   t.one("mmo_attacks_answered_total", "counter", "ATTACKs decided by the engine and answered.", total(&WorkerCounters::attacks_answered));
   t.one("mmo_kill_notices_sent_total", "counter", "KILL_NOTICEs sent to players in a killer's area of interest.",
         total(&WorkerCounters::kill_notices_sent));
+  t.one("mmo_loot_claims_answered_total", "counter", "LOOT_CLAIMs decided by the engine and answered.",
+        total(&WorkerCounters::loot_claims_answered));
   t.one("mmo_raid_triggers_total", "counter", "Admin raid triggers handled.", total(&WorkerCounters::raid_triggers));
   t.one("mmo_stats_requests_total", "counter", "Admin stats requests answered.", total(&WorkerCounters::stats_requests));
   t.one("mmo_pongs_sent_total", "counter", "Pings answered.", total(&WorkerCounters::pongs_sent));

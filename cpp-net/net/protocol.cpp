@@ -90,6 +90,7 @@ size_t client_size(uint8_t type) {
     case MsgType::RaidTrigger: return kRaidTriggerSize;
     case MsgType::StatsRequest: return kStatsRequestSize;
     case MsgType::Attack: return kAttackSize;
+    case MsgType::LootClaim: return kLootClaimSize;
     default: return 0;
   }
 }
@@ -108,6 +109,7 @@ size_t server_fixed_size(uint8_t type) {
     case MsgType::StatsReply: return kStatsReplyFixedSize;
     case MsgType::AttackResult: return kAttackResultSize;
     case MsgType::KillNotice: return kKillNoticeSize;
+    case MsgType::LootResult: return kLootResultSize;
     default: return 0;
   }
 }
@@ -245,6 +247,14 @@ DecodeError decode_client(std::span<const uint8_t> d, Decoded<ClientMessage>& ou
       m.target_id = r.get<uint64_t>();
       m.sequence = r.get<uint32_t>();
       r.reserved(4);
+      out.message = m;
+      break;
+    }
+    case MsgType::LootClaim: {
+      LootClaim m;
+      m.player_id = r.get<uint64_t>();
+      m.session_token = r.get<uint64_t>();
+      m.loot_id = r.get<uint64_t>();
       out.message = m;
       break;
     }
@@ -394,6 +404,18 @@ DecodeError decode_server(std::span<const uint8_t> d, Decoded<ServerMessage>& ou
       out.message = m;
       break;
     }
+    case MsgType::LootResult: {
+      LootResult m;
+      m.loot_id = r.get<uint64_t>();
+      m.gold = r.get<uint64_t>();
+      m.item_count = r.get<uint32_t>();
+      m.item_kind = r.get<uint16_t>();
+      m.refusal = r.get<uint8_t>();
+      m.repeat = r.get<uint8_t>();
+      if (m.refusal > kLootRefusalMax || m.repeat > 1) r.fail();
+      out.message = m;
+      break;
+    }
     case MsgType::KillNotice: {
       KillNotice m;
       m.killer_id = r.get<uint64_t>();
@@ -517,6 +539,27 @@ size_t encode(const Attack& m, std::span<uint8_t> out, uint16_t flags) {
   w.put(m.target_id);
   w.put(m.sequence);
   w.zeros(4);
+  return w.pos();
+}
+
+size_t encode(const LootClaim& m, std::span<uint8_t> out, uint16_t flags) {
+  Writer w(out);
+  if (begin(out, MsgType::LootClaim, kLootClaimSize, flags, w) == 0) return 0;
+  w.put(m.player_id);
+  w.put(m.session_token);
+  w.put(m.loot_id);
+  return w.pos();
+}
+
+size_t encode(const LootResult& m, std::span<uint8_t> out, uint16_t flags) {
+  Writer w(out);
+  if (begin(out, MsgType::LootResult, kLootResultSize, flags, w) == 0) return 0;
+  w.put(m.loot_id);
+  w.put(m.gold);
+  w.put(m.item_count);
+  w.put(m.item_kind);
+  w.put(m.refusal);
+  w.put(m.repeat);
   return w.pos();
 }
 

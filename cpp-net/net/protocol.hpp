@@ -47,6 +47,7 @@ enum class MsgType : uint8_t {
   RaidTrigger = 0x07,
   StatsRequest = 0x08,
   Attack = 0x09,
+  LootClaim = 0x0A,
   JoinChallenge = 0x81,
   JoinAccept = 0x82,
   MoveAck = 0x83,
@@ -58,6 +59,7 @@ enum class MsgType : uint8_t {
   StatsReply = 0x89,
   AttackResult = 0x8A,
   KillNotice = 0x8B,
+  LootResult = 0x8C,
 };
 
 // Fixed sizes (for MOVE_ACK, AOI_SNAPSHOT and STATS_REPLY: the part before the list).
@@ -70,6 +72,7 @@ inline constexpr size_t kPingSize = 24;
 inline constexpr size_t kRaidTriggerSize = 56;
 inline constexpr size_t kStatsRequestSize = 24;
 inline constexpr size_t kAttackSize = 40;
+inline constexpr size_t kLootClaimSize = 32;
 inline constexpr size_t kJoinChallengeSize = 32;
 inline constexpr size_t kJoinAcceptSize = 48;
 inline constexpr size_t kMoveAckFixedSize = 20;
@@ -83,10 +86,11 @@ inline constexpr size_t kRaidResultSize = 40;
 inline constexpr size_t kStatsReplyFixedSize = 16;
 inline constexpr size_t kAttackResultSize = 32;
 inline constexpr size_t kKillNoticeSize = 32;
+inline constexpr size_t kLootResultSize = 32;
 
 // No reply to an unauthenticated message is larger than the message (docs/protocol.md).
 static_assert(kJoinChallengeSize <= kJoinRequestSize && kJoinAcceptSize <= kJoinConfirmSize && kPongSize <= kPingSize);
-static_assert(kAttackResultSize <= kAttackSize);
+static_assert(kAttackResultSize <= kAttackSize && kLootResultSize <= kLootClaimSize);
 static_assert(kAoiFixedSize + kAoiEntriesMax * kAoiEntrySize <= kReplyDatagramMax);
 static_assert(kMoveAckFixedSize + kContactsMax * kContactSize <= kReplyDatagramMax);
 
@@ -178,6 +182,16 @@ struct Attack {
   bool operator==(const Attack&) const = default;
 };
 
+// A claim of the loot a killed add dropped (`loot_id`: the add's id). No sequence: a claim is
+// idempotent (the server answers a repeat with the same contents and credits nothing), so a
+// client retransmits one whose answer it lost.
+struct LootClaim {
+  uint64_t player_id = 0;
+  uint64_t session_token = 0;
+  uint64_t loot_id = 0;
+  bool operator==(const LootClaim&) const = default;
+};
+
 struct JoinChallenge {
   uint64_t nonce = 0;
   uint32_t period = 0;
@@ -266,6 +280,18 @@ struct KillNotice {
   uint8_t target_kind = 0;
   bool operator==(const KillNotice&) const = default;
 };
+// What a claim got: the loot's contents (the server's roll) when refusal is 0, credited now or,
+// when repeat is 1, by an earlier claim of the same player.
+struct LootResult {
+  uint64_t loot_id = 0;  // echo
+  uint64_t gold = 0;
+  uint32_t item_count = 0;
+  uint16_t item_kind = 0;
+  uint8_t refusal = 0;  // 0 claimed, else an MmoLootError (1..7)
+  uint8_t repeat = 0;
+  bool operator==(const LootResult&) const = default;
+};
+inline constexpr uint8_t kLootRefusalMax = 7;
 // The text is borrowed from the decoded datagram (or, to encode, from the caller).
 struct StatsReply {
   uint32_t request_id = 0;
@@ -273,9 +299,10 @@ struct StatsReply {
   bool operator==(const StatsReply&) const = default;
 };
 
-using ClientMessage = std::variant<JoinRequest, JoinConfirm, Move, EconomyRequest, Leave, Ping, RaidTrigger, StatsRequest, Attack>;
+using ClientMessage =
+    std::variant<JoinRequest, JoinConfirm, Move, EconomyRequest, Leave, Ping, RaidTrigger, StatsRequest, Attack, LootClaim>;
 using ServerMessage = std::variant<JoinChallenge, JoinAccept, MoveAck, AoiSnapshot, EconomyResult, LeaveAck, Pong, RaidResult,
-                                   StatsReply, AttackResult, KillNotice>;
+                                   StatsReply, AttackResult, KillNotice, LootResult>;
 
 // A decoded message and the header flags it carried.
 template <typename Message>
@@ -301,6 +328,7 @@ size_t encode(const Ping& m, std::span<uint8_t> out, uint16_t flags = 0);
 size_t encode(const RaidTrigger& m, std::span<uint8_t> out, uint16_t flags = 0);
 size_t encode(const StatsRequest& m, std::span<uint8_t> out, uint16_t flags = 0);
 size_t encode(const Attack& m, std::span<uint8_t> out, uint16_t flags = 0);
+size_t encode(const LootClaim& m, std::span<uint8_t> out, uint16_t flags = 0);
 size_t encode(const JoinChallenge& m, std::span<uint8_t> out, uint16_t flags = 0);
 size_t encode(const JoinAccept& m, std::span<uint8_t> out, uint16_t flags = 0);
 size_t encode(const MoveAck& m, std::span<uint8_t> out, uint16_t flags = 0);
@@ -312,6 +340,7 @@ size_t encode(const RaidResult& m, std::span<uint8_t> out, uint16_t flags = 0);
 size_t encode(const StatsReply& m, std::span<uint8_t> out, uint16_t flags = 0);
 size_t encode(const AttackResult& m, std::span<uint8_t> out, uint16_t flags = 0);
 size_t encode(const KillNotice& m, std::span<uint8_t> out, uint16_t flags = 0);
+size_t encode(const LootResult& m, std::span<uint8_t> out, uint16_t flags = 0);
 
 const char* decode_error_name(DecodeError error);
 

@@ -87,6 +87,8 @@ struct alignas(128) WorkerCounters {
   Counter attacks_answered;
   // KILL_NOTICEs sent to the players in a killer's area of interest.
   Counter kill_notices_sent;
+  // LOOT_CLAIMs answered (claimed or refused by the engine's rules: the engine counts which).
+  Counter loot_claims_answered;
   Counter raid_triggers;
   Counter stats_requests;
   Counter pongs_sent;

@@ -274,6 +274,16 @@ void Worker::handle(const wire::ClientMessage& message, SourceAddress source, Se
           send_reply(source, reply);
           counters.attacks_answered.add();
           if (r.killed != 0) tell_kill(m.player_id, m.target_id, r.target_kind);
+        } else if constexpr (std::is_same_v<T, wire::LootClaim>) {
+          // The claimer's move earlier in this batch goes first (the range check sees it).
+          if (move_pending_for(m.player_id)) flush_engine_batches(now_ms);
+          MmoLootResult r{};
+          if (server_.engine_status("claim_loot", server_.engine().claim_loot(m.player_id, m.session_token, m.loot_id, r), counters) !=
+              MMO_OK) {
+            return;
+          }
+          send_reply(source, wire::LootResult{m.loot_id, r.gold, r.item_count, r.item_kind, r.refusal, r.repeat});
+          counters.loot_claims_answered.add();
         } else if constexpr (std::is_same_v<T, wire::Leave>) {
           // Moves and trades earlier in this batch go first, in arrival order.
           flush_engine_batches(now_ms);

@@ -106,6 +106,9 @@ std::map<std::string, std::function<void(const Bytes&)>> vector_checks() {
   server("attack_result_killed", AttackResult{10, 0, 1, 2, object, 50, 0});
   server("attack_result_refused", AttackResult{11, 8, 0, 0, 43, 0, 0});
   server("kill_notice", KillNotice{42, object, 2});
+  client("loot_claim", LootClaim{42, token, object});
+  server("loot_result_repeat", LootResult{object, 25, 3, 7, 0, 1});
+  server("loot_result_refused", LootResult{object, 0, 0, 0, 5, 0});
   return checks;
 }
 
@@ -154,7 +157,8 @@ TEST(ProtocolDecode, EachHeaderFaultHasItsOwnError) {
   EXPECT_EQ(with(2, 0), DecodeError::BadVersion);
   EXPECT_EQ(with(2, 1), DecodeError::ObsoleteVersion) << "v1: its own reason";
   EXPECT_EQ(with(3, 0x83), DecodeError::UnknownType) << "a server type from a client";
-  EXPECT_EQ(with(3, 0x0A), DecodeError::UnknownType);
+  EXPECT_EQ(with(3, 0x0B), DecodeError::UnknownType);
+  EXPECT_EQ(with(3, 0x0A), DecodeError::BadLength) << "LOOT_CLAIM is 32 bytes";
   EXPECT_EQ(with(3, 0x8A), DecodeError::UnknownType) << "ATTACK_RESULT is the server's";
   EXPECT_EQ(with(4, 81), DecodeError::BadLength) << "length field disagrees with the datagram";
   EXPECT_EQ(with(6, 2), DecodeError::BadField) << "unknown flag bit";
@@ -184,6 +188,11 @@ TEST(ProtocolDecode, EachHeaderFaultHasItsOwnError) {
     Bytes result = encoded(AttackResult{1, 0, 0, 1, 2, 3, 4});
     result[offset] = value;
     EXPECT_EQ(decode_server(result, s), DecodeError::BadField) << "ATTACK_RESULT byte " << offset << " = " << int{value};
+  }
+  for (const auto& [offset, value] : std::vector<std::pair<size_t, uint8_t>>{{30, 8}, {31, 2}}) {
+    Bytes result = encoded(LootResult{1, 2, 3, 4, 0, 0});
+    result[offset] = value;
+    EXPECT_EQ(decode_server(result, s), DecodeError::BadField) << "LOOT_RESULT byte " << offset << " = " << int{value};
   }
   for (const auto& [offset, value] : std::vector<std::pair<size_t, uint8_t>>{{24, 0}, {24, 5}, {25, 1}, {31, 1}}) {
     Bytes notice = encoded(KillNotice{1, 2, 2});
@@ -239,6 +248,13 @@ TEST(ProtocolRoundTrip, RandomMessagesSurviveEncodeDecode) {
                               static_cast<uint8_t>(rng() % 5), rng(), static_cast<int32_t>(rng()), static_cast<int32_t>(rng())};
     ASSERT_EQ(decode_server(encoded(result), s), DecodeError::Ok);
     ASSERT_EQ(std::get<AttackResult>(s.message), result);
+    const LootClaim claim{rng(), rng(), rng()};
+    ASSERT_EQ(decode_client(encoded(claim), d), DecodeError::Ok);
+    ASSERT_EQ(std::get<LootClaim>(d.message), claim);
+    const LootResult loot{rng(), rng(), static_cast<uint32_t>(rng()), static_cast<uint16_t>(rng()), static_cast<uint8_t>(rng() % 8),
+                          static_cast<uint8_t>(rng() % 2)};
+    ASSERT_EQ(decode_server(encoded(loot), s), DecodeError::Ok);
+    ASSERT_EQ(std::get<LootResult>(s.message), loot);
   }
 }
 

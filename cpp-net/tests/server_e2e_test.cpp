@@ -230,6 +230,29 @@ TEST_P(ServerEndToEndEngines, PlayContactsAoiHostileTrafficAndCleanShutdown) {
   EXPECT_EQ(notice->target_id, add_id);
   EXPECT_EQ(notice->target_kind, MMO_ENTITY_KIND_ADD);
 
+  // LOOT_CLAIM: the kill dropped loot only B may claim. A's claim is refused not_yours; B's
+  // is credited with the server's roll (the default table: 5..50 gold); B's resend is
+  // answered again with the same contents, as a repeat.
+  a.send(LootClaim{ja.player_id, ja.token, add_id});
+  const auto not_yours = a.wait_for<LootResult>();
+  ASSERT_TRUE(not_yours);
+  EXPECT_EQ(not_yours->loot_id, add_id);
+  EXPECT_EQ(not_yours->refusal, MMO_LOOT_ERROR_NOT_YOURS);
+  EXPECT_EQ(not_yours->gold, 0u);
+  b.send(LootClaim{jb.player_id, jb.token, add_id});
+  const auto loot = b.wait_for<LootResult>();
+  ASSERT_TRUE(loot);
+  EXPECT_EQ(loot->refusal, 0);
+  EXPECT_EQ(loot->repeat, 0);
+  EXPECT_GE(loot->gold, 5u);
+  EXPECT_LE(loot->gold, 50u);
+  b.send(LootClaim{jb.player_id, jb.token, add_id});
+  const auto again = b.wait_for<LootResult>();
+  ASSERT_TRUE(again);
+  EXPECT_EQ(again->repeat, 1);
+  EXPECT_EQ(again->gold, loot->gold);
+  EXPECT_EQ(again->item_count, loot->item_count);
+
   // Counters are per worker, and the spoofer's datagrams may sit in another worker's socket
   // queue than the admin's request: poll until every expected drop is counted (bounded), then
   // check the counts are exact.
@@ -259,6 +282,12 @@ TEST_P(ServerEndToEndEngines, PlayContactsAoiHostileTrafficAndCleanShutdown) {
   EXPECT_EQ(after.at("engine_attack_rejected_cooldown"), 1u);
   EXPECT_EQ(after.at("engine_attack_rejected_out_of_range"), 1u);
   EXPECT_EQ(after.at("attacks_answered"), 4u);
+  EXPECT_EQ(after.at("loot_claims_answered"), 3u);
+  EXPECT_EQ(after.at("engine_loot_dropped"), 1u);
+  EXPECT_EQ(after.at("engine_loot_claimed"), 1u);
+  EXPECT_EQ(after.at("engine_loot_claim_repeats"), 1u);
+  EXPECT_EQ(after.at("engine_loot_rejected_not_yours"), 1u);
+  EXPECT_EQ(after.at("engine_loot_gold_claimed"), loot->gold);
   EXPECT_EQ(after.at("engine_move_rejected_wrong_session"), 0u) << "spoofs never reach the engine";
   EXPECT_EQ(after.at("economy_conserved"), 1u);
 

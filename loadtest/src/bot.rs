@@ -29,7 +29,9 @@ use crate::economy::{EconomyAgent, EconomyPlan, EconomyTally};
 use crate::hostile::{CraftContext, HostileKind, SentCounts, Victim, craft};
 use crate::metrics::Merged;
 use crate::net::{connected_socket, is_transient};
-use crate::protocol::{self, Attack, Flags, JoinConfirm, JoinRequest, JoinStatus, Leave, Message, Move, MoveAck, MoveResult, PAYLOAD_LEN};
+use crate::protocol::{
+    self, Attack, Flags, JoinConfirm, JoinRequest, JoinStatus, Leave, LootClaim, Message, Move, MoveAck, MoveResult, PAYLOAD_LEN,
+};
 use crate::raid::RaidWindows;
 use crate::rng::Rng;
 use crate::schedule::{Epoch, Pacer, Schedule, elapsed_us, stagger};
@@ -615,18 +617,19 @@ impl Player {
             self.duty(j);
         }
         let last_move = self.moves.taken().checked_sub(1).map(move_sequence);
-        if let Some(agent) = &mut self.combat {
-            agent.on_timeout(now);
-            if let Some(order) = agent.poll(now, last_move) {
-                let attack = Attack {
-                    player_id: self.session.player_id,
-                    session_token: self.session.session_token,
-                    target_id: order.target_id,
-                    sequence: order.sequence,
-                };
-                let n = protocol::encode(&attack.into(), Flags::NONE, &mut self.out).expect("attacks always encode");
-                self.send_out(n);
-            }
+        let Some(agent) = &mut self.combat else { return };
+        agent.on_timeout(now);
+        let (order, claim) = (agent.poll(now, last_move), agent.poll_claim(now));
+        let (player_id, session_token) = (self.session.player_id, self.session.session_token);
+        if let Some(order) = order {
+            let attack = Attack { player_id, session_token, target_id: order.target_id, sequence: order.sequence };
+            let n = protocol::encode(&attack.into(), Flags::NONE, &mut self.out).expect("attacks always encode");
+            self.send_out(n);
+        }
+        if let Some(loot_id) = claim {
+            let n = protocol::encode(&LootClaim { player_id, session_token, loot_id }.into(), Flags::NONE, &mut self.out)
+                .expect("claims always encode");
+            self.send_out(n);
         }
     }
 
@@ -763,7 +766,11 @@ impl Player {
                 None => self.report.unexpected_messages += 1,
             },
             Message::AttackResult(r) => match &mut self.combat {
-                Some(agent) => agent.on_result(&r),
+                Some(agent) => agent.on_result(&r, now),
+                None => self.report.unexpected_messages += 1,
+            },
+            Message::LootResult(r) => match &mut self.combat {
+                Some(agent) => agent.on_loot_result(&r),
                 None => self.report.unexpected_messages += 1,
             },
             // Kills near a bot that does not fight are news it may ignore.

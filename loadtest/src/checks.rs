@@ -8,7 +8,7 @@
 use crate::bot::FloodTally;
 use crate::combat::CombatTally;
 use crate::economy::EconomyTally;
-use crate::protocol::{AttackRefusal, DropReason};
+use crate::protocol::{AttackRefusal, DropReason, LootRefusal};
 use crate::raid::RaidSummary;
 use crate::server_stats::{ECONOMY_CONSERVED, ServerStats, drop_counter};
 use serde::Serialize;
@@ -271,6 +271,60 @@ pub fn combat(before: &ServerStats, after: &ServerStats, tally: &CombatTally) ->
     checks.push(bounded("attacks_landed_match", delta(before, after, "engine_attacks_landed"), tally.landed));
     checks.push(bounded("kills_match", delta(before, after, "engine_kills"), tally.kills));
     checks.push(bounded("attack_refusals_match", server_refused, tally.refused_total()));
+    checks.extend(loot(before, after, tally));
+    checks
+}
+
+/// The raid's loot against the server's books: kills were claimed, every claim's refusal is
+/// one a bot claiming its own kill can meet (out of range, or the burst expired first), and
+/// the loot the bots were told they got (each loot once) is exactly what the server credited:
+/// claims, gold and items. A claim given up unanswered may still have been credited, so it
+/// widens the claims' bound and turns the gold and items checks into lower bounds.
+fn loot(before: &ServerStats, after: &ServerStats, tally: &CombatTally) -> Vec<Check> {
+    let unanswered = tally.claims_unanswered;
+    let mut checks = vec![Check::new(
+        "raid_looted",
+        tally.loot_claimed > 0 && unanswered == 0,
+        format!(
+            "{} kills, {} claims sent ({} resends): {} loot claimed ({} gold, {} items), {} refused, {} unanswered, {} not queued",
+            tally.kills,
+            tally.claims_sent,
+            tally.claim_resends,
+            tally.loot_claimed,
+            tally.loot_gold,
+            tally.loot_items,
+            tally.claims_refused_total(),
+            unanswered,
+            tally.loot_left
+        ),
+    )];
+    let impossible =
+        [LootRefusal::UnknownPlayer, LootRefusal::WrongSession, LootRefusal::NoLoot, LootRefusal::NotYours, LootRefusal::WalletFull]
+            .into_iter()
+            .map(|r| tally.claims_refused_for(r))
+            .sum::<u64>();
+    checks.push(Check::new(
+        "loot_claims_legitimate",
+        impossible == 0,
+        format!(
+            "{impossible} claims of a bot's own kill refused as unknown, wrong session, no loot, not yours or wallet full; {} out of range, {} expired first",
+            tally.claims_refused_for(LootRefusal::OutOfRange),
+            tally.claims_refused_for(LootRefusal::UnknownLoot)
+        ),
+    ));
+    // `upper`: the most the server may have credited (None: unknown, an unanswered claim's
+    // contents were never told).
+    let matches = |name: &str, counter: &str, bots: u64, upper: Option<u64>| match delta(before, after, counter) {
+        Ok(d) => {
+            let ok = d >= i128::from(bots) && upper.is_none_or(|u| d <= i128::from(u));
+            Check::new(name, ok, format!("server {d}; bots were told {bots}, {unanswered} claims unanswered"))
+        }
+        Err(c) => c,
+    };
+    let exact_when_all_answered = |bots: u64| (unanswered == 0).then_some(bots);
+    checks.push(matches("loot_claimed_match", "engine_loot_claimed", tally.loot_claimed, Some(tally.loot_claimed + unanswered)));
+    checks.push(matches("loot_gold_match", "engine_loot_gold_claimed", tally.loot_gold, exact_when_all_answered(tally.loot_gold)));
+    checks.push(matches("loot_items_match", "engine_loot_items_claimed", tally.loot_items, exact_when_all_answered(tally.loot_items)));
     checks
 }
 

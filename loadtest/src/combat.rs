@@ -9,19 +9,31 @@
 //! - **One attack in flight, at most one per `--attack-interval-ms`.** The server's cooldown is
 //!   its own; attacking no faster than it keeps refusals for the rules the bot cannot see
 //!   (range, another bot's kill), which the tally counts by reason.
+//! - **Claims after kills.** A kill of an add drops loot only the killer may claim: the bot
+//!   queues the dead add's id and sends `LOOT_CLAIM` at its next wake, one claim in flight,
+//!   resent every [`CLAIM_RESEND`] until answered (a claim is idempotent: a resend of a claim
+//!   already credited is answered again as a `repeat`), given up after [`CLAIM_ATTEMPTS`].
+//!   Each loot is counted once, on its first answer that says it is the bot's, so the gold and
+//!   items the bots counted must equal what the server credited.
 //! - **Sequences between moves.** `ATTACK` shares the session's sequence space (and replay
 //!   window) with `MOVE`: moves carry even sequences (`2 * (k + 1)` for move `k`), and an
 //!   attack sent after move `k` carries the odd one after it, so both stay strictly increasing
 //!   in send order and never collide.
 //!
-//! Nothing here allocates: the dead-target memory is a fixed ring.
+//! Nothing here allocates: the dead-target memory and the claim queue are fixed rings.
 
-use crate::protocol::{AoiEntry, AttackRefusal, AttackResult, EntityKind, WireList};
+use crate::protocol::{AoiEntry, AttackRefusal, AttackResult, EntityKind, LootRefusal, LootResult, WireList};
 use serde::Serialize;
 use std::time::{Duration, Instant};
 
 /// Targets a bot remembers seeing die (killed, or refused as already dead).
 pub const DEAD_REMEMBERED: usize = 32;
+/// Kills whose loot waits for its claim, at most (a kill beyond it is counted, not claimed).
+pub const LOOT_QUEUE: usize = 8;
+/// An unanswered claim is resent after this long.
+pub const CLAIM_RESEND: Duration = Duration::from_millis(250);
+/// Sends of one claim (the first included) before it is given up as unanswered.
+pub const CLAIM_ATTEMPTS: u32 = 8;
 
 /// How the raid's bots fight.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -51,6 +63,26 @@ pub struct CombatTally {
     pub unexpected: u64,
     /// `KILL_NOTICE`s received: kills by other players in this bot's area of interest.
     pub kill_notices: u64,
+    /// `LOOT_CLAIM`s sent, resends included.
+    pub claims_sent: u64,
+    /// Of those, resends of a claim whose answer had not come.
+    pub claim_resends: u64,
+    /// Loot the server said was the bot's (each loot once, credited now or as a repeat).
+    pub loot_claimed: u64,
+    /// Gold in that loot.
+    pub loot_gold: u64,
+    /// Items in that loot.
+    pub loot_items: u64,
+    /// Answers with `repeat` set.
+    pub claim_repeats: u64,
+    /// Answers refusing a claim, by `LOOT_RESULT.refusal` (index 0 unused).
+    pub claim_refused: [u64; 8],
+    /// Claims given up after [`CLAIM_ATTEMPTS`] sends without an answer.
+    pub claims_unanswered: u64,
+    /// Kills whose loot was not claimed because the queue was full.
+    pub loot_left: u64,
+    /// `LOOT_RESULT`s for no claim in flight: a resend's late answer (a `repeat`), or stray.
+    pub claim_late_answers: u64,
 }
 
 impl CombatTally {
@@ -66,6 +98,28 @@ impl CombatTally {
         }
         self.unexpected += o.unexpected;
         self.kill_notices += o.kill_notices;
+        self.claims_sent += o.claims_sent;
+        self.claim_resends += o.claim_resends;
+        self.loot_claimed += o.loot_claimed;
+        self.loot_gold += o.loot_gold;
+        self.loot_items += o.loot_items;
+        self.claim_repeats += o.claim_repeats;
+        for (a, b) in self.claim_refused.iter_mut().zip(o.claim_refused) {
+            *a += b;
+        }
+        self.claims_unanswered += o.claims_unanswered;
+        self.loot_left += o.loot_left;
+        self.claim_late_answers += o.claim_late_answers;
+    }
+
+    /// Claims refused, every reason.
+    pub fn claims_refused_total(&self) -> u64 {
+        self.claim_refused.iter().sum()
+    }
+
+    /// Claims refused for `reason` (0 for [`LootRefusal::Claimed`]).
+    pub fn claims_refused_for(&self, reason: LootRefusal) -> u64 {
+        self.claim_refused[usize::from(reason.as_u8())]
     }
 
     /// Refused answers, every reason.
@@ -79,8 +133,18 @@ impl CombatTally {
     }
 }
 
-// `refused` has one slot per refusal byte the codec decodes, Landed's included.
+// `refused` and `claim_refused` have one slot per refusal byte the codec decodes, the
+// success value's included.
 const _: () = assert!(AttackRefusal::ALL.len() == 9);
+const _: () = assert!(LootRefusal::ALL.len() == 8);
+
+/// A claim awaiting its answer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct ClaimInFlight {
+    loot_id: u64,
+    sent_at: Instant,
+    attempts: u32,
+}
 
 /// The attack a bot should send now.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -105,6 +169,13 @@ pub struct CombatAgent {
     polled_at: Instant,
     dead: [u64; DEAD_REMEMBERED],
     dead_next: usize,
+    /// Loot to claim, oldest first: `loot_queue[loot_head..loot_head + loot_len]` (mod size).
+    loot_queue: [u64; LOOT_QUEUE],
+    loot_head: usize,
+    loot_len: usize,
+    /// When the oldest queued loot became claimable (a wake-up due at once).
+    loot_due: Option<Instant>,
+    claim: Option<ClaimInFlight>,
     /// The bot's tally so far.
     pub tally: CombatTally,
 }
@@ -121,6 +192,11 @@ impl CombatAgent {
             polled_at: start,
             dead: [0; DEAD_REMEMBERED],
             dead_next: 0,
+            loot_queue: [0; LOOT_QUEUE],
+            loot_head: 0,
+            loot_len: 0,
+            loot_due: None,
+            claim: None,
             tally: CombatTally::default(),
         }
     }
@@ -169,8 +245,8 @@ impl CombatAgent {
         Some(AttackOrder { target_id, sequence })
     }
 
-    /// An `ATTACK_RESULT`.
-    pub fn on_result(&mut self, r: &AttackResult) {
+    /// An `ATTACK_RESULT` that arrived at `now`.
+    pub fn on_result(&mut self, r: &AttackResult, now: Instant) {
         if self.in_flight != Some((r.sequence, r.target_id)) {
             self.tally.unexpected += 1;
             return;
@@ -184,6 +260,9 @@ impl CombatAgent {
                 if r.killed {
                     self.tally.kills += 1;
                     self.remember_dead(r.target_id);
+                    if r.target_kind == Some(EntityKind::Add) {
+                        self.queue_loot(r.target_id, now);
+                    }
                 }
             }
             refusal => {
@@ -193,6 +272,67 @@ impl CombatAgent {
                     self.remember_dead(r.target_id);
                 }
             }
+        }
+    }
+
+    fn queue_loot(&mut self, loot_id: u64, now: Instant) {
+        if self.loot_len == LOOT_QUEUE {
+            self.tally.loot_left += 1;
+            return;
+        }
+        self.loot_queue[(self.loot_head + self.loot_len) % LOOT_QUEUE] = loot_id;
+        self.loot_len += 1;
+        self.loot_due.get_or_insert(now);
+    }
+
+    /// The loot to claim at `now`, if any: a resend of the claim in flight once
+    /// [`CLAIM_RESEND`] passed without an answer, else the oldest queued loot when no claim is
+    /// in flight.
+    pub fn poll_claim(&mut self, now: Instant) -> Option<u64> {
+        if let Some(c) = &mut self.claim {
+            if now < c.sent_at + CLAIM_RESEND {
+                return None;
+            }
+            if c.attempts < CLAIM_ATTEMPTS {
+                c.attempts += 1;
+                c.sent_at = now;
+                self.tally.claims_sent += 1;
+                self.tally.claim_resends += 1;
+                return Some(c.loot_id);
+            }
+            self.tally.claims_unanswered += 1;
+            self.claim = None;
+        }
+        if self.loot_len == 0 {
+            return None;
+        }
+        let loot_id = self.loot_queue[self.loot_head];
+        self.loot_head = (self.loot_head + 1) % LOOT_QUEUE;
+        self.loot_len -= 1;
+        self.loot_due = (self.loot_len > 0).then_some(now);
+        self.claim = Some(ClaimInFlight { loot_id, sent_at: now, attempts: 1 });
+        self.tally.claims_sent += 1;
+        Some(loot_id)
+    }
+
+    /// A `LOOT_RESULT`.
+    pub fn on_loot_result(&mut self, r: &LootResult) {
+        if self.claim.map(|c| c.loot_id) != Some(r.loot_id) {
+            self.tally.claim_late_answers += 1;
+            return;
+        }
+        self.claim = None;
+        match r.refusal {
+            LootRefusal::Claimed => {
+                self.tally.loot_claimed += 1;
+                self.tally.loot_gold += r.gold;
+                self.tally.loot_items += u64::from(r.item_count);
+                self.tally.claim_repeats += u64::from(r.repeat);
+            }
+            refusal => self.tally.claim_refused[usize::from(refusal.as_u8())] += 1,
+        }
+        if self.loot_len > 0 {
+            self.loot_due = Some(self.polled_at);
         }
     }
 
@@ -218,9 +358,19 @@ impl CombatAgent {
     /// fresh move sequence, and the next move brings its own wake-up. (Answering a past
     /// deadline would make the driver spin on this bot until its next move.)
     pub fn next_deadline(&self) -> Option<Instant> {
-        self.target?;
-        let at = if self.in_flight.is_some() { self.next_at + self.plan.interval } else { self.next_at };
-        (at > self.polled_at).then_some(at)
+        let claim = match &self.claim {
+            Some(c) => Some(c.sent_at + CLAIM_RESEND),
+            None => self.loot_due,
+        };
+        let attack = self.target.and_then(|_| {
+            let at = if self.in_flight.is_some() { self.next_at + self.plan.interval } else { self.next_at };
+            (at > self.polled_at).then_some(at)
+        });
+        // A claim never waits on anything but time, so a due one is a reason to wake at once.
+        match (attack, claim) {
+            (Some(a), Some(c)) => Some(a.min(c)),
+            (a, c) => a.or(c),
+        }
     }
 }
 
@@ -250,13 +400,13 @@ mod tests {
         assert_eq!(a.poll(t0, None), None, "no move sent yet: no sequence to follow");
         assert_eq!(a.poll(t0, Some(4)), Some(AttackOrder { target_id: 8, sequence: 5 }));
         assert_eq!(a.poll(t0, Some(6)), None, "one in flight");
-        a.on_result(&result(5, 8, AttackRefusal::Landed, true));
+        a.on_result(&result(5, 8, AttackRefusal::Landed, true), t0);
         assert_eq!((a.tally.landed, a.tally.kills, a.tally.damage), (1, 1, 100));
         // The killed add is skipped from now on; the next is 4 m away.
         a.on_snapshot((100.0, 100.0), &WireList::from_items(&entries));
         assert_eq!(a.poll(t0 + Duration::from_millis(499), Some(6)), None, "interval");
         assert_eq!(a.poll(t0 + Duration::from_millis(500), Some(6)), Some(AttackOrder { target_id: 7, sequence: 7 }));
-        a.on_result(&result(7, 7, AttackRefusal::TargetDead, false));
+        a.on_result(&result(7, 7, AttackRefusal::TargetDead, false), t0);
         assert_eq!(a.tally.refused_for(AttackRefusal::TargetDead), 1);
         a.on_snapshot((100.0, 100.0), &WireList::from_items(&entries));
         assert_eq!(a.poll(t0 + Duration::from_secs(5), Some(8)), None, "every add in range is dead");
@@ -269,11 +419,11 @@ mod tests {
         let entries = [add(7, 101.0, 100.0)];
         a.on_snapshot((100.0, 100.0), &WireList::from_items(&entries));
         assert_eq!(a.poll(t0, Some(2)).map(|o| o.sequence), Some(3));
-        a.on_result(&result(3, 7, AttackRefusal::Cooldown, false));
+        a.on_result(&result(3, 7, AttackRefusal::Cooldown, false), t0);
         a.on_snapshot((100.0, 100.0), &WireList::from_items(&entries));
         assert_eq!(a.poll(t0 + Duration::from_secs(1), Some(2)), None, "no move since: 3 is spent");
         assert_eq!(a.next_deadline(), None, "waiting for a move is no reason to wake (no spinning)");
-        a.on_result(&result(3, 7, AttackRefusal::Landed, false));
+        a.on_result(&result(3, 7, AttackRefusal::Landed, false), t0);
         assert_eq!(a.tally.unexpected, 1, "a result for no attack in flight");
         // A lost result frees the slot after two intervals.
         assert!(a.poll(t0 + Duration::from_secs(1), Some(4)).is_some());
@@ -282,5 +432,70 @@ mod tests {
         a.on_timeout(t0 + Duration::from_millis(2_000));
         assert!(a.in_flight.is_none());
         assert_eq!((a.tally.attacks_sent, a.tally.answers), (2, 1));
+    }
+
+    fn loot(loot_id: u64, gold: u64, refusal: LootRefusal, repeat: bool) -> LootResult {
+        LootResult { loot_id, gold, item_count: 1, item_kind: 3, refusal, repeat }
+    }
+
+    #[test]
+    fn a_kill_is_claimed_once_resent_until_answered_and_counted_once() {
+        let t0 = Instant::now();
+        let mut a = CombatAgent::new(plan(), t0);
+        a.on_snapshot((100.0, 100.0), &WireList::from_items(&[add(7, 101.0, 100.0), add(8, 102.0, 100.0)]));
+        assert_eq!(a.poll_claim(t0), None, "nothing killed yet");
+        assert_eq!(a.poll(t0, Some(2)).map(|o| o.target_id), Some(7));
+        a.on_result(&result(3, 7, AttackRefusal::Landed, true), t0);
+        assert_eq!(a.next_deadline(), Some(t0), "a claim is due at once");
+        assert_eq!(a.poll_claim(t0), Some(7));
+        assert_eq!(a.poll_claim(t0 + CLAIM_RESEND / 2), None, "one in flight");
+        // The answer is lost: resent; the resend's answer is a repeat, counted as the loot.
+        assert_eq!(a.poll_claim(t0 + CLAIM_RESEND), Some(7));
+        a.on_loot_result(&loot(7, 25, LootRefusal::Claimed, true));
+        assert_eq!((a.tally.loot_claimed, a.tally.loot_gold, a.tally.loot_items, a.tally.claim_repeats), (1, 25, 1, 1));
+        // The first answer, late: not counted twice.
+        a.on_loot_result(&loot(7, 25, LootRefusal::Claimed, false));
+        assert_eq!((a.tally.loot_claimed, a.tally.claim_late_answers), (1, 1));
+        assert_eq!((a.tally.claims_sent, a.tally.claim_resends), (2, 1));
+        assert_eq!(a.poll_claim(t0 + CLAIM_RESEND * 4), None);
+    }
+
+    #[test]
+    fn refusals_are_counted_by_reason_and_silence_is_given_up() {
+        let t0 = Instant::now();
+        let mut a = CombatAgent::new(plan(), t0);
+        for id in 1..=(LOOT_QUEUE as u64 + 2) {
+            a.on_result(&AttackResult { sequence: 0, ..result(0, id, AttackRefusal::Landed, true) }, t0);
+        }
+        assert_eq!(a.tally.unexpected, LOOT_QUEUE as u64 + 2, "no attack was in flight");
+        assert_eq!(a.tally.loot_left, 0, "unexpected results queue nothing");
+        // Kills through the front door: the queue holds LOOT_QUEUE, the rest are left.
+        for (seq, id) in (1u32..).zip(10..(10 + LOOT_QUEUE as u64 + 2)) {
+            a.on_snapshot((100.0, 100.0), &WireList::from_items(&[add(id, 101.0, 100.0)]));
+            let now = t0 + a.plan.interval * seq;
+            let order = a.poll(now, Some(2 * seq)).unwrap();
+            a.on_result(&result(order.sequence, id, AttackRefusal::Landed, true), now);
+        }
+        assert_eq!(a.tally.loot_left, 2);
+        let t1 = t0 + Duration::from_secs(60);
+        assert_eq!(a.poll_claim(t1), Some(10));
+        a.on_loot_result(&LootResult {
+            loot_id: 10,
+            gold: 0,
+            item_count: 0,
+            item_kind: 0,
+            refusal: LootRefusal::OutOfRange,
+            repeat: false,
+        });
+        assert_eq!(a.tally.claims_refused_for(LootRefusal::OutOfRange), 1);
+        assert_eq!(a.poll_claim(t1), Some(11));
+        let mut t = t1;
+        for _ in 1..CLAIM_ATTEMPTS {
+            t += CLAIM_RESEND;
+            assert_eq!(a.poll_claim(t), Some(11));
+        }
+        t += CLAIM_RESEND;
+        assert_eq!(a.poll_claim(t), Some(12), "11 given up, the next one goes");
+        assert_eq!(a.tally.claims_unanswered, 1);
     }
 }

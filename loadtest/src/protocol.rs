@@ -83,6 +83,8 @@ pub enum MessageType {
     StatsRequest = 0x08,
     /// `ATTACK`, client to server, 40 bytes.
     Attack = 0x09,
+    /// `LOOT_CLAIM`, client to server, 32 bytes.
+    LootClaim = 0x0A,
     /// `JOIN_CHALLENGE`, server to client, 32 bytes.
     JoinChallenge = 0x81,
     /// `JOIN_ACCEPT`, server to client, 48 bytes.
@@ -105,11 +107,13 @@ pub enum MessageType {
     AttackResult = 0x8A,
     /// `KILL_NOTICE`, server to client, 32 bytes.
     KillNotice = 0x8B,
+    /// `LOOT_RESULT`, server to client, 32 bytes.
+    LootResult = 0x8C,
 }
 
 impl MessageType {
     /// Every message type, in type-byte order.
-    pub const ALL: [MessageType; 20] = [
+    pub const ALL: [MessageType; 22] = [
         MessageType::JoinRequest,
         MessageType::JoinConfirm,
         MessageType::Move,
@@ -119,6 +123,7 @@ impl MessageType {
         MessageType::RaidTrigger,
         MessageType::StatsRequest,
         MessageType::Attack,
+        MessageType::LootClaim,
         MessageType::JoinChallenge,
         MessageType::JoinAccept,
         MessageType::MoveAck,
@@ -130,6 +135,7 @@ impl MessageType {
         MessageType::StatsReply,
         MessageType::AttackResult,
         MessageType::KillNotice,
+        MessageType::LootResult,
     ];
 
     /// The type for a `type` byte, if it is one.
@@ -153,7 +159,9 @@ impl MessageType {
             | MessageType::JoinChallenge
             | MessageType::EconomyResult
             | MessageType::AttackResult
-            | MessageType::KillNotice => 32,
+            | MessageType::KillNotice
+            | MessageType::LootClaim
+            | MessageType::LootResult => 32,
             MessageType::Attack => 40,
             MessageType::Ping | MessageType::StatsRequest | MessageType::Pong => 24,
             MessageType::JoinAccept => 48,
@@ -197,6 +205,8 @@ impl MessageType {
             MessageType::Attack => "ATTACK",
             MessageType::AttackResult => "ATTACK_RESULT",
             MessageType::KillNotice => "KILL_NOTICE",
+            MessageType::LootClaim => "LOOT_CLAIM",
+            MessageType::LootResult => "LOOT_RESULT",
         }
     }
 }
@@ -311,6 +321,28 @@ wire_enum! {
         OutOfRange = 7,
         /// Sooner than the cooldown after the attacker's last landed attack.
         Cooldown = 8,
+    }
+}
+
+wire_enum! {
+    /// `LOOT_RESULT.refusal`: 0 claimed, else the engine's reason (`MmoLootError`).
+    LootRefusal {
+        /// The loot is the claimer's (credited now, or earlier when `repeat`).
+        Claimed = 0,
+        /// The claimer is not a live player.
+        UnknownPlayer = 1,
+        /// The session token does not match.
+        WrongSession = 2,
+        /// No raid object has that id (never spawned, or its burst expired).
+        UnknownLoot = 3,
+        /// The object holds no loot (alive, not an add, or not killed by an attack).
+        NoLoot = 4,
+        /// Another player's kill.
+        NotYours = 5,
+        /// Farther than the server's loot range.
+        OutOfRange = 6,
+        /// The claimer's wallet cannot hold it.
+        WalletFull = 7,
     }
 }
 
@@ -1062,6 +1094,35 @@ pub struct KillNotice {
     pub target_kind: EntityKind,
 }
 
+/// `LOOT_CLAIM` (0x0A, 32 bytes): a claim of the loot a killed add dropped. Idempotent: a
+/// repeat is answered again with the same contents, so it carries no sequence.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LootClaim {
+    /// The claimer.
+    pub player_id: u64,
+    /// The claimer's session token.
+    pub session_token: u64,
+    /// The dead add's id.
+    pub loot_id: u64,
+}
+
+/// `LOOT_RESULT` (0x8C, 32 bytes): what a claim got.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LootResult {
+    /// The claim's loot id (echo).
+    pub loot_id: u64,
+    /// Gold the loot holds (credited unless `repeat`).
+    pub gold: u64,
+    /// Items it holds (0: gold only).
+    pub item_count: u32,
+    /// Their kind.
+    pub item_kind: u16,
+    /// [`LootRefusal::Claimed`] or why not.
+    pub refusal: LootRefusal,
+    /// This answers a claim already credited.
+    pub repeat: bool,
+}
+
 /// Any v2 message. Variable-length replies borrow their lists from the datagram (decoded) or
 /// from the caller (to encode).
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -1106,6 +1167,10 @@ pub enum Message<'a> {
     AttackResult(AttackResult),
     /// A [`KillNotice`].
     KillNotice(KillNotice),
+    /// A [`LootClaim`].
+    LootClaim(LootClaim),
+    /// A [`LootResult`].
+    LootResult(LootResult),
 }
 
 macro_rules! impl_from_message {
@@ -1134,7 +1199,9 @@ impl_from_message!(
     RaidResult,
     Attack,
     AttackResult,
-    KillNotice
+    KillNotice,
+    LootClaim,
+    LootResult
 );
 impl<'a> From<MoveAck<'a>> for Message<'a> {
     fn from(m: MoveAck<'a>) -> Self {
@@ -1176,6 +1243,8 @@ impl Message<'_> {
             Message::Attack(_) => MessageType::Attack,
             Message::AttackResult(_) => MessageType::AttackResult,
             Message::KillNotice(_) => MessageType::KillNotice,
+            Message::LootClaim(_) => MessageType::LootClaim,
+            Message::LootResult(_) => MessageType::LootResult,
         }
     }
 
@@ -1347,6 +1416,18 @@ pub fn encode(message: &Message<'_>, flags: Flags, out: &mut [u8]) -> Result<usi
             put(b, 8, &m.killer_id.to_le_bytes());
             put(b, 16, &m.target_id.to_le_bytes());
             put(b, 24, &[m.target_kind.as_u8()]);
+        }
+        Message::LootClaim(m) => {
+            put(b, 8, &m.player_id.to_le_bytes());
+            put(b, 16, &m.session_token.to_le_bytes());
+            put(b, 24, &m.loot_id.to_le_bytes());
+        }
+        Message::LootResult(m) => {
+            put(b, 8, &m.loot_id.to_le_bytes());
+            put(b, 16, &m.gold.to_le_bytes());
+            put(b, 24, &m.item_count.to_le_bytes());
+            put(b, 28, &m.item_kind.to_le_bytes());
+            put(b, 30, &[m.refusal.as_u8(), u8::from(m.repeat)]);
         }
     }
     Ok(len)
@@ -1651,6 +1732,24 @@ fn decode_body(t: MessageType, b: &[u8], count: usize) -> Result<Message<'_>, De
                 target_kind: enum_at(b, 24, "target_kind")?,
             })
         }
+        MessageType::LootClaim => {
+            Message::LootClaim(LootClaim { player_id: u64_at(b, 8), session_token: u64_at(b, 16), loot_id: u64_at(b, 24) })
+        }
+        MessageType::LootResult => {
+            let repeat = match u8_at(b, 31) {
+                0 => false,
+                1 => true,
+                _ => return Err(DecodeError::BadField("repeat")),
+            };
+            Message::LootResult(LootResult {
+                loot_id: u64_at(b, 8),
+                gold: u64_at(b, 16),
+                item_count: u32_at(b, 24),
+                item_kind: u16_at(b, 28),
+                refusal: enum_at(b, 30, "refusal")?,
+                repeat,
+            })
+        }
     })
 }
 
@@ -1676,6 +1775,7 @@ mod tests {
                 (0x07, 56),
                 (0x08, 24),
                 (0x09, 40),
+                (0x0A, 32),
                 (0x81, 32),
                 (0x82, 48),
                 (0x83, 20),
@@ -1686,10 +1786,11 @@ mod tests {
                 (0x88, 40),
                 (0x89, 16),
                 (0x8A, 32),
-                (0x8B, 32)
+                (0x8B, 32),
+                (0x8C, 32)
             ]
         );
-        assert!(MessageType::from_u8(0x00).is_none() && MessageType::from_u8(0x0A).is_none() && MessageType::from_u8(0x80).is_none());
+        assert!(MessageType::from_u8(0x00).is_none() && MessageType::from_u8(0x0B).is_none() && MessageType::from_u8(0x80).is_none());
     }
 
     #[test]

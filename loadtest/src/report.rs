@@ -7,7 +7,10 @@
 //! minus before), `server_missing` (expected names the server did not report), `checks` and
 //! `passed`; raid runs add `raid_spawn_ms` {`median`, `max`}, `rtt_us_during_raid`,
 //! `rtt_us_between_raids` and `combat` (the bots' attacks: `attacks_sent`, `answers`,
-//! `landed`, `kills`, `damage`, `refused` by reason, `unexpected`, `kill_notices`); economy and hostile runs add an `economy` or `hostile` object with
+//! `landed`, `kills`, `damage`, `refused` by reason, `unexpected`, `kill_notices`, and their
+//! loot: `claims_sent`, `claim_resends`, `loot_claimed`, `loot_gold`, `loot_items`,
+//! `claim_repeats`, `claim_refused` by reason, `claims_unanswered`, `loot_left`,
+//! `claim_late_answers`); economy and hostile runs add an `economy` or `hostile` object with
 //! their ledger and their checks.
 
 use crate::bot::FloodTally;
@@ -427,6 +430,19 @@ impl Report {
                         - c.refused_for(AttackRefusal::TargetDead)
                         - c.refused_for(AttackRefusal::OutOfRange)
                         - c.refused_for(AttackRefusal::Cooldown)
+                ),
+            );
+            fig(
+                "loot claimed / gold / items",
+                format!(
+                    "{} / {} / {} ({} claims sent, {} resends, {} refused, {} unanswered)",
+                    c.loot_claimed,
+                    c.loot_gold,
+                    c.loot_items,
+                    c.claims_sent,
+                    c.claim_resends,
+                    c.claims_refused_total(),
+                    c.claims_unanswered
                 ),
             );
         }

@@ -14,12 +14,13 @@ use std::collections::BTreeMap;
 pub const ENGINE_FIELDS: [&str; mmo_core::stats::COUNTER_COUNT] = mmo_core::stats::COUNTER_NAMES;
 
 /// Figures the server reports besides `engine_*` and `drop_*`.
-pub const OTHER_NAMES: [&str; 20] = [
+pub const OTHER_NAMES: [&str; 21] = [
     "datagrams_received",
     "datagrams_sent",
     "sessions_live",
     "aoi_snapshots_sent",
     "attacks_answered",
+    "loot_claims_answered",
     "update_latency_us_p50",
     "update_latency_us_p99",
     "update_latency_us_p999",

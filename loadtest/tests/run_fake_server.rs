@@ -105,6 +105,11 @@ fn raid_bursts_are_triggered_and_round_trips_split() {
     let c = r.totals.combat;
     assert!(c.landed > 0 && c.kills > 0 && c.answers <= c.attacks_sent, "{c:?}");
     assert!(r.checks.iter().any(|k| k.name == "kills_match" && k.passed), "{:#?}", r.checks);
+    // And claimed what they killed: every kill's loot, counted once, as the fake credited it.
+    assert!(c.loot_claimed > 0 && c.loot_claimed <= c.kills && c.loot_gold >= 10 * c.loot_claimed, "{c:?}");
+    for name in ["raid_looted", "loot_claims_legitimate", "loot_claimed_match", "loot_gold_match", "loot_items_match"] {
+        assert!(r.checks.iter().any(|k| k.name == name && k.passed), "{name}: {:#?}", r.checks);
+    }
     let raid = r.raid.as_ref().unwrap();
     assert_eq!(raid.triggers, 4, "bursts at 250, 750, 1250 and 1750 ms into the measured 2 s");
     assert_eq!(raid.spawn_ms.median, 0.45);

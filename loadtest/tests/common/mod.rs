@@ -434,6 +434,24 @@ pub fn build(name: &str, f: &Fields) -> Option<(Spec, Flags)> {
             }
             .into(),
         ),
+        "loot_claim" => {
+            fixed(LootClaim { player_id: f.u64("player_id"), session_token: f.u64("session_token"), loot_id: f.u64("loot_id") }.into())
+        }
+        "loot_result_repeat" | "loot_result_refused" => fixed(
+            LootResult {
+                loot_id: f.u64("loot_id"),
+                gold: f.u64("gold"),
+                item_count: f.u32("item_count"),
+                item_kind: f.u16("item_kind"),
+                refusal: f.enumerated("refusal"),
+                repeat: match f.u8("repeat") {
+                    0 => false,
+                    1 => true,
+                    r => panic!("repeat={r}"),
+                },
+            }
+            .into(),
+        ),
         _ => None,
     }?;
     Some((spec, f.flags()))
@@ -463,5 +481,7 @@ pub fn reserved_ranges(t: MessageType) -> &'static [(usize, usize)] {
         MessageType::Attack => &[(36, 40)],
         MessageType::AttackResult => &[(15, 16)],
         MessageType::KillNotice => &[(25, 32)],
+        MessageType::LootClaim => &[],
+        MessageType::LootResult => &[],
     }
 }

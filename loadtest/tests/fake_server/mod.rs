@@ -108,6 +108,8 @@ struct State {
     moves_seen: u64,
     /// The last raid's adds: (id, x, y, hp).
     adds: Vec<(u64, f32, f32, i32)>,
+    /// Loot of killed adds: id -> (killer, claimed).
+    loot: HashMap<u64, (u64, bool)>,
 }
 
 const FAKE_ADDS: usize = 64;
@@ -141,6 +143,12 @@ impl State {
             "engine_attack_rejected_target_dead",
             "engine_attack_rejected_out_of_range",
             "engine_attack_rejected_cooldown",
+            "engine_loot_claimed",
+            "engine_loot_gold_claimed",
+            "engine_loot_items_claimed",
+            "engine_loot_claim_repeats",
+            "engine_loot_rejected_no_loot",
+            "engine_loot_rejected_not_yours",
         ] {
             counters.insert(n.to_string(), 0);
         }
@@ -156,6 +164,7 @@ impl State {
             tick: 0,
             moves_seen: 0,
             adds: Vec::new(),
+            loot: HashMap::new(),
         }
     }
 
@@ -313,6 +322,13 @@ impl State {
                     self.reply(socket, from, result.into());
                 }
             },
+            Message::LootClaim(c) => match self.admit(c.player_id, c.session_token, from, None) {
+                Err(r) => self.drop_for(r),
+                Ok(id) => {
+                    let result = self.claim(id, c.loot_id);
+                    self.reply(socket, from, result.into());
+                }
+            },
             Message::EconomyRequest(r) => match self.admit(r.player_id, r.session_token, from, None) {
                 Err(reason) => self.drop_for(reason),
                 Ok(id) => self.economy(socket, from, id, &r),
@@ -406,6 +422,7 @@ impl State {
         self.bump("engine_attacks_landed", 1);
         if killed {
             self.bump("engine_kills", 1);
+            self.loot.insert(a.target_id, (id, false));
         }
         AttackResult {
             sequence: a.sequence,
@@ -416,6 +433,30 @@ impl State {
             damage,
             hp_left,
         }
+    }
+
+    /// The engine's loot rules, simplified: the killer claims once (10..16 gold, one item),
+    /// a repeat is answered again.
+    fn claim(&mut self, id: u64, loot_id: u64) -> LootResult {
+        let refused = |refusal| LootResult { loot_id, gold: 0, item_count: 0, item_kind: 0, refusal, repeat: false };
+        let Some(&(killer, claimed)) = self.loot.get(&loot_id) else {
+            self.bump("engine_loot_rejected_no_loot", 1);
+            return refused(LootRefusal::NoLoot);
+        };
+        if killer != id {
+            self.bump("engine_loot_rejected_not_yours", 1);
+            return refused(LootRefusal::NotYours);
+        }
+        let gold = 10 + loot_id % 7;
+        if claimed {
+            self.bump("engine_loot_claim_repeats", 1);
+        } else {
+            self.loot.insert(loot_id, (killer, true));
+            self.bump("engine_loot_claimed", 1);
+            self.bump("engine_loot_gold_claimed", gold);
+            self.bump("engine_loot_items_claimed", 1);
+        }
+        LootResult { loot_id, gold, item_count: 1, item_kind: 2, refusal: LootRefusal::Claimed, repeat: claimed }
     }
 
     fn economy(&mut self, socket: &UdpSocket, from: SocketAddr, id: u64, r: &EconomyRequest) {
