@@ -241,6 +241,18 @@ enum MmoEconomyStatus
   MMO_ECONOMY_STATUS_BAD_KIND = 11,
   // Transaction id 0.
   MMO_ECONOMY_STATUS_INVALID_TRANSACTION = 12,
+  // A trade offer from a maker who already has one open (one at a time).
+  MMO_ECONOMY_STATUS_OFFER_PENDING = 13,
+  // The maker has no open offer with that id (never made, or already closed).
+  MMO_ECONOMY_STATUS_NO_SUCH_OFFER = 14,
+  // The offer is for another player: only its taker may accept or decline it.
+  MMO_ECONOMY_STATUS_NOT_YOUR_OFFER = 15,
+  // The offer timed out (its escrow went back to the maker).
+  MMO_ECONOMY_STATUS_OFFER_EXPIRED = 16,
+  // A kind clients may no longer request: a `Trade` (it took the other side's items without
+  // their consent; use a trade offer) or a `LootPickup` (it minted what the client named;
+  // loot is claimed). Refused before anything is read.
+  MMO_ECONOMY_STATUS_KIND_RETIRED = 17,
 };
 #ifndef __cplusplus
 #if __STDC_VERSION__ >= 202311L
@@ -316,6 +328,10 @@ typedef struct MmoConfig {
   uint32_t loot_item_count_max;
   // Seed of the loot rolls.
   uint32_t loot_seed;
+  // How long a trade offer stays open, milliseconds.
+  uint32_t trade_timeout_ms;
+  // Zero (alignment of `starting_gold`).
+  uint32_t _reserved_align;
   // Gold a new wallet starts with.
   uint64_t starting_gold;
   // 1 enables `mmo_debug_inject_panic` on this engine (tests only); 0 in production.
@@ -495,6 +511,58 @@ typedef struct MmoEconomyResult {
   uint8_t _reserved[6];
 } MmoEconomyResult;
 
+// One side of a trade offer: gold and one stack of items (signed on the wire, so a negative
+// amount is a typed refusal, not a wrap).
+typedef struct MmoTradeStack {
+  // Gold.
+  int64_t gold;
+  // Items (0: gold only).
+  int32_t item_count;
+  // Their kind, `0..ITEM_KINDS` (ignored when `item_count` is 0).
+  uint16_t item_kind;
+  // Zero.
+  uint16_t _reserved;
+} MmoTradeStack;
+
+// A trade offer: the maker (`player_id`) offers `give` to the taker (`counterparty_id`) for
+// `want`. `give` goes into escrow until the taker accepts or declines, the maker cancels, or
+// the offer times out. The offer's id is the maker's `transaction_id`. At most once per
+// (`player_id`, `transaction_id`), like every economy request.
+typedef struct MmoTradeOffer {
+  // The maker.
+  uint64_t player_id;
+  // The maker's session token.
+  uint64_t session_token;
+  // The maker's transaction id; also the offer's id.
+  uint64_t transaction_id;
+  // The taker.
+  uint64_t counterparty_id;
+  // What the maker gives.
+  struct MmoTradeStack give;
+  // What the maker wants from the taker.
+  struct MmoTradeStack want;
+} MmoTradeOffer;
+
+// An answer to a trade offer: the taker accepts (`accept` = 1) or declines (0), or the maker
+// cancels its own offer (`accept` = 0 with `maker_id` = `player_id`). At most once per
+// (`player_id`, `transaction_id`).
+typedef struct MmoTradeAnswer {
+  // Who answers (the taker, or the maker cancelling).
+  uint64_t player_id;
+  // Their session token.
+  uint64_t session_token;
+  // Their transaction id.
+  uint64_t transaction_id;
+  // The offer's maker.
+  uint64_t maker_id;
+  // The offer's id (the maker's transaction id of the offer).
+  uint64_t offer_id;
+  // 1 accept, 0 decline (or cancel).
+  uint8_t accept;
+  // Zero.
+  uint8_t _reserved[7];
+} MmoTradeAnswer;
+
 // The latest tick's summary.
 typedef struct MmoTickInfo {
   // Server time of the tick, milliseconds.
@@ -666,6 +734,33 @@ typedef struct MmoStats {
   uint64_t economy_bad_kind;
   // Economy refused: transaction id 0.
   uint64_t economy_invalid_transaction;
+  // Economy refused: the maker already has an open trade offer.
+  uint64_t economy_offer_pending;
+  // Economy refused: no open trade offer with that id.
+  uint64_t economy_no_such_offer;
+  // Economy refused: an answer to another player's trade offer.
+  uint64_t economy_not_your_offer;
+  // Economy refused: the trade offer had timed out.
+  uint64_t economy_offer_expired;
+  // Economy refused: a retired kind (trade without consent, loot pickup).
+  uint64_t economy_kind_retired;
+  // Trade offers opened (their give in escrow).
+  uint64_t trade_offers;
+  // Trade offers accepted: both sides moved.
+  uint64_t trades_accepted;
+  // Trade offers declined by their taker.
+  uint64_t trades_declined;
+  // Trade offers cancelled by their maker.
+  uint64_t trades_cancelled;
+  // Trade offers that timed out (escrow back to the maker), found by an answer, a new
+  // offer or the tick's sweep.
+  uint64_t trades_expired;
+  // Admin grants applied.
+  uint64_t grants;
+  // Gold admin grants minted.
+  uint64_t grant_gold;
+  // Items admin grants minted.
+  uint64_t grant_items;
   // Ticks run.
   uint64_t ticks;
   // Area-of-interest snapshots built.
@@ -710,8 +805,16 @@ typedef struct MmoEconomyAudit {
   uint64_t loot_minted_gold;
   // Items loot claims created, all kinds together.
   uint64_t loot_minted_items;
+  // The part of `minted_gold` that admin grants created.
+  uint64_t grant_minted_gold;
+  // Items admin grants created, all kinds together.
+  uint64_t grant_minted_items;
+  // Gold held in escrow by open trade offers (in none of the wallets' balances).
+  uint64_t escrowed_gold;
   // Open wallets.
   uint32_t open_wallets;
+  // Open trade offers.
+  uint32_t open_offers;
   // 1 when `live + departed == minted - sunk` holds for gold and every item kind.
   uint8_t conserved;
   // Zero.
@@ -967,6 +1070,40 @@ MmoStatus mmo_apply_economy(const struct MmoEngine *engine,
                             struct MmoEconomyResult *results,
                             size_t results_capacity,
                             size_t *out_results_written);
+
+// A trade offer at server time `now_ms`: the maker's `give` goes into escrow until the taker
+// accepts or declines, the maker cancels, or `trade_timeout_ms` passes. The offer's id is its
+// `transaction_id`. A refused offer is a result (`status`), not an error.
+//
+// # Safety
+// `engine` a live engine or NULL; `offer` readable or NULL; `out_result` writable or NULL.
+MmoStatus mmo_trade_offer(const struct MmoEngine *engine,
+                          const struct MmoTradeOffer *offer,
+                          uint64_t now_ms,
+                          struct MmoEconomyResult *out_result);
+
+// An answer to a trade offer at server time `now_ms`: its taker accepts (both sides move at
+// once) or declines, or its maker cancels (`accept` 0, `maker_id` its own). A refused answer is
+// a result (`status`), not an error.
+//
+// # Safety
+// `engine` a live engine or NULL; `answer` readable or NULL; `out_result` writable or NULL.
+MmoStatus mmo_trade_answer(const struct MmoEngine *engine,
+                           const struct MmoTradeAnswer *answer,
+                           uint64_t now_ms,
+                           struct MmoEconomyResult *out_result);
+
+// An admin grant of `stack` to `player_id`, applied at most once per (player, `grant_id`),
+// ids increasing per player. For the admin path only: no client request reaches it. A refused
+// grant is a result (`status`), not an error.
+//
+// # Safety
+// `engine` a live engine or NULL; `stack` readable or NULL; `out_result` writable or NULL.
+MmoStatus mmo_grant(const struct MmoEngine *engine,
+                    uint64_t player_id,
+                    uint64_t grant_id,
+                    const struct MmoTradeStack *stack,
+                    struct MmoEconomyResult *out_result);
 
 // Runs one tick at server time `now_ms`; writes its summary to `*out_info`.
 //

@@ -14,7 +14,7 @@ use std::sync::atomic::AtomicBool;
 
 pub use mmo_core::records::{
     AoiEntry, EconomyKind, EconomyOp, EconomyResult, EconomyStatus, EntityKind, EventKind, MoveEvent, MoveRecord, RaidSpawnRequest,
-    RejectReason,
+    RejectReason, TradeAnswer, TradeOffer, TradeStack,
 };
 pub use mmo_core::stats::StatsSnapshot;
 
@@ -149,8 +149,16 @@ pub struct MmoEconomyAudit {
     pub loot_minted_gold: u64,
     /// Items loot claims created, all kinds together.
     pub loot_minted_items: u64,
+    /// The part of `minted_gold` that admin grants created.
+    pub grant_minted_gold: u64,
+    /// Items admin grants created, all kinds together.
+    pub grant_minted_items: u64,
+    /// Gold held in escrow by open trade offers (in none of the wallets' balances).
+    pub escrowed_gold: u64,
     /// Open wallets.
     pub open_wallets: u32,
+    /// Open trade offers.
+    pub open_offers: u32,
     /// 1 when `live + departed == minted - sunk` holds for gold and every item kind.
     pub conserved: u8,
     /// Zero.
@@ -189,7 +197,7 @@ const _: () = assert!(size_of::<MmoTickInfo>() == 32 && offset_of!(MmoTickInfo, 
 const _: () = assert!(size_of::<MmoAoiBatchInfo>() == 16 && offset_of!(MmoAoiBatchInfo, found) == 12);
 const _: () = assert!(size_of::<MmoDamageResult>() == 8 && offset_of!(MmoDamageResult, outcome) == 4);
 const _: () = assert!(size_of::<MmoAttackResult>() == 16 && offset_of!(MmoAttackResult, refusal) == 8);
-const _: () = assert!(size_of::<MmoEconomyAudit>() == 56 && offset_of!(MmoEconomyAudit, conserved) == 52);
+const _: () = assert!(size_of::<MmoEconomyAudit>() == 88 && offset_of!(MmoEconomyAudit, conserved) == 80);
 const _: () = assert!(size_of::<MmoLootResult>() == 24 && offset_of!(MmoLootResult, refusal) == 22);
 const _: () = assert!(size_of::<MmoPlayerView>() == 160 && offset_of!(MmoPlayerView, gold) == 24);
 const _: () = assert!(size_of::<StatsSnapshot>() == 8 * mmo_core::stats::COUNTER_COUNT);
@@ -230,7 +238,7 @@ pub unsafe extern "C" fn mmo_config_check(config: *const MmoConfig, message: *mu
         let config = check!(unsafe { in_ref(config) });
         // SAFETY: forwarded contract.
         let message = check!(unsafe { output(message.cast::<u8>(), message_capacity) });
-        let (status, why) = if config.fault_injection > 1 || config._reserved != [0; 7] {
+        let (status, why) = if config.fault_injection > 1 || config._reserved != [0; 7] || config._reserved_align != 0 {
             (MMO_ERR_INVALID_ARGUMENT, "fault_injection must be 0 or 1 and _reserved zero".to_string())
         } else {
             match CoreConfig::from(config).validate() {
@@ -260,7 +268,7 @@ pub unsafe extern "C" fn mmo_engine_new(config: *const MmoConfig, out_engine: *m
         // SAFETY: checked by in_ref; initialised per the contract.
         let config = check!(unsafe { in_ref(config) });
         let out_engine = check!(out_ptr(out_engine));
-        if config.fault_injection > 1 || config._reserved != [0; 7] {
+        if config.fault_injection > 1 || config._reserved != [0; 7] || config._reserved_align != 0 {
             return MMO_ERR_INVALID_ARGUMENT;
         }
         let Ok(engine) = Engine::new(CoreConfig::from(config)) else { return MMO_ERR_INVALID_CONFIG };
@@ -552,6 +560,79 @@ pub unsafe extern "C" fn mmo_apply_economy(
     }
 }
 
+/// A trade offer at server time `now_ms`: the maker's `give` goes into escrow until the taker
+/// accepts or declines, the maker cancels, or `trade_timeout_ms` passes. The offer's id is its
+/// `transaction_id`. A refused offer is a result (`status`), not an error.
+///
+/// # Safety
+/// `engine` a live engine or NULL; `offer` readable or NULL; `out_result` writable or NULL.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mmo_trade_offer(
+    engine: *const MmoEngine,
+    offer: *const TradeOffer,
+    now_ms: u64,
+    out_result: *mut EconomyResult,
+) -> MmoStatus {
+    // SAFETY: forwarded contract.
+    unsafe {
+        engine_boundary(engine, Access::Mutates, |h| {
+            let offer = check!(in_ref(offer));
+            let out = check!(out_ptr(out_result));
+            out.write(h.engine.trade_offer(offer, now_ms));
+            MMO_OK
+        })
+    }
+}
+
+/// An answer to a trade offer at server time `now_ms`: its taker accepts (both sides move at
+/// once) or declines, or its maker cancels (`accept` 0, `maker_id` its own). A refused answer is
+/// a result (`status`), not an error.
+///
+/// # Safety
+/// `engine` a live engine or NULL; `answer` readable or NULL; `out_result` writable or NULL.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mmo_trade_answer(
+    engine: *const MmoEngine,
+    answer: *const TradeAnswer,
+    now_ms: u64,
+    out_result: *mut EconomyResult,
+) -> MmoStatus {
+    // SAFETY: forwarded contract.
+    unsafe {
+        engine_boundary(engine, Access::Mutates, |h| {
+            let answer = check!(in_ref(answer));
+            let out = check!(out_ptr(out_result));
+            out.write(h.engine.trade_answer(answer, now_ms));
+            MMO_OK
+        })
+    }
+}
+
+/// An admin grant of `stack` to `player_id`, applied at most once per (player, `grant_id`),
+/// ids increasing per player. For the admin path only: no client request reaches it. A refused
+/// grant is a result (`status`), not an error.
+///
+/// # Safety
+/// `engine` a live engine or NULL; `stack` readable or NULL; `out_result` writable or NULL.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mmo_grant(
+    engine: *const MmoEngine,
+    player_id: u64,
+    grant_id: u64,
+    stack: *const TradeStack,
+    out_result: *mut EconomyResult,
+) -> MmoStatus {
+    // SAFETY: forwarded contract.
+    unsafe {
+        engine_boundary(engine, Access::Mutates, |h| {
+            let stack = check!(in_ref(stack));
+            let out = check!(out_ptr(out_result));
+            out.write(h.engine.grant(player_id, grant_id, stack));
+            MMO_OK
+        })
+    }
+}
+
 /// Runs one tick at server time `now_ms`; writes its summary to `*out_info`.
 ///
 /// # Safety
@@ -692,6 +773,10 @@ pub unsafe extern "C" fn mmo_economy_audit(engine: *const MmoEngine, out_audit: 
                 sunk_gold: sat(a.sunk.gold),
                 loot_minted_gold: sat(a.minted_by_loot.gold),
                 loot_minted_items: sat(a.minted_by_loot.items.iter().sum()),
+                grant_minted_gold: sat(a.minted_by_grant.gold),
+                grant_minted_items: sat(a.minted_by_grant.items.iter().sum()),
+                escrowed_gold: sat(a.escrowed.gold),
+                open_offers: a.open_offers,
                 open_wallets: a.open_wallets,
                 conserved: u8::from(a.is_conserved()),
                 _reserved: [0; 3],

@@ -64,6 +64,10 @@ pub struct MmoConfig {
     pub loot_item_count_max: u32,
     /// Seed of the loot rolls.
     pub loot_seed: u32,
+    /// How long a trade offer stays open, milliseconds.
+    pub trade_timeout_ms: u32,
+    /// Zero (alignment of `starting_gold`).
+    pub _reserved_align: u32,
     /// Gold a new wallet starts with.
     pub starting_gold: u64,
     /// 1 enables [`mmo_debug_inject_panic`](crate::mmo_debug_inject_panic) on this engine (tests only); 0 in production.
@@ -73,9 +77,9 @@ pub struct MmoConfig {
     pub _reserved: [u8; 7],
 }
 
-const _: () = assert!(size_of::<MmoConfig>() == 120 && align_of::<MmoConfig>() == 8);
-const _: () = assert!(offset_of!(MmoConfig, loot_range_m) == 80 && offset_of!(MmoConfig, loot_seed) == 100);
-const _: () = assert!(offset_of!(MmoConfig, starting_gold) == 104 && offset_of!(MmoConfig, fault_injection) == 112);
+const _: () = assert!(size_of::<MmoConfig>() == 128 && align_of::<MmoConfig>() == 8);
+const _: () = assert!(offset_of!(MmoConfig, loot_range_m) == 80 && offset_of!(MmoConfig, trade_timeout_ms) == 104);
+const _: () = assert!(offset_of!(MmoConfig, starting_gold) == 112 && offset_of!(MmoConfig, fault_injection) == 120);
 
 impl From<&CoreConfig> for MmoConfig {
     fn from(c: &CoreConfig) -> Self {
@@ -97,6 +101,8 @@ impl From<&CoreConfig> for MmoConfig {
             loot_item_permille: c.loot_item_permille,
             loot_item_count_max: c.loot_item_count_max,
             loot_seed: c.loot_seed,
+            trade_timeout_ms: c.trade_timeout_ms,
+            _reserved_align: 0,
             clock_slack_ms: c.clock_slack_ms,
             contacts_per_move_max: c.contacts_per_move_max,
             aoi_k: c.aoi_k,
@@ -134,6 +140,7 @@ impl From<&MmoConfig> for CoreConfig {
             loot_item_permille: c.loot_item_permille,
             loot_item_count_max: c.loot_item_count_max,
             loot_seed: c.loot_seed,
+            trade_timeout_ms: c.trade_timeout_ms,
             contacts_per_move_max: c.contacts_per_move_max,
             aoi_k: c.aoi_k,
             player_capacity: c.player_capacity,

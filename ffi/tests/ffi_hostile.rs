@@ -40,6 +40,9 @@ fn null_engine_is_refused_by_every_engine_call() {
         assert_eq!(mmo_damage(null(), 1, 1, 1, 1, p.cast()), MMO_ERR_NULL_POINTER);
         assert_eq!(mmo_attack(null(), 1, 1, 1, 1, p.cast()), MMO_ERR_NULL_POINTER);
         assert_eq!(mmo_claim_loot(null(), 1, 1, 1, p.cast()), MMO_ERR_NULL_POINTER);
+        assert_eq!(mmo_trade_offer(null(), p.cast(), 1, p.cast()), MMO_ERR_NULL_POINTER);
+        assert_eq!(mmo_trade_answer(null(), p.cast(), 1, p.cast()), MMO_ERR_NULL_POINTER);
+        assert_eq!(mmo_grant(null(), 1, 1, p.cast(), p.cast()), MMO_ERR_NULL_POINTER);
         assert_eq!(mmo_apply_economy(null(), null(), 0, null_mut(), 0, &mut n), MMO_ERR_NULL_POINTER);
         assert_eq!(mmo_tick(null(), 0, p.cast()), MMO_ERR_NULL_POINTER);
         assert_eq!(mmo_area_of_interest(null(), 1, null_mut(), 0, &mut n), MMO_ERR_NULL_POINTER);
@@ -71,6 +74,18 @@ fn null_and_misaligned_outputs_are_refused_and_nothing_changes() {
         assert_eq!(mmo_attack(e, 1, 1, 1, 1, misaligned(&mut buf)), MMO_ERR_MISALIGNED_POINTER);
         assert_eq!(mmo_claim_loot(e, 1, 1, 1, null_mut()), MMO_ERR_NULL_POINTER);
         assert_eq!(mmo_claim_loot(e, 1, 1, 1, misaligned(&mut buf)), MMO_ERR_MISALIGNED_POINTER);
+        let offer = TradeOffer::default();
+        let answer = TradeAnswer::default();
+        let stack = TradeStack::default();
+        let mut result = EconomyResult::default();
+        assert_eq!(mmo_trade_offer(e, null(), 1, &mut result), MMO_ERR_NULL_POINTER);
+        assert_eq!(mmo_trade_offer(e, &offer, 1, null_mut()), MMO_ERR_NULL_POINTER);
+        assert_eq!(mmo_trade_offer(e, misaligned(&mut buf), 1, &mut result), MMO_ERR_MISALIGNED_POINTER);
+        assert_eq!(mmo_trade_answer(e, null(), 1, &mut result), MMO_ERR_NULL_POINTER);
+        assert_eq!(mmo_trade_answer(e, &answer, 1, misaligned(&mut buf)), MMO_ERR_MISALIGNED_POINTER);
+        assert_eq!(mmo_grant(e, 1, 1, null(), &mut result), MMO_ERR_NULL_POINTER);
+        assert_eq!(mmo_grant(e, 1, 1, &stack, null_mut()), MMO_ERR_NULL_POINTER);
+        assert_eq!(result, EconomyResult::default(), "no output written on failure");
         let mut n = 5usize;
         assert_eq!(mmo_apply_moves(e, misaligned(&mut buf), 1, 0, null_mut(), 0, &mut n), MMO_ERR_MISALIGNED_POINTER);
         assert_eq!(mmo_apply_economy(e, null(), 3, null_mut(), 3, &mut n), MMO_ERR_NULL_POINTER);
@@ -210,6 +225,8 @@ proptest! {
         raids in proptest::collection::vec(proptest::collection::vec(any::<u8>(), 32), 0..4),
         attacks in proptest::collection::vec((any::<u64>(), any::<u64>(), any::<u64>(), any::<u64>()), 0..16),
         claims in proptest::collection::vec((any::<u64>(), any::<u64>(), any::<u64>()), 0..16),
+        offers in proptest::collection::vec(proptest::collection::vec(any::<u8>(), 64), 0..16),
+        answers in proptest::collection::vec(proptest::collection::vec(any::<u8>(), 48), 0..16),
         aim_at_real_player in any::<bool>(),
     ) {
         let e = engine();
@@ -266,12 +283,34 @@ proptest! {
                 prop_assert!(mmo_core::LootError::try_from(result.refusal).is_ok(), "refusal {}", result.refusal);
                 prop_assert_eq!(MmoLootResult { refusal: 0, ..result }, MmoLootResult::default());
             }
+            // Random bytes as trade offers and answers (the real players' ids and tokens when
+            // aimed): each is a result with a known status; value only ever moves, escrowed
+            // or not, and nothing is minted.
+            for raw in &offers {
+                let mut o: TradeOffer = arbitrary(raw);
+                if aim_at_real_player {
+                    (o.player_id, o.session_token, o.counterparty_id) = (ticket.player_id, ticket.session_token, foe.player_id);
+                }
+                let mut r = EconomyResult::default();
+                prop_assert_eq!(mmo_trade_offer(e, &o, 1_500, &mut r), MMO_OK);
+                prop_assert!(EconomyStatus::try_from(r.status).is_ok(), "status {}", r.status);
+            }
+            for raw in &answers {
+                let mut a: TradeAnswer = arbitrary(raw);
+                if aim_at_real_player {
+                    (a.player_id, a.session_token, a.maker_id) = (foe.player_id, foe.session_token, ticket.player_id);
+                }
+                let mut r = EconomyResult::default();
+                prop_assert_eq!(mmo_trade_answer(e, &a, 1_600, &mut r), MMO_OK);
+                prop_assert!(EconomyStatus::try_from(r.status).is_ok(), "status {}", r.status);
+            }
             let mut info = MmoTickInfo::default();
             prop_assert_eq!(mmo_tick(e, 2_000, &mut info), MMO_OK);
             let mut audit = MmoEconomyAudit::default();
             prop_assert_eq!(mmo_economy_audit(e, &mut audit), MMO_OK);
             prop_assert_eq!(audit.conserved, 1);
             prop_assert_eq!((audit.loot_minted_gold, audit.loot_minted_items), (0, 0));
+            prop_assert_eq!((audit.grant_minted_gold, audit.grant_minted_items), (0, 0));
             mmo_engine_free(e);
         }
     }

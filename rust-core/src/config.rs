@@ -88,6 +88,9 @@ pub struct CoreConfig {
     pub loot_item_permille: u32,
     /// See `loot_item_permille`. Default 3.
     pub loot_item_count_max: u32,
+    /// How long a trade offer stays open, server milliseconds: then its escrow goes back to its
+    /// maker. Default 30,000.
+    pub trade_timeout_ms: u32,
     /// Seed of the loot rolls: a drop's contents are a pure function of this seed and the
     /// dead object's id, so a test (and both engines) can predict them. Default 0x10071.
     pub loot_seed: u32,
@@ -123,6 +126,7 @@ impl Default for CoreConfig {
             loot_item_permille: 250,
             loot_item_count_max: 3,
             loot_seed: 0x10071,
+            trade_timeout_ms: 30_000,
         }
     }
 }
@@ -227,6 +231,9 @@ impl CoreConfig {
         if self.loot_item_count_max == 0 || self.loot_item_count_max > 65_535 {
             return Err(ConfigError("loot_item_count_max must be in 1..=65535"));
         }
+        if self.trade_timeout_ms == 0 || self.trade_timeout_ms > 3_600_000 {
+            return Err(ConfigError("trade_timeout_ms must be in 1..=3600000"));
+        }
         Ok(())
     }
 
@@ -248,7 +255,7 @@ mod tests {
 
     #[test]
     fn rejects_each_bad_field() {
-        let bad: [fn(&mut CoreConfig); 28] = [
+        let bad: [fn(&mut CoreConfig); 30] = [
             |c| c.aoi_radius_m = 0.0,
             |c| c.aoi_radius_m = f32::NAN,
             |c| c.snapshot_cell_m = -8.0,
@@ -277,6 +284,8 @@ mod tests {
             |c| c.loot_item_permille = 1_001,
             |c| c.loot_item_count_max = 0,
             |c| c.loot_item_count_max = 65_536,
+            |c| c.trade_timeout_ms = 0,
+            |c| c.trade_timeout_ms = 3_600_001,
         ];
         for (i, mutate) in bad.iter().enumerate() {
             let mut c = CoreConfig::default();

@@ -39,7 +39,7 @@
 use crate::config::{AMOUNT_MAX, ITEM_KINDS};
 use crate::locks::LockWaits;
 use crate::loot::LootContents;
-use crate::records::{EconomyKind, EconomyOp, EconomyStatus};
+use crate::records::{EconomyKind, EconomyOp, EconomyStatus, TradeAnswer, TradeOffer, TradeStack};
 use crossbeam_utils::CachePadded;
 use parking_lot::{Mutex, MutexGuard};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -103,6 +103,28 @@ struct Decision {
     status: u8,
 }
 
+/// Gold and one item stack, validated (what a trade side moves).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct Stack {
+    gold: u64,
+    item_kind: usize,
+    item_count: u64,
+}
+
+/// The one open trade offer a wallet may have as its maker. Its `give` is in escrow: out of
+/// the maker's balances, counted by the audit as escrowed, until the offer closes.
+#[derive(Clone, Copy, Debug)]
+struct OpenOffer {
+    /// The maker's transaction id of the offer.
+    offer_id: u64,
+    taker: WalletHandle,
+    taker_id: u64,
+    give: Stack,
+    want: Stack,
+    /// Server clock at which it times out.
+    expires_ms: u64,
+}
+
 struct Wallet {
     generation: u32,
     open: bool,
@@ -110,6 +132,10 @@ struct Wallet {
     items: [u64; ITEM_KINDS],
     highest_transaction: u64,
     decisions: [Decision; DEDUP_WINDOW],
+    /// Its open trade offer, if any (escrow included).
+    offer: Option<OpenOffer>,
+    /// The highest admin grant id applied (grants are numbered upwards per player).
+    last_grant: u64,
 }
 
 enum Recall {
@@ -127,6 +153,51 @@ impl Wallet {
             items: [0; ITEM_KINDS],
             highest_transaction: 0,
             decisions: [Decision::default(); DEDUP_WINDOW],
+            offer: None,
+            last_grant: 0,
+        }
+    }
+
+    fn has(&self, s: &Stack) -> Result<(), EconomyStatus> {
+        if self.gold < s.gold {
+            return Err(EconomyStatus::InsufficientFunds);
+        }
+        if s.item_count > 0 && self.items[s.item_kind] < s.item_count {
+            return Err(EconomyStatus::InsufficientItems);
+        }
+        Ok(())
+    }
+
+    fn can_take(&self, s: &Stack) -> bool {
+        self.gold.checked_add(s.gold).is_some() && (s.item_count == 0 || self.items[s.item_kind].checked_add(s.item_count).is_some())
+    }
+
+    /// Takes `s` out (the caller checked [`Wallet::has`]).
+    fn take_out(&mut self, s: &Stack) {
+        self.gold -= s.gold;
+        if s.item_count > 0 {
+            self.items[s.item_kind] -= s.item_count;
+        }
+    }
+
+    /// Puts `s` in (the caller checked [`Wallet::can_take`]).
+    fn put_in(&mut self, s: &Stack) {
+        self.gold += s.gold;
+        if s.item_count > 0 {
+            self.items[s.item_kind] += s.item_count;
+        }
+    }
+
+    /// Closes its open offer if it timed out by `now_ms`, the escrow back in the wallet (it
+    /// came from here, so it fits). Returns whether it did.
+    fn settle_expired_offer(&mut self, now_ms: u64) -> bool {
+        match self.offer {
+            Some(o) if now_ms >= o.expires_ms => {
+                self.put_in(&o.give);
+                self.offer = None;
+                true
+            }
+            _ => false,
         }
     }
 
@@ -148,6 +219,10 @@ impl Wallet {
 struct EconomyShard {
     wallets: Vec<Wallet>,
     free: Vec<u32>,
+    /// Wallets of this shard with an open offer (the expiry sweep skips shards with none).
+    open_offers: u32,
+    /// The part of `minted` admin grants created.
+    minted_by_grant: Holdings,
     minted: Holdings,
     /// The part of `minted` that loot claims created.
     minted_by_loot: Holdings,
@@ -183,6 +258,46 @@ pub struct Outcome {
     pub duplicate: bool,
     /// Initiator's gold right after applying (0 when not applied).
     pub gold_after: u64,
+}
+
+/// How an answer closed an offer (for the counters and the notice to the maker).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TradeClose {
+    /// It closed nothing (refused, or a retransmit).
+    None,
+    /// The taker accepted: both sides moved.
+    Accepted,
+    /// The taker declined: the escrow went back.
+    Declined,
+    /// The maker cancelled: the escrow went back.
+    Cancelled,
+    /// It had timed out: the escrow went back, the answer is refused `OfferExpired`.
+    Expired,
+}
+
+/// Whether `w`, having given `out` (which it holds), can take `inn` without a balance
+/// overflowing.
+fn fits_after(w: &Wallet, out: &Stack, inn: &Stack) -> bool {
+    let gold_ok = (w.gold - out.gold).checked_add(inn.gold).is_some();
+    let same_kind = out.item_count > 0 && out.item_kind == inn.item_kind;
+    let held = w.items[inn.item_kind] - if same_kind { out.item_count } else { 0 };
+    gold_ok && (inn.item_count == 0 || held.checked_add(inn.item_count).is_some())
+}
+
+/// A wire stack, validated: amounts not negative (`InvalidAmount`), at most `AMOUNT_MAX`
+/// (`Overflow`), a known item kind when items move (`UnknownItem`).
+fn stack_of(s: &TradeStack) -> Result<Stack, EconomyStatus> {
+    if s.gold < 0 || s.item_count < 0 {
+        return Err(EconomyStatus::InvalidAmount);
+    }
+    if s.gold > AMOUNT_MAX || i64::from(s.item_count) > AMOUNT_MAX {
+        return Err(EconomyStatus::Overflow);
+    }
+    let item_count = s.item_count as u64;
+    if item_count > 0 && s.item_kind as usize >= ITEM_KINDS {
+        return Err(EconomyStatus::UnknownItem);
+    }
+    Ok(Stack { gold: s.gold as u64, item_kind: if item_count > 0 { s.item_kind as usize } else { 0 }, item_count })
 }
 
 /// What [`Economy::credit_loot`] did.
@@ -223,6 +338,12 @@ pub struct EconomyAudit {
     pub minted: Holdings,
     /// The part of `minted` that loot claims created (server-rolled drops, [`crate::loot`]).
     pub minted_by_loot: Holdings,
+    /// The part of `minted` that admin grants created.
+    pub minted_by_grant: Holdings,
+    /// Held in escrow by open trade offers (out of their makers' balances).
+    pub escrowed: Holdings,
+    /// Open trade offers.
+    pub open_offers: u32,
     /// Everything ever sunk (spending).
     pub sunk: Holdings,
     /// Open wallets.
@@ -230,11 +351,13 @@ pub struct EconomyAudit {
 }
 
 impl EconomyAudit {
-    /// `live + departed == minted - sunk`, for gold and every item kind.
+    /// `live + escrowed + departed == minted - sunk`, for gold and every item kind.
     pub fn is_conserved(&self) -> bool {
         let ok = |live: u128, departed: u128, minted: u128, sunk: u128| minted >= sunk && live + departed == minted - sunk;
-        ok(self.live.gold, self.departed.gold, self.minted.gold, self.sunk.gold)
-            && (0..ITEM_KINDS).all(|k| ok(self.live.items[k], self.departed.items[k], self.minted.items[k], self.sunk.items[k]))
+        let (live, escrow) = (&self.live, &self.escrowed);
+        ok(live.gold + escrow.gold, self.departed.gold, self.minted.gold, self.sunk.gold)
+            && (0..ITEM_KINDS)
+                .all(|k| ok(live.items[k] + escrow.items[k], self.departed.items[k], self.minted.items[k], self.sunk.items[k]))
     }
 }
 
@@ -262,6 +385,8 @@ impl Economy {
                     free,
                     minted: Holdings::default(),
                     minted_by_loot: Holdings::default(),
+                    open_offers: 0,
+                    minted_by_grant: Holdings::default(),
                     sunk: Holdings::default(),
                     departed: Holdings::default(),
                 }))
@@ -315,6 +440,11 @@ impl Economy {
         let Some(w) = shard.wallets.get_mut(handle.slot as usize).filter(|w| w.open && w.generation == handle.generation) else {
             return false;
         };
+        // An open offer closes with its maker: the escrow goes back into the wallet first.
+        if let Some(o) = w.offer.take() {
+            w.put_in(&o.give);
+            shard.open_offers -= 1;
+        }
         shard.departed.add_wallet(w);
         w.open = false;
         w.gold = 0;
@@ -330,6 +460,29 @@ impl Economy {
         shard.wallet_mut(handle).map(|w| Balance { gold: w.gold, items: w.items })
     }
 
+    /// Locks the shard of `a` and, if `b` lives in another one, `b`'s, always in ascending
+    /// shard index (so two operations in opposite directions cannot deadlock).
+    fn lock_two(
+        &self,
+        a: WalletHandle,
+        b: Option<WalletHandle>,
+        waits: &mut LockWaits,
+    ) -> (MutexGuard<'_, EconomyShard>, Option<MutexGuard<'_, EconomyShard>>) {
+        let a_shard = (a.shard as usize).min(ECONOMY_SHARDS - 1);
+        let b_shard = b.map(|h| h.shard as usize).filter(|&s| s != a_shard && s < ECONOMY_SHARDS);
+        match b_shard {
+            Some(s) if s < a_shard => {
+                let theirs = waits.lock(&self.shards[s]);
+                (waits.lock(&self.shards[a_shard]), Some(theirs))
+            }
+            Some(s) => {
+                let mine = waits.lock(&self.shards[a_shard]);
+                (mine, Some(waits.lock(&self.shards[s])))
+            }
+            None => (waits.lock(&self.shards[a_shard]), None),
+        }
+    }
+
     /// Decides one authenticated operation from `initiator`'s wallet. The caller has checked
     /// the player id and session; everything else is decided (and recorded) here.
     /// Waits on the shard locks are added to `waits`.
@@ -338,46 +491,17 @@ impl Economy {
         if op.transaction_id == 0 {
             return refuse(EconomyStatus::InvalidTransaction);
         }
-        let Some(my_shard_lock) = self.shards.get(initiator.shard as usize) else {
+        if initiator.shard as usize >= ECONOMY_SHARDS {
             return refuse(EconomyStatus::PlayerDeparted);
-        };
+        }
         let other = match counterparty {
             Counterparty::Wallet(h) if h == initiator => None,
             Counterparty::Wallet(h) => Some(h),
             _ => None,
         };
-        let other_shard = other.map(|h| h.shard as usize).filter(|&s| s != initiator.shard as usize && s < ECONOMY_SHARDS);
-        // Lock in ascending shard index.
-        let (mut mine, mut theirs): (MutexGuard<'_, EconomyShard>, Option<MutexGuard<'_, EconomyShard>>) = match other_shard {
-            Some(s) if s < initiator.shard as usize => {
-                let theirs = waits.lock(&self.shards[s]);
-                (waits.lock(my_shard_lock), Some(theirs))
-            }
-            Some(s) => {
-                let mine = waits.lock(my_shard_lock);
-                (mine, Some(waits.lock(&self.shards[s])))
-            }
-            None => (waits.lock(my_shard_lock), None),
-        };
+        let (mut mine, mut theirs) = self.lock_two(initiator, other, waits);
         let mine = &mut *mine;
-        // Borrow the initiator's wallet and, if any, the counterparty's (same or other shard).
-        let (me, them): (Option<&mut Wallet>, Option<&mut Wallet>) = match (other, theirs.as_deref_mut()) {
-            (Some(h), Some(their_shard)) => (mine.wallets.get_mut(initiator.slot as usize), their_shard.wallet_mut(h)),
-            (Some(h), None) => {
-                if h.slot == initiator.slot || h.shard as usize >= ECONOMY_SHARDS {
-                    (mine.wallets.get_mut(initiator.slot as usize), None)
-                } else {
-                    match mine.wallets.get_disjoint_mut([initiator.slot as usize, h.slot as usize]) {
-                        Ok([a, b]) => {
-                            let b = (b.open && b.generation == h.generation).then_some(b);
-                            (Some(a), b)
-                        }
-                        Err(_) => (mine.wallets.get_mut(initiator.slot as usize), None),
-                    }
-                }
-            }
-            (None, _) => (mine.wallets.get_mut(initiator.slot as usize), None),
-        };
+        let (me, them) = two_wallets(mine, theirs.as_deref_mut(), initiator, other);
         let Some(me) = me.filter(|w| w.open && w.generation == initiator.generation) else {
             return refuse(EconomyStatus::PlayerDeparted);
         };
@@ -409,6 +533,237 @@ impl Economy {
         let me = &mut mine.wallets[initiator.slot as usize];
         me.record(op.transaction_id, status);
         Outcome { status, duplicate: false, gold_after: if status == EconomyStatus::Applied { me.gold } else { 0 } }
+    }
+
+    /// A trade offer from `maker` to the taker (`taker`, resolved by the caller from
+    /// `offer.counterparty_id`) at server time `now_ms`, open for `timeout_ms`. Checked in
+    /// order: the transaction id (de-duplicated like every request), the amounts, the taker,
+    /// the maker's open offer (one at a time; an expired one is closed first), the maker's
+    /// funds; then `give` moves into escrow. Only the maker's shard is locked. Also says whether
+    /// it closed the maker's timed-out offer.
+    pub fn offer(
+        &self,
+        offer: &TradeOffer,
+        maker: WalletHandle,
+        taker: Counterparty,
+        now_ms: u64,
+        timeout_ms: u32,
+        waits: &mut LockWaits,
+    ) -> (Outcome, bool) {
+        let refuse = |status| (Outcome { status, duplicate: false, gold_after: 0 }, false);
+        if offer.transaction_id == 0 {
+            return refuse(EconomyStatus::InvalidTransaction);
+        }
+        let Some(shard) = self.shards.get(maker.shard as usize) else { return refuse(EconomyStatus::PlayerDeparted) };
+        let mut shard = waits.lock(shard);
+        let shard = &mut *shard;
+        let Some(w) = shard.wallets.get_mut(maker.slot as usize).filter(|w| w.open && w.generation == maker.generation) else {
+            return refuse(EconomyStatus::PlayerDeparted);
+        };
+        match w.recall(offer.transaction_id) {
+            Recall::Decided(d) => {
+                let status = EconomyStatus::try_from(d.status).expect("recorded statuses are valid");
+                return (Outcome { status, duplicate: true, gold_after: d.gold_after }, false);
+            }
+            Recall::TooOld => return refuse(EconomyStatus::TransactionTooOld),
+            Recall::New => {}
+        }
+        let closed_expired = w.settle_expired_offer(now_ms);
+        if closed_expired {
+            shard.open_offers -= 1;
+        }
+        let decided = (|| {
+            let (give, want) = (stack_of(&offer.give)?, stack_of(&offer.want)?);
+            if give == Stack::default() && want == Stack::default() {
+                return Err(EconomyStatus::InvalidAmount);
+            }
+            let taker = match taker {
+                Counterparty::Absent | Counterparty::Unknown => return Err(EconomyStatus::UnknownPlayer),
+                Counterparty::Initiator => return Err(EconomyStatus::SelfTrade),
+                Counterparty::Wallet(h) if h == maker => return Err(EconomyStatus::SelfTrade),
+                Counterparty::Wallet(h) => h,
+            };
+            if w.offer.is_some() {
+                return Err(EconomyStatus::OfferPending);
+            }
+            w.has(&give)?;
+            w.take_out(&give);
+            let expires_ms = now_ms.saturating_add(u64::from(timeout_ms));
+            w.offer = Some(OpenOffer { offer_id: offer.transaction_id, taker, taker_id: offer.counterparty_id, give, want, expires_ms });
+            Ok(())
+        })();
+        let status = match decided {
+            Ok(()) => {
+                shard.open_offers += 1;
+                EconomyStatus::Applied
+            }
+            Err(status) => status,
+        };
+        let w = &mut shard.wallets[maker.slot as usize];
+        w.record(offer.transaction_id, status);
+        (Outcome { status, duplicate: false, gold_after: if status == EconomyStatus::Applied { w.gold } else { 0 } }, closed_expired)
+    }
+
+    /// An answer to maker `maker_id`'s offer `answer.offer_id` at server time `now_ms`: its
+    /// taker accepts (both sides move at once: `want` from the taker to the maker, the escrowed
+    /// `give` to the taker) or declines (the escrow goes back), or the maker cancels
+    /// (`accept` 0 from the maker). Checked in order: the transaction id (de-duplicated), the
+    /// offer (open, this id, not timed out: a timed-out one is closed here, its escrow back),
+    /// who answers (the taker; the maker may only cancel), and for an accept the taker's
+    /// funds and both sides' room. Both shards are locked, in ascending index.
+    pub fn answer(
+        &self,
+        answer: &TradeAnswer,
+        me: WalletHandle,
+        maker: Counterparty,
+        now_ms: u64,
+        waits: &mut LockWaits,
+    ) -> (Outcome, TradeClose) {
+        let refuse = |status| (Outcome { status, duplicate: false, gold_after: 0 }, TradeClose::None);
+        if answer.transaction_id == 0 {
+            return refuse(EconomyStatus::InvalidTransaction);
+        }
+        if me.shard as usize >= ECONOMY_SHARDS {
+            return refuse(EconomyStatus::PlayerDeparted);
+        }
+        let maker_h = match maker {
+            Counterparty::Wallet(h) if h != me => Some(h),
+            _ => None,
+        };
+        let (mut mine, mut theirs) = self.lock_two(me, maker_h, waits);
+        let mine = &mut *mine;
+        let (w, their) = two_wallets(mine, theirs.as_deref_mut(), me, maker_h);
+        let Some(w) = w.filter(|w| w.open && w.generation == me.generation) else {
+            return refuse(EconomyStatus::PlayerDeparted);
+        };
+        match w.recall(answer.transaction_id) {
+            Recall::Decided(d) => {
+                let status = EconomyStatus::try_from(d.status).expect("recorded statuses are valid");
+                return (Outcome { status, duplicate: true, gold_after: d.gold_after }, TradeClose::None);
+            }
+            Recall::TooOld => return refuse(EconomyStatus::TransactionTooOld),
+            Recall::New => {}
+        }
+        let cancelling = matches!(maker, Counterparty::Initiator) || maker_h.is_none() && matches!(maker, Counterparty::Wallet(_));
+        let decided: Result<TradeClose, EconomyStatus> = (|| {
+            // The maker's wallet: another's, or (cancelling) the answerer's own.
+            let maker_w: &mut Wallet = match (maker, their) {
+                (Counterparty::Absent | Counterparty::Unknown, _) => return Err(EconomyStatus::UnknownPlayer),
+                _ if cancelling => {
+                    if answer.accept != 0 {
+                        return Err(EconomyStatus::SelfTrade);
+                    }
+                    let offer = w.offer.filter(|o| o.offer_id == answer.offer_id).ok_or(EconomyStatus::NoSuchOffer)?;
+                    if now_ms >= offer.expires_ms {
+                        w.settle_expired_offer(now_ms);
+                        return Ok(TradeClose::Expired);
+                    }
+                    w.put_in(&offer.give);
+                    w.offer = None;
+                    return Ok(TradeClose::Cancelled);
+                }
+                (_, None) => return Err(EconomyStatus::PlayerDeparted),
+                (_, Some(m)) => m,
+            };
+            let offer = maker_w.offer.filter(|o| o.offer_id == answer.offer_id).ok_or(EconomyStatus::NoSuchOffer)?;
+            if now_ms >= offer.expires_ms {
+                maker_w.settle_expired_offer(now_ms);
+                return Ok(TradeClose::Expired);
+            }
+            if offer.taker != me || offer.taker_id != answer.player_id {
+                return Err(EconomyStatus::NotYourOffer);
+            }
+            if answer.accept == 0 {
+                maker_w.put_in(&offer.give);
+                maker_w.offer = None;
+                return Ok(TradeClose::Declined);
+            }
+            w.has(&offer.want)?;
+            // Room on both sides, checked before anything moves.
+            if !fits_after(w, &offer.want, &offer.give) || !maker_w.can_take(&offer.want) {
+                return Err(EconomyStatus::Overflow);
+            }
+            w.take_out(&offer.want);
+            maker_w.put_in(&offer.want);
+            w.put_in(&offer.give);
+            maker_w.offer = None;
+            Ok(TradeClose::Accepted)
+        })();
+        let (status, close) = match decided {
+            Ok(TradeClose::Expired) => (EconomyStatus::OfferExpired, TradeClose::Expired),
+            Ok(close) => (EconomyStatus::Applied, close),
+            Err(status) => (status, TradeClose::None),
+        };
+        if close != TradeClose::None {
+            // The maker's shard: the answerer's own when cancelling or when both share one.
+            match theirs.as_deref_mut() {
+                Some(t) if !cancelling => t.open_offers -= 1,
+                _ => mine.open_offers -= 1,
+            }
+        }
+        let w = &mut mine.wallets[me.slot as usize];
+        w.record(answer.transaction_id, status);
+        (Outcome { status, duplicate: false, gold_after: if status == EconomyStatus::Applied { w.gold } else { 0 } }, close)
+    }
+
+    /// Closes the timed-out offers of `count` shards starting at `first` (wrapping), their
+    /// escrow back to their makers; returns how many. Shards without an open offer are
+    /// skipped after one look. The tick sweeps a few shards per tick.
+    pub fn expire_offers(&self, now_ms: u64, first: usize, count: usize, waits: &mut LockWaits) -> u32 {
+        let mut expired = 0;
+        for i in 0..count.min(ECONOMY_SHARDS) {
+            let mut shard = waits.lock(&self.shards[(first + i) % ECONOMY_SHARDS]);
+            let shard = &mut *shard;
+            if shard.open_offers == 0 {
+                continue;
+            }
+            let mut closed = 0;
+            for w in shard.wallets.iter_mut().filter(|w| w.open) {
+                closed += u32::from(w.settle_expired_offer(now_ms));
+            }
+            shard.open_offers -= closed;
+            expired += closed;
+        }
+        expired
+    }
+
+    /// An admin grant of `stack` to a wallet: the one source of value besides starting gold
+    /// and loot, booked as minted and as minted by grant. At most once per (wallet,
+    /// `grant_id`): grants are numbered upwards per player; a repeat of the last applied id
+    /// is answered as a duplicate, an older one refused as too old.
+    pub fn grant(&self, handle: WalletHandle, grant_id: u64, stack: &TradeStack, waits: &mut LockWaits) -> Outcome {
+        let refuse = |status| Outcome { status, duplicate: false, gold_after: 0 };
+        if grant_id == 0 {
+            return refuse(EconomyStatus::InvalidTransaction);
+        }
+        let Some(shard) = self.shards.get(handle.shard as usize) else { return refuse(EconomyStatus::PlayerDeparted) };
+        let mut shard = waits.lock(shard);
+        let shard = &mut *shard;
+        let Some(w) = shard.wallets.get_mut(handle.slot as usize).filter(|w| w.open && w.generation == handle.generation) else {
+            return refuse(EconomyStatus::PlayerDeparted);
+        };
+        if grant_id == w.last_grant {
+            return Outcome { status: EconomyStatus::Applied, duplicate: true, gold_after: w.gold };
+        }
+        if grant_id < w.last_grant {
+            return refuse(EconomyStatus::TransactionTooOld);
+        }
+        let s = match stack_of(stack) {
+            Ok(s) if s != Stack::default() => s,
+            Ok(_) => return refuse(EconomyStatus::InvalidAmount),
+            Err(status) => return refuse(status),
+        };
+        if !w.can_take(&s) {
+            return refuse(EconomyStatus::Overflow);
+        }
+        w.put_in(&s);
+        w.last_grant = grant_id;
+        let mut minted = Holdings { gold: u128::from(s.gold), ..Holdings::default() };
+        minted.items[s.item_kind] = u128::from(s.item_count);
+        let gold_after = w.gold;
+        shard.minted.add(&minted);
+        shard.minted_by_grant.add(&minted);
+        Outcome { status: EconomyStatus::Applied, duplicate: false, gold_after }
     }
 
     /// Credits a loot drop to a wallet, taking the loot with `take` (the claim's CAS) under the
@@ -453,13 +808,44 @@ impl Economy {
             for w in shard.wallets.iter().filter(|w| w.open) {
                 audit.live.add_wallet(w);
                 audit.open_wallets += 1;
+                if let Some(o) = &w.offer {
+                    audit.escrowed.gold += u128::from(o.give.gold);
+                    audit.escrowed.items[o.give.item_kind] += u128::from(o.give.item_count);
+                    audit.open_offers += 1;
+                }
             }
             audit.minted.add(&shard.minted);
             audit.minted_by_loot.add(&shard.minted_by_loot);
+            audit.minted_by_grant.add(&shard.minted_by_grant);
             audit.sunk.add(&shard.sunk);
             audit.departed.add(&shard.departed);
         }
         audit
+    }
+}
+
+/// Borrows the wallet of `a` (from `mine`, its shard; unchecked: the caller checks it is open
+/// and of `a`'s generation) and, if any, the open wallet of `b` (from `theirs` when that is
+/// another shard, else from `mine`; `None` if closed, stale, or `a` itself).
+fn two_wallets<'a>(
+    mine: &'a mut EconomyShard,
+    theirs: Option<&'a mut EconomyShard>,
+    a: WalletHandle,
+    b: Option<WalletHandle>,
+) -> (Option<&'a mut Wallet>, Option<&'a mut Wallet>) {
+    match (b, theirs) {
+        (Some(h), Some(their_shard)) => (mine.wallets.get_mut(a.slot as usize), their_shard.wallet_mut(h)),
+        (Some(h), None) => {
+            let (ai, bi, len) = (a.slot as usize, h.slot as usize, mine.wallets.len());
+            if ai != bi && ai < len && bi < len && (h.shard as usize) < ECONOMY_SHARDS {
+                let [x, y] = mine.wallets.get_disjoint_mut([ai, bi]).expect("distinct slots in range");
+                let y = (y.open && y.generation == h.generation).then_some(y);
+                (Some(x), y)
+            } else {
+                (mine.wallets.get_mut(ai), None)
+            }
+        }
+        (None, _) => (mine.wallets.get_mut(a.slot as usize), None),
     }
 }
 

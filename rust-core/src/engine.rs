@@ -15,15 +15,15 @@
 use crate::capacity::CapacityGate;
 use crate::combat::{Combat, DamageOutcome, ExpiryHeap, RaidError, RaidReport};
 use crate::config::{AOI_K_MAX, ConfigError, CoreConfig, ITEM_KINDS};
-use crate::economy::{Counterparty, Economy, EconomyAudit, LootCreditError};
+use crate::economy::{Counterparty, ECONOMY_SHARDS, Economy, EconomyAudit, LootCreditError, Outcome, TradeClose, WalletHandle};
 use crate::grid::{Grid, ObjectMember, PlayerMember};
 use crate::locks::{LockKind, LockWaits};
 use crate::loot::{LOOT_CLAIMED, LootContents, LootTable};
 use crate::movement::{MoveRules, Movement};
 use crate::players::{JoinTicket, PlayerRecord, Players, new_session_token};
 use crate::records::{
-    AoiEntry, AttackError, EconomyOp, EconomyResult, EntityKind, EventKind, LootError, MoveEvent, MoveRecord, RaidSpawnRequest,
-    RejectReason,
+    AoiEntry, AttackError, EconomyOp, EconomyResult, EconomyStatus, EntityKind, EventKind, LootError, MoveEvent, MoveRecord,
+    RaidSpawnRequest, RejectReason, TradeAnswer, TradeOffer, TradeStack,
 };
 use crate::snapshot::{NOT_IN_SNAPSHOT, SnapshotBoard, SnapshotBuilder, SnapshotGeometry, SnapshotWriter, WorldSnapshot};
 use crate::stats::{Counter, Stats, StatsSnapshot};
@@ -151,6 +151,15 @@ pub struct LootReport {
     /// `true` when the claimer had already claimed this loot: this answer repeats it and
     /// credited nothing.
     pub repeat: bool,
+}
+
+/// Economy shards the tick sweeps for timed-out trade offers, per tick (all 64 every 16
+/// ticks: 0.8 s at the default 50 ms tick).
+const OFFER_SWEEP_SHARDS: usize = 4;
+
+/// The result record of an economy request.
+fn economy_result(transaction_id: u64, player_id: u64, status: EconomyStatus, duplicate: bool, gold_balance: u64) -> EconomyResult {
+    EconomyResult { transaction_id, player_id, gold_balance, status: status as u8, duplicate: u8::from(duplicate), _reserved: [0; 6] }
 }
 
 /// What a move batch did.
@@ -773,8 +782,103 @@ impl Engine {
             id => self.players.get(id).map_or(Counterparty::Unknown, |c| Counterparty::Wallet(c.wallet)),
         };
         let outcome = self.economy.execute(op, initiator, counterparty, waits);
-        self.stats.bump(if outcome.duplicate { Counter::EconomyDuplicates } else { Counter::for_economy(outcome.status) });
+        self.count_economy(&outcome);
         result(outcome.status, outcome.duplicate, outcome.gold_after)
+    }
+
+    /// Resolves the initiator of an economy request (live, right session) to its wallet, and
+    /// `other_id` to a counterparty; a refusal is counted and handed back as the result.
+    fn economy_parties(&self, player_id: u64, session_token: u64, other_id: u64) -> Result<(WalletHandle, Counterparty), EconomyStatus> {
+        let Some(player) = self.players.get(player_id) else {
+            self.stats.bump(Counter::EconomyUnknownPlayer);
+            return Err(EconomyStatus::UnknownPlayer);
+        };
+        if player.session_token != session_token {
+            self.stats.bump(Counter::EconomyWrongSession);
+            return Err(EconomyStatus::WrongSession);
+        }
+        let wallet = player.wallet;
+        drop(player);
+        let other = match other_id {
+            0 => Counterparty::Absent,
+            id if id == player_id => Counterparty::Initiator,
+            id => self.players.get(id).map_or(Counterparty::Unknown, |c| Counterparty::Wallet(c.wallet)),
+        };
+        Ok((wallet, other))
+    }
+
+    /// A trade offer at server time `now_ms` ([`crate::economy::Economy::offer`]): the maker's
+    /// `give` goes into escrow for `trade_timeout_ms`, until its taker accepts or declines, the
+    /// maker cancels, or it times out. The offer's id is its transaction id.
+    pub fn trade_offer(&self, offer: &TradeOffer, now_ms: u64) -> EconomyResult {
+        let mut waits = LockWaits::default();
+        let result = match self.economy_parties(offer.player_id, offer.session_token, offer.counterparty_id) {
+            Err(status) => economy_result(offer.transaction_id, offer.player_id, status, false, 0),
+            Ok((maker, taker)) => {
+                let (o, closed_expired) = self.economy.offer(offer, maker, taker, now_ms, self.config.trade_timeout_ms, &mut waits);
+                self.count_economy(&o);
+                if o.status == EconomyStatus::Applied && !o.duplicate {
+                    self.stats.bump(Counter::TradeOffers);
+                }
+                if closed_expired {
+                    self.stats.bump(Counter::TradesExpired);
+                }
+                economy_result(offer.transaction_id, offer.player_id, o.status, o.duplicate, o.gold_after)
+            }
+        };
+        self.stats.add_waits(LockKind::Economy, waits);
+        result
+    }
+
+    /// An answer to a trade offer at server time `now_ms` ([`crate::economy::Economy::answer`]):
+    /// the taker accepts (both sides move at once) or declines, or the maker cancels.
+    pub fn trade_answer(&self, answer: &TradeAnswer, now_ms: u64) -> EconomyResult {
+        let mut waits = LockWaits::default();
+        let result = match self.economy_parties(answer.player_id, answer.session_token, answer.maker_id) {
+            Err(status) => economy_result(answer.transaction_id, answer.player_id, status, false, 0),
+            Ok((me, maker)) => {
+                let (o, close) = self.economy.answer(answer, me, maker, now_ms, &mut waits);
+                self.count_economy(&o);
+                match close {
+                    TradeClose::None => {}
+                    TradeClose::Accepted => self.stats.bump(Counter::TradesAccepted),
+                    TradeClose::Declined => self.stats.bump(Counter::TradesDeclined),
+                    TradeClose::Cancelled => self.stats.bump(Counter::TradesCancelled),
+                    TradeClose::Expired => self.stats.bump(Counter::TradesExpired),
+                }
+                economy_result(answer.transaction_id, answer.player_id, o.status, o.duplicate, o.gold_after)
+            }
+        };
+        self.stats.add_waits(LockKind::Economy, waits);
+        result
+    }
+
+    /// An admin grant of `stack` to `player_id` (the admin's word, never a client's): the one
+    /// source of value besides starting gold and loot, counted apart (`grants`, `grant_gold`,
+    /// `grant_items`, and the audit's `minted_by_grant`). At most once per (player,
+    /// `grant_id`), ids increasing per player.
+    pub fn grant(&self, player_id: u64, grant_id: u64, stack: &TradeStack) -> EconomyResult {
+        let Some(player) = self.players.get(player_id) else {
+            self.stats.bump(Counter::EconomyUnknownPlayer);
+            return economy_result(grant_id, player_id, EconomyStatus::UnknownPlayer, false, 0);
+        };
+        let wallet = player.wallet;
+        drop(player);
+        let mut waits = LockWaits::default();
+        let o = self.economy.grant(wallet, grant_id, stack, &mut waits);
+        self.stats.add_waits(LockKind::Economy, waits);
+        if o.status == EconomyStatus::Applied && !o.duplicate {
+            self.stats.bump(Counter::Grants);
+            self.stats.add(Counter::GrantGold, stack.gold as u64);
+            self.stats.add(Counter::GrantItems, u64::from(stack.item_count as u32));
+        } else {
+            self.count_economy(&o);
+        }
+        economy_result(grant_id, player_id, o.status, o.duplicate, o.gold_after)
+    }
+
+    fn count_economy(&self, o: &Outcome) {
+        self.stats.bump(if o.duplicate { Counter::EconomyDuplicates } else { Counter::for_economy(o.status) });
     }
 
     /// Runs one tick at server time `now_ms`: expires due raid bursts, builds the world
@@ -787,6 +891,13 @@ impl Engine {
         let mut waits = LockWaits::default();
         self.combat.collect_new_bursts(&mut state.expiry);
         let expired = self.combat.expire_due(&mut state.expiry, state.tick, &self.grid, &mut state.expired, &mut waits);
+        // Timed-out trade offers: OFFER_SWEEP_SHARDS economy shards per tick, round-robin, so
+        // every escrow is back within ECONOMY_SHARDS / OFFER_SWEEP_SHARDS ticks of its timeout.
+        let first = (state.tick as usize * OFFER_SWEEP_SHARDS) % ECONOMY_SHARDS;
+        let mut economy_waits = LockWaits::default();
+        let offers_expired = self.economy.expire_offers(now_ms, first, OFFER_SWEEP_SHARDS, &mut economy_waits);
+        self.stats.add(Counter::TradesExpired, u64::from(offers_expired));
+        self.stats.add_waits(LockKind::Economy, economy_waits);
         let snapshot_entities = self.publish_snapshot(state, now_ms, &mut waits);
         let info = TickInfo {
             tick: state.tick,

@@ -215,6 +215,64 @@ pub struct EconomyOp {
     pub _reserved: u8,
 }
 
+/// One side of a trade offer: gold and one stack of items (signed on the wire, so a negative
+/// amount is a typed refusal, not a wrap).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TradeStack {
+    /// Gold.
+    pub gold: i64,
+    /// Items (0: gold only).
+    pub item_count: i32,
+    /// Their kind, `0..ITEM_KINDS` (ignored when `item_count` is 0).
+    pub item_kind: u16,
+    /// Zero.
+    pub _reserved: u16,
+}
+
+/// A trade offer: the maker (`player_id`) offers `give` to the taker (`counterparty_id`) for
+/// `want`. `give` goes into escrow until the taker accepts or declines, the maker cancels, or
+/// the offer times out. The offer's id is the maker's `transaction_id`. At most once per
+/// (`player_id`, `transaction_id`), like every economy request.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TradeOffer {
+    /// The maker.
+    pub player_id: u64,
+    /// The maker's session token.
+    pub session_token: u64,
+    /// The maker's transaction id; also the offer's id.
+    pub transaction_id: u64,
+    /// The taker.
+    pub counterparty_id: u64,
+    /// What the maker gives.
+    pub give: TradeStack,
+    /// What the maker wants from the taker.
+    pub want: TradeStack,
+}
+
+/// An answer to a trade offer: the taker accepts (`accept` = 1) or declines (0), or the maker
+/// cancels its own offer (`accept` = 0 with `maker_id` = `player_id`). At most once per
+/// (`player_id`, `transaction_id`).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TradeAnswer {
+    /// Who answers (the taker, or the maker cancelling).
+    pub player_id: u64,
+    /// Their session token.
+    pub session_token: u64,
+    /// Their transaction id.
+    pub transaction_id: u64,
+    /// The offer's maker.
+    pub maker_id: u64,
+    /// The offer's id (the maker's transaction id of the offer).
+    pub offer_id: u64,
+    /// 1 accept, 0 decline (or cancel).
+    pub accept: u8,
+    /// Zero.
+    pub _reserved: [u8; 7],
+}
+
 /// Outcome of an economy request. Each non-applied status has its own counter.
 #[repr(u8)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -246,6 +304,18 @@ pub enum EconomyStatus {
     BadKind = 11,
     /// Transaction id 0.
     InvalidTransaction = 12,
+    /// A trade offer from a maker who already has one open (one at a time).
+    OfferPending = 13,
+    /// The maker has no open offer with that id (never made, or already closed).
+    NoSuchOffer = 14,
+    /// The offer is for another player: only its taker may accept or decline it.
+    NotYourOffer = 15,
+    /// The offer timed out (its escrow went back to the maker).
+    OfferExpired = 16,
+    /// A kind clients may no longer request: a `Trade` (it took the other side's items without
+    /// their consent; use a trade offer) or a `LootPickup` (it minted what the client named;
+    /// loot is claimed). Refused before anything is read.
+    KindRetired = 17,
 }
 
 /// The result written for one [`EconomyOp`].
@@ -313,7 +383,8 @@ wire_enum_try_from!(EconomyKind { Transfer = 1, Trade = 2, LootPickup = 3, Spend
 wire_enum_try_from!(EconomyStatus {
     Applied = 0, InvalidAmount = 1, Overflow = 2, SelfTrade = 3, UnknownItem = 4,
     InsufficientFunds = 5, InsufficientItems = 6, UnknownPlayer = 7, PlayerDeparted = 8,
-    WrongSession = 9, TransactionTooOld = 10, BadKind = 11, InvalidTransaction = 12,
+    WrongSession = 9, TransactionTooOld = 10, BadKind = 11, InvalidTransaction = 12, OfferPending = 13,
+    NoSuchOffer = 14, NotYourOffer = 15, OfferExpired = 16, KindRetired = 17,
 });
 
 // Layouts are part of the ABI: any change here is a protocol change.
@@ -329,6 +400,9 @@ const _: () = assert!(size_of::<EconomyOp>() == 48 && align_of::<EconomyOp>() ==
 const _: () = assert!(offset_of!(EconomyOp, gold) == 32 && offset_of!(EconomyOp, kind) == 46);
 const _: () = assert!(size_of::<EconomyResult>() == 32 && align_of::<EconomyResult>() == 8);
 const _: () = assert!(offset_of!(EconomyResult, status) == 24);
+const _: () = assert!(size_of::<TradeStack>() == 16 && align_of::<TradeStack>() == 8);
+const _: () = assert!(size_of::<TradeOffer>() == 64 && offset_of!(TradeOffer, give) == 32 && offset_of!(TradeOffer, want) == 48);
+const _: () = assert!(size_of::<TradeAnswer>() == 48 && offset_of!(TradeAnswer, accept) == 40);
 const _: () = assert!(size_of::<AoiEntry>() == 24 && align_of::<AoiEntry>() == 8);
 const _: () = assert!(offset_of!(AoiEntry, kind) == 20);
 
@@ -361,7 +435,7 @@ mod tests {
         assert_eq!(EventKind::try_from(0), Err(0));
         assert_eq!(EntityKind::try_from(5), Err(5));
         assert_eq!(EconomyKind::try_from(200), Err(200));
-        assert_eq!(EconomyStatus::try_from(13), Err(13));
+        assert_eq!(EconomyStatus::try_from(18), Err(18));
         assert_eq!(RejectReason::try_from(6), Err(6));
         assert_eq!(LootError::try_from(0), Err(0));
         assert_eq!(LootError::try_from(8), Err(8));

@@ -177,6 +177,33 @@ pub struct StatsSnapshot {
     pub economy_bad_kind: u64,
     /// Economy refused: transaction id 0.
     pub economy_invalid_transaction: u64,
+    /// Economy refused: the maker already has an open trade offer.
+    pub economy_offer_pending: u64,
+    /// Economy refused: no open trade offer with that id.
+    pub economy_no_such_offer: u64,
+    /// Economy refused: an answer to another player's trade offer.
+    pub economy_not_your_offer: u64,
+    /// Economy refused: the trade offer had timed out.
+    pub economy_offer_expired: u64,
+    /// Economy refused: a retired kind (trade without consent, loot pickup).
+    pub economy_kind_retired: u64,
+    /// Trade offers opened (their give in escrow).
+    pub trade_offers: u64,
+    /// Trade offers accepted: both sides moved.
+    pub trades_accepted: u64,
+    /// Trade offers declined by their taker.
+    pub trades_declined: u64,
+    /// Trade offers cancelled by their maker.
+    pub trades_cancelled: u64,
+    /// Trade offers that timed out (escrow back to the maker), found by an answer, a new
+    /// offer or the tick's sweep.
+    pub trades_expired: u64,
+    /// Admin grants applied.
+    pub grants: u64,
+    /// Gold admin grants minted.
+    pub grant_gold: u64,
+    /// Items admin grants minted.
+    pub grant_items: u64,
     /// Ticks run.
     pub ticks: u64,
     /// Area-of-interest snapshots built.
@@ -267,6 +294,19 @@ define_counters! {
     EconomyTooOld / economy_too_old: "Economy refused: transaction older than the window.",
     EconomyBadKind / economy_bad_kind: "Economy refused: unknown operation kind.",
     EconomyInvalidTransaction / economy_invalid_transaction: "Economy refused: transaction id 0.",
+    EconomyOfferPending / economy_offer_pending: "Economy refused: the maker already has an open trade offer.",
+    EconomyNoSuchOffer / economy_no_such_offer: "Economy refused: no open trade offer with that id.",
+    EconomyNotYourOffer / economy_not_your_offer: "Economy refused: an answer to another player's trade offer.",
+    EconomyOfferExpired / economy_offer_expired: "Economy refused: the trade offer had timed out.",
+    EconomyKindRetired / economy_kind_retired: "Economy refused: a retired kind (trade without consent, loot pickup).",
+    TradeOffers / trade_offers: "Trade offers opened (their give in escrow).",
+    TradesAccepted / trades_accepted: "Trade offers accepted: both sides moved.",
+    TradesDeclined / trades_declined: "Trade offers declined by their taker.",
+    TradesCancelled / trades_cancelled: "Trade offers cancelled by their maker.",
+    TradesExpired / trades_expired: "Trade offers that timed out (escrow back to the maker).",
+    Grants / grants: "Admin grants applied.",
+    GrantGold / grant_gold: "Gold admin grants minted.",
+    GrantItems / grant_items: "Items admin grants minted.",
     Ticks / ticks: "Ticks run.",
     AoiQueries / aoi_queries: "Area-of-interest snapshots built.",
     AoiNotInSnapshot / aoi_not_in_snapshot: "Area-of-interest queries that found no entry for their player in the latest world snapshot.",
@@ -323,6 +363,11 @@ impl Counter {
             EconomyStatus::TransactionTooOld => Counter::EconomyTooOld,
             EconomyStatus::BadKind => Counter::EconomyBadKind,
             EconomyStatus::InvalidTransaction => Counter::EconomyInvalidTransaction,
+            EconomyStatus::OfferPending => Counter::EconomyOfferPending,
+            EconomyStatus::NoSuchOffer => Counter::EconomyNoSuchOffer,
+            EconomyStatus::NotYourOffer => Counter::EconomyNotYourOffer,
+            EconomyStatus::OfferExpired => Counter::EconomyOfferExpired,
+            EconomyStatus::KindRetired => Counter::EconomyKindRetired,
         }
     }
 }
@@ -435,7 +480,7 @@ mod tests {
         use std::collections::HashSet;
         let reasons = [1u8, 2, 3, 4, 5].map(|v| Counter::for_reject(RejectReason::try_from(v).unwrap()) as usize);
         assert_eq!(reasons.iter().collect::<HashSet<_>>().len(), reasons.len());
-        let statuses: Vec<usize> = (0u8..=12).map(|v| Counter::for_economy(EconomyStatus::try_from(v).unwrap()) as usize).collect();
+        let statuses: Vec<usize> = (0u8..=17).map(|v| Counter::for_economy(EconomyStatus::try_from(v).unwrap()) as usize).collect();
         assert_eq!(statuses.iter().collect::<HashSet<_>>().len(), statuses.len());
     }
 }
