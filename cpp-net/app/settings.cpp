@@ -98,6 +98,8 @@ void visit_settings(Settings& s, V&& v) {
                      "chance per thousand that a drop also holds a stack of items"});
   v(Number<uint32_t>{"core", "loot_item_count_max", "--loot-item-count-max", s.core.loot_item_count_max, 1, 65535,
                      "most items in a dropped stack"});
+  v(Number<uint32_t>{"core", "trade_timeout_ms", "--trade-timeout-ms", s.core.trade_timeout_ms, 1, 3600000,
+                     "server milliseconds a trade offer stays open (then its escrow goes back to its maker)"});
   v(Number<uint32_t>{"core", "loot_seed", "--loot-seed", s.core.loot_seed, 0, 4294967295.0,
                      "seed of the loot rolls (a drop's contents follow from it and the dead add's id)"});
 }

@@ -55,6 +55,26 @@ struct Decision {
   uint8_t status = 0;
 };
 
+// Gold and one item stack, validated (economy.rs Stack).
+struct Stack {
+  uint64_t gold = 0;
+  size_t item_kind = 0;
+  uint64_t item_count = 0;
+  bool operator==(const Stack&) const = default;
+};
+
+struct Wallet;
+
+// A wallet's one open trade offer (economy.rs OpenOffer); `give` is in escrow.
+struct OpenOffer {
+  uint64_t offer_id = 0;
+  std::weak_ptr<Wallet> taker;
+  uint64_t taker_id = 0;
+  Stack give;
+  Stack want;
+  uint64_t expires_ms = 0;
+};
+
 struct Wallet {
   Wallet(uint64_t owner_, size_t stripe_, uint64_t gold_) : owner(owner_), stripe(stripe_), gold(gold_) {}
   const uint64_t owner;  // the player id
@@ -65,6 +85,8 @@ struct Wallet {
   std::array<uint64_t, kItemKinds> items{};
   uint64_t highest_transaction = 0;
   std::array<Decision, kDedupWindow> decisions{};
+  std::optional<OpenOffer> offer;  // its open trade offer, escrow included
+  uint64_t last_grant = 0;         // the highest admin grant id applied
 };
 
 using WalletPtr = std::shared_ptr<Wallet>;
@@ -89,6 +111,9 @@ struct LootContents {
   uint32_t item_count = 0;
 };
 
+// How an answer closed an offer (economy.rs TradeClose).
+enum class TradeClose { kNone, kAccepted, kDeclined, kCancelled, kExpired };
+
 // Economy::credit_loot's answer (economy.rs LootCredit / LootCreditError).
 enum class LootCredit { kCredited, kTakenAlready, kDeparted, kFull };
 
@@ -96,7 +121,10 @@ struct Audit {
   Holdings live;
   Holdings departed;
   Holdings minted;
-  Holdings minted_by_loot;  // the part of `minted` loot claims created
+  Holdings minted_by_loot;   // the part of `minted` loot claims created
+  Holdings minted_by_grant;  // the part of `minted` admin grants created
+  Holdings escrowed;         // held by open trade offers
+  uint32_t open_offers = 0;
   Holdings sunk;
   uint32_t open_wallets = 0;
   bool conserved() const;
@@ -117,6 +145,17 @@ class Economy {
   // and as minted by loot. `gold_after` is the wallet's gold afterwards.
   template <typename Take>
   LootCredit credit_loot(const WalletPtr& wallet, const LootContents& loot, Take&& take, LockWaits& waits, uint64_t& gold_after);
+  // economy.rs offer: `taker` as the engine resolved it; also says whether it closed the
+  // maker's timed-out offer.
+  Outcome offer(const MmoTradeOffer& offer, const WalletPtr& maker, const Counterparty& taker, uint64_t now_ms, uint32_t timeout_ms,
+                LockWaits& waits, bool& closed_expired);
+  // economy.rs answer: `maker` as the engine resolved answer.maker_id.
+  Outcome answer(const MmoTradeAnswer& answer, const WalletPtr& me, const Counterparty& maker, uint64_t now_ms, LockWaits& waits,
+                 TradeClose& close);
+  // economy.rs expire_offers: every offer timed out by now_ms.
+  uint32_t expire_offers(uint64_t now_ms, LockWaits& waits);
+  // economy.rs grant.
+  Outcome grant(const WalletPtr& wallet, uint64_t grant_id, const MmoTradeStack& stack, LockWaits& waits);
   // Locks every stripe (ascending) and reads the whole economy at one instant.
   Audit audit() const;
 
@@ -127,8 +166,11 @@ class Economy {
     std::unordered_map<uint64_t, WalletPtr> open;  // owner id -> wallet
     Holdings minted;
     Holdings minted_by_loot;
+    Holdings minted_by_grant;
     Holdings sunk;
     Holdings departed;
+    uint32_t open_offers = 0;             // wallets of this stripe with an open offer
+    uint64_t next_expiry_ms = UINT64_MAX;  // no open offer here times out before this
   };
   std::array<Stripe, kEconomyStripes> stripes_;
 };

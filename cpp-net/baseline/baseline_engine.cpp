@@ -20,7 +20,7 @@ namespace baseline {
 namespace {
 
 static_assert(sizeof(MmoMoveRecord) == 72 && sizeof(MmoMoveEvent) == 32 && sizeof(MmoEconomyOp) == 48, "records as mmo_core.h");
-static_assert(sizeof(MmoEconomyResult) == 32 && sizeof(MmoAoiEntry) == 24 && sizeof(MmoConfig) == 120, "records as mmo_core.h");
+static_assert(sizeof(MmoEconomyResult) == 32 && sizeof(MmoAoiEntry) == 24 && sizeof(MmoConfig) == 128, "records as mmo_core.h");
 static_assert(sizeof(BodyState::payload) == sizeof(MmoMoveRecord::payload));
 
 [[noreturn]] void refuse(const char* why) { throw std::runtime_error(std::string("invalid baseline engine config: ") + why); }
@@ -107,6 +107,7 @@ void validate_config(const MmoConfig& c) {
   if (c.loot_gold_min > c.loot_gold_max) refuse("loot_gold_min must be at most loot_gold_max");
   if (c.loot_item_permille > 1'000) refuse("loot_item_permille must be at most 1000");
   if (c.loot_item_count_max == 0 || c.loot_item_count_max > 65'535) refuse("loot_item_count_max must be in 1..=65535");
+  if (c.trade_timeout_ms == 0 || c.trade_timeout_ms > 3'600'000) refuse("trade_timeout_ms must be in 1..=3600000");
 }
 
 // Validates before any member is built (the grid sizes itself from the config).
@@ -543,6 +544,107 @@ MmoStatus BaselineEngine::apply_economy(std::span<const MmoEconomyOp> ops, std::
   return MMO_OK;
 }
 
+// engine.rs economy_parties: the initiator (live, right session) and `other_id` resolved.
+std::shared_ptr<Player> BaselineEngine::economy_parties(uint64_t player_id, uint64_t session_token, uint64_t other_id,
+                                                        Counterparty& other, uint8_t& refusal) {
+  auto player = find_player(player_id);
+  if (!player) {
+    stats_.bump(Counter::economy_unknown_player);
+    refusal = MMO_ECONOMY_STATUS_UNKNOWN_PLAYER;
+    return nullptr;
+  }
+  if (player->session_token != session_token) {
+    stats_.bump(Counter::economy_wrong_session);
+    refusal = MMO_ECONOMY_STATUS_WRONG_SESSION;
+    return nullptr;
+  }
+  if (other_id == 0) {
+    other.kind = Counterparty::Kind::kAbsent;
+  } else if (other_id == player_id) {
+    other.kind = Counterparty::Kind::kInitiator;
+  } else if (const auto p = find_player(other_id)) {
+    other.kind = Counterparty::Kind::kWallet;
+    other.wallet = p->wallet;
+  } else {
+    other.kind = Counterparty::Kind::kUnknown;
+  }
+  return player;
+}
+
+static MmoEconomyResult economy_result(uint64_t transaction_id, uint64_t player_id, const Outcome& o) {
+  MmoEconomyResult r{};
+  r.transaction_id = transaction_id;
+  r.player_id = player_id;
+  r.status = o.status;
+  r.duplicate = o.duplicate ? 1 : 0;
+  r.gold_balance = o.gold_after;
+  return r;
+}
+
+MmoStatus BaselineEngine::trade_offer(const MmoTradeOffer& offer, uint64_t now_ms, MmoEconomyResult& out) {
+  LockWaits waits;
+  Counterparty taker;
+  uint8_t refusal = 0;
+  const auto maker = economy_parties(offer.player_id, offer.session_token, offer.counterparty_id, taker, refusal);
+  if (!maker) {
+    out = economy_result(offer.transaction_id, offer.player_id, Outcome{refusal, false, 0});
+    return MMO_OK;
+  }
+  bool closed_expired = false;
+  const Outcome o = economy_.offer(offer, maker->wallet, taker, now_ms, config_.trade_timeout_ms, waits, closed_expired);
+  stats_.bump(o.duplicate ? Counter::economy_duplicates : counter_for_economy(o.status));
+  if (o.status == MMO_ECONOMY_STATUS_APPLIED && !o.duplicate) stats_.bump(Counter::trade_offers);
+  if (closed_expired) stats_.bump(Counter::trades_expired);
+  add_lock_waits(Counter::lock_economy_contended, Counter::lock_economy_wait_ns, waits);
+  out = economy_result(offer.transaction_id, offer.player_id, o);
+  return MMO_OK;
+}
+
+MmoStatus BaselineEngine::trade_answer(const MmoTradeAnswer& answer, uint64_t now_ms, MmoEconomyResult& out) {
+  LockWaits waits;
+  Counterparty maker;
+  uint8_t refusal = 0;
+  const auto me = economy_parties(answer.player_id, answer.session_token, answer.maker_id, maker, refusal);
+  if (!me) {
+    out = economy_result(answer.transaction_id, answer.player_id, Outcome{refusal, false, 0});
+    return MMO_OK;
+  }
+  TradeClose close = TradeClose::kNone;
+  const Outcome o = economy_.answer(answer, me->wallet, maker, now_ms, waits, close);
+  stats_.bump(o.duplicate ? Counter::economy_duplicates : counter_for_economy(o.status));
+  switch (close) {
+    case TradeClose::kNone: break;
+    case TradeClose::kAccepted: stats_.bump(Counter::trades_accepted); break;
+    case TradeClose::kDeclined: stats_.bump(Counter::trades_declined); break;
+    case TradeClose::kCancelled: stats_.bump(Counter::trades_cancelled); break;
+    case TradeClose::kExpired: stats_.bump(Counter::trades_expired); break;
+  }
+  add_lock_waits(Counter::lock_economy_contended, Counter::lock_economy_wait_ns, waits);
+  out = economy_result(answer.transaction_id, answer.player_id, o);
+  return MMO_OK;
+}
+
+MmoStatus BaselineEngine::grant(uint64_t player_id, uint64_t grant_id, const MmoTradeStack& stack, MmoEconomyResult& out) {
+  const auto player = find_player(player_id);
+  if (!player) {
+    stats_.bump(Counter::economy_unknown_player);
+    out = economy_result(grant_id, player_id, Outcome{MMO_ECONOMY_STATUS_UNKNOWN_PLAYER, false, 0});
+    return MMO_OK;
+  }
+  LockWaits waits;
+  const Outcome o = economy_.grant(player->wallet, grant_id, stack, waits);
+  add_lock_waits(Counter::lock_economy_contended, Counter::lock_economy_wait_ns, waits);
+  if (o.status == MMO_ECONOMY_STATUS_APPLIED && !o.duplicate) {
+    stats_.bump(Counter::grants);
+    stats_.add(Counter::grant_gold, static_cast<uint64_t>(stack.gold));
+    stats_.add(Counter::grant_items, static_cast<uint32_t>(stack.item_count));
+  } else {
+    stats_.bump(o.duplicate ? Counter::economy_duplicates : counter_for_economy(o.status));
+  }
+  out = economy_result(grant_id, player_id, o);
+  return MMO_OK;
+}
+
 // engine.rs economy_one: player and session here, counterparty resolved to a wallet, then
 // the economy decides (and records) the rest.
 MmoEconomyResult BaselineEngine::economy_one(const MmoEconomyOp& op, LockWaits& waits) {
@@ -647,6 +749,12 @@ MmoStatus BaselineEngine::economy_audit(MmoEconomyAudit& out) const {
   audit.minted_gold = saturate(a.minted.gold);
   audit.sunk_gold = saturate(a.sunk.gold);
   audit.loot_minted_gold = saturate(a.minted_by_loot.gold);
+  audit.grant_minted_gold = saturate(a.minted_by_grant.gold);
+  audit.escrowed_gold = saturate(a.escrowed.gold);
+  audit.open_offers = a.open_offers;
+  Total grant_items = 0;
+  for (const Total v : a.minted_by_grant.items) grant_items += v;
+  audit.grant_minted_items = saturate(grant_items);
   Total loot_items = 0;
   for (const Total v : a.minted_by_loot.items) loot_items += v;
   audit.loot_minted_items = saturate(loot_items);

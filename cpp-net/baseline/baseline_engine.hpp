@@ -139,6 +139,9 @@ class BaselineEngine final : public Engine {
   MmoStatus damage(uint64_t attacker_id, uint64_t session_token, uint64_t target_id, int32_t amount, MmoDamageResult& out) override;
   MmoStatus attack(uint64_t attacker_id, uint64_t session_token, uint64_t target_id, uint64_t now_ms, MmoAttackResult& out) override;
   MmoStatus claim_loot(uint64_t player_id, uint64_t session_token, uint64_t loot_id, MmoLootResult& out) override;
+  MmoStatus trade_offer(const MmoTradeOffer& offer, uint64_t now_ms, MmoEconomyResult& out) override;
+  MmoStatus trade_answer(const MmoTradeAnswer& answer, uint64_t now_ms, MmoEconomyResult& out) override;
+  MmoStatus grant(uint64_t player_id, uint64_t grant_id, const MmoTradeStack& stack, MmoEconomyResult& out) override;
   MmoStatus apply_economy(std::span<const MmoEconomyOp> ops, std::span<MmoEconomyResult> results, size_t& results_written) override;
   MmoStatus tick(uint64_t now_ms, MmoTickInfo& out) override;
   MmoStatus area_of_interest(uint64_t player_id, std::span<MmoAoiEntry> entries, size_t& written) override;
@@ -176,6 +179,10 @@ class BaselineEngine final : public Engine {
   // engine.rs claim_loot_inner: 0 and `out` filled, or the MmoLootError.
   uint8_t claim_loot_inner(uint64_t player_id, uint64_t session_token, uint64_t loot_id, MmoLootResult& out, LockWaits& body_waits,
                            LockWaits& economy_waits);
+  // engine.rs economy_parties: the initiator (null and `refusal` set if unknown or wrong
+  // session, counted) and `other_id` resolved into `other`.
+  std::shared_ptr<Player> economy_parties(uint64_t player_id, uint64_t session_token, uint64_t other_id, Counterparty& other,
+                                          uint8_t& refusal);
   MmoEconomyResult economy_one(const MmoEconomyOp& op, LockWaits& waits);
   // The tick's copy of the world, published for area-of-interest readers.
   void publish_snapshot(uint32_t tick, uint64_t now_ms, LockWaits& waits);

@@ -151,6 +151,10 @@ MmoStatus BaselineEngine::tick(uint64_t now_ms, MmoTickInfo& out) {
     bursts_live_.fetch_sub(1, std::memory_order_acq_rel);
     expired += freed;
   }
+  // engine.rs tick: every trade offer timed out by now goes back to its maker.
+  LockWaits economy_waits;
+  stats_.add(Counter::trades_expired, economy_.expire_offers(now_ms, economy_waits));
+  add_lock_waits(Counter::lock_economy_contended, Counter::lock_economy_wait_ns, economy_waits);
   MmoTickInfo info{};
   publish_snapshot(tick_, now_ms, grid_waits);
   info.snapshot_entities = static_cast<uint32_t>(current_snapshot()->size());

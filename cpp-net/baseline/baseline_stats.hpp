@@ -59,8 +59,8 @@ inline Counter counter_for_reject(uint8_t reason) {
   return static_cast<Counter>(static_cast<size_t>(Counter::move_rejected_unknown_player) + (reason - MMO_REJECT_REASON_UNKNOWN_PLAYER));
 }
 
-// The counter for an economy status decided now (not a duplicate). The statuses 0..=12 map to
-// the economy counters in MmoStats order, skipping economy_duplicates.
+// The counter for an economy status decided now (not a duplicate), as stats.rs
+// Counter::for_economy.
 inline Counter counter_for_economy(uint8_t status) {
   switch (status) {
     case MMO_ECONOMY_STATUS_APPLIED: return Counter::economy_applied;
@@ -75,6 +75,11 @@ inline Counter counter_for_economy(uint8_t status) {
     case MMO_ECONOMY_STATUS_WRONG_SESSION: return Counter::economy_wrong_session;
     case MMO_ECONOMY_STATUS_TRANSACTION_TOO_OLD: return Counter::economy_too_old;
     case MMO_ECONOMY_STATUS_BAD_KIND: return Counter::economy_bad_kind;
+    case MMO_ECONOMY_STATUS_OFFER_PENDING: return Counter::economy_offer_pending;
+    case MMO_ECONOMY_STATUS_NO_SUCH_OFFER: return Counter::economy_no_such_offer;
+    case MMO_ECONOMY_STATUS_NOT_YOUR_OFFER: return Counter::economy_not_your_offer;
+    case MMO_ECONOMY_STATUS_OFFER_EXPIRED: return Counter::economy_offer_expired;
+    case MMO_ECONOMY_STATUS_KIND_RETIRED: return Counter::economy_kind_retired;
     default: return Counter::economy_invalid_transaction;
   }
 }

@@ -64,7 +64,8 @@ const char* reject_name(uint8_t reason) {
 const char* economy_status_name(uint8_t status) {
   static const char* const names[] = {"applied",         "invalid_amount",     "overflow",       "self_trade",     "unknown_item",
                                       "insufficient_funds", "insufficient_items", "unknown_player", "player_departed", "wrong_session",
-                                      "transaction_too_old", "bad_kind",         "invalid_transaction"};
+                                      "transaction_too_old", "bad_kind",         "invalid_transaction", "offer_pending", "no_such_offer",
+                                      "not_your_offer",  "offer_expired",      "kind_retired"};
   return status < std::size(names) ? names[status] : "?status";
 }
 
@@ -285,6 +286,9 @@ class Runner {
     if (op == "damage") return damage(cmd, expect);
     if (op == "attack") return attack(cmd, expect);
     if (op == "claim") return claim(cmd, expect);
+    if (op == "offer") return offer(cmd, expect);
+    if (op == "answer") return answer(cmd, expect);
+    if (op == "grant") return grant(cmd, expect);
     if (op == "aoi") return aoi(cmd, expect);
     if (op == "player") return view(cmd, expect);
     if (op == "stats") return stats(cmd);
@@ -323,6 +327,7 @@ class Runner {
     u("loot_item_permille", config_.loot_item_permille);
     u("loot_item_count_max", config_.loot_item_count_max);
     u("loot_seed", config_.loot_seed);
+    u("trade_timeout_ms", config_.trade_timeout_ms);
     a.finish();
     if (!expect.empty() && expect[0] == "invalid") {
       bool refused = false;
@@ -502,6 +507,81 @@ class Runner {
       if (auto b = a.text("balance")) expect_eq<uint64_t>("economy balance", std::stoull(*b), r.gold_balance);
       a.finish();
     }
+  }
+
+  // An economy result's expectation: <status> [balance=] [duplicate].
+  void expect_economy(const std::string& what, const std::vector<std::string>& expect, uint64_t transaction_id, const MmoEconomyResult& r) {
+    if (expect.empty()) throw ScenarioError(what + " needs '-> <status> [balance=] [duplicate]'");
+    expect_eq<std::string>(what + " status", expect[0], economy_status_name(r.status));
+    Args e(expect, 1);
+    expect_eq<uint64_t>(what + " transaction echo", transaction_id, r.transaction_id);
+    expect_eq<int>(what + " duplicate", e.flag("duplicate") ? 1 : 0, r.duplicate);
+    if (auto b = e.text("balance")) expect_eq<uint64_t>(what + " balance", std::stoull(*b), r.gold_balance);
+    e.finish();
+  }
+
+  // A trade stack from `<prefix>_gold= <prefix>_items= <prefix>_item=`.
+  static MmoTradeStack stack_arg(Args& a, const std::string& prefix) {
+    MmoTradeStack s{};
+    s.gold = a.integer_or(prefix + "_gold", 0);
+    s.item_count = static_cast<int32_t>(a.integer_or(prefix + "_items", 0));
+    s.item_kind = static_cast<uint16_t>(a.integer_or(prefix + "_item", 0));
+    return s;
+  }
+
+  // offer <maker> <taker|self|ghost> tx= now= [give_gold= give_items= give_item=] [want_...] [token=wrong]
+  void offer(const std::vector<std::string>& cmd, const std::vector<std::string>& expect) {
+    if (cmd.size() < 3) throw ScenarioError("offer <maker> <taker> tx= now= ...");
+    Player& maker = player(cmd[1]);
+    Args a(cmd, 3);
+    MmoTradeOffer o{};
+    o.player_id = maker.id;
+    o.session_token = token_for(maker, a);
+    o.transaction_id = static_cast<uint64_t>(a.integer("tx"));
+    o.counterparty_id = cmd[2] == "ghost" ? kGhostPlayerId : cmd[2] == "self" ? maker.id : player(cmd[2]).id;
+    const auto now_ms = static_cast<uint64_t>(a.integer("now"));
+    o.give = stack_arg(a, "give");
+    o.want = stack_arg(a, "want");
+    a.finish();
+    MmoEconomyResult r{};
+    expect_eq<std::string>("offer call", "ok", status_text(engine().trade_offer(o, now_ms, r)));
+    expect_economy("offer", expect, o.transaction_id, r);
+  }
+
+  // answer <who> <maker> accept|decline offer=<maker's tx> tx= now= [token=wrong]
+  void answer(const std::vector<std::string>& cmd, const std::vector<std::string>& expect) {
+    if (cmd.size() < 4) throw ScenarioError("answer <who> <maker> accept|decline offer= tx= now=");
+    Player& who = player(cmd[1]);
+    Args a(cmd, 4);
+    MmoTradeAnswer ans{};
+    ans.player_id = who.id;
+    ans.session_token = token_for(who, a);
+    ans.transaction_id = static_cast<uint64_t>(a.integer("tx"));
+    ans.maker_id = cmd[2] == "ghost" ? kGhostPlayerId : player(cmd[2]).id;
+    ans.offer_id = static_cast<uint64_t>(a.integer("offer"));
+    if (cmd[3] != "accept" && cmd[3] != "decline") throw ScenarioError("answer: accept or decline");
+    ans.accept = cmd[3] == "accept" ? 1 : 0;
+    const auto now_ms = static_cast<uint64_t>(a.integer("now"));
+    a.finish();
+    MmoEconomyResult r{};
+    expect_eq<std::string>("answer call", "ok", status_text(engine().trade_answer(ans, now_ms, r)));
+    expect_economy("answer", expect, ans.transaction_id, r);
+  }
+
+  // grant <alias|ghost> id= [gold=] [items=] [item=]
+  void grant(const std::vector<std::string>& cmd, const std::vector<std::string>& expect) {
+    if (cmd.size() < 2) throw ScenarioError("grant <alias> id= ...");
+    const uint64_t id = cmd[1] == "ghost" ? kGhostPlayerId : player(cmd[1]).id;
+    Args a(cmd, 2);
+    const auto grant_id = static_cast<uint64_t>(a.integer("id"));
+    MmoTradeStack s{};
+    s.gold = a.integer_or("gold", 0);
+    s.item_count = static_cast<int32_t>(a.integer_or("items", 0));
+    s.item_kind = static_cast<uint16_t>(a.integer_or("item", 0));
+    a.finish();
+    MmoEconomyResult r{};
+    expect_eq<std::string>("grant call", "ok", status_text(engine().grant(id, grant_id, s, r)));
+    expect_economy("grant", expect, grant_id, r);
   }
 
   void tick(const std::vector<std::string>& cmd, const std::vector<std::string>& expect) {
@@ -709,6 +789,10 @@ class Runner {
     if (auto v = a.text("wallets")) expect_eq<uint64_t>("audit open_wallets", std::stoull(*v), au.open_wallets);
     if (auto v = a.text("loot_gold")) expect_eq<uint64_t>("audit loot_minted_gold", std::stoull(*v), au.loot_minted_gold);
     if (auto v = a.text("loot_items")) expect_eq<uint64_t>("audit loot_minted_items", std::stoull(*v), au.loot_minted_items);
+    if (auto v = a.text("grant_gold")) expect_eq<uint64_t>("audit grant_minted_gold", std::stoull(*v), au.grant_minted_gold);
+    if (auto v = a.text("grant_items")) expect_eq<uint64_t>("audit grant_minted_items", std::stoull(*v), au.grant_minted_items);
+    if (auto v = a.text("escrowed")) expect_eq<uint64_t>("audit escrowed_gold", std::stoull(*v), au.escrowed_gold);
+    if (auto v = a.text("offers")) expect_eq<uint64_t>("audit open_offers", std::stoull(*v), au.open_offers);
     a.finish();
   }
 

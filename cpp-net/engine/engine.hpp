@@ -43,6 +43,12 @@ class Engine {
   // with out.refusal 0 (the claimer's: credited now, or earlier when out.repeat is 1) or an
   // MmoLootError.
   virtual MmoStatus claim_loot(uint64_t player_id, uint64_t session_token, uint64_t loot_id, MmoLootResult& out) = 0;
+  // A trade offer / an answer to one at server time now_ms (engine.rs trade_offer,
+  // trade_answer): MMO_OK with out.status the economy's decision.
+  virtual MmoStatus trade_offer(const MmoTradeOffer& offer, uint64_t now_ms, MmoEconomyResult& out) = 0;
+  virtual MmoStatus trade_answer(const MmoTradeAnswer& answer, uint64_t now_ms, MmoEconomyResult& out) = 0;
+  // An admin grant (engine.rs grant): the admin path only, never a client's request.
+  virtual MmoStatus grant(uint64_t player_id, uint64_t grant_id, const MmoTradeStack& stack, MmoEconomyResult& out) = 0;
   virtual MmoStatus apply_economy(std::span<const MmoEconomyOp> ops, std::span<MmoEconomyResult> results, size_t& results_written) = 0;
   virtual MmoStatus tick(uint64_t now_ms, MmoTickInfo& out) = 0;
   virtual MmoStatus area_of_interest(uint64_t player_id, std::span<MmoAoiEntry> entries, size_t& written) = 0;

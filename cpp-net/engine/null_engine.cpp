@@ -68,6 +68,26 @@ class NullEngine final : public Engine {
     out.refusal = MMO_ATTACK_ERROR_UNKNOWN_PLAYER;  // the null engine keeps no players
     return MMO_OK;
   }
+  // The null engine keeps no players: every economy request is refused unknown_player.
+  static MmoEconomyResult nobody(uint64_t transaction_id, uint64_t player_id) {
+    MmoEconomyResult r{};
+    r.transaction_id = transaction_id;
+    r.player_id = player_id;
+    r.status = MMO_ECONOMY_STATUS_UNKNOWN_PLAYER;
+    return r;
+  }
+  MmoStatus trade_offer(const MmoTradeOffer& offer, uint64_t, MmoEconomyResult& out) override {
+    out = nobody(offer.transaction_id, offer.player_id);
+    return MMO_OK;
+  }
+  MmoStatus trade_answer(const MmoTradeAnswer& answer, uint64_t, MmoEconomyResult& out) override {
+    out = nobody(answer.transaction_id, answer.player_id);
+    return MMO_OK;
+  }
+  MmoStatus grant(uint64_t player_id, uint64_t grant_id, const MmoTradeStack&, MmoEconomyResult& out) override {
+    out = nobody(grant_id, player_id);
+    return MMO_OK;
+  }
   MmoStatus claim_loot(uint64_t, uint64_t, uint64_t, MmoLootResult& out) override {
     out = MmoLootResult{};
     out.refusal = MMO_LOOT_ERROR_UNKNOWN_PLAYER;

@@ -43,6 +43,15 @@ class RustEngine final : public Engine {
   MmoStatus claim_loot(uint64_t player_id, uint64_t session_token, uint64_t loot_id, MmoLootResult& out) override {
     return mmo_claim_loot(engine_, player_id, session_token, loot_id, &out);
   }
+  MmoStatus trade_offer(const MmoTradeOffer& offer, uint64_t now_ms, MmoEconomyResult& out) override {
+    return mmo_trade_offer(engine_, &offer, now_ms, &out);
+  }
+  MmoStatus trade_answer(const MmoTradeAnswer& answer, uint64_t now_ms, MmoEconomyResult& out) override {
+    return mmo_trade_answer(engine_, &answer, now_ms, &out);
+  }
+  MmoStatus grant(uint64_t player_id, uint64_t grant_id, const MmoTradeStack& stack, MmoEconomyResult& out) override {
+    return mmo_grant(engine_, player_id, grant_id, &stack, &out);
+  }
   MmoStatus apply_economy(std::span<const MmoEconomyOp> ops, std::span<MmoEconomyResult> results, size_t& written) override {
     return mmo_apply_economy(engine_, ops.data(), ops.size(), results.data(), results.size(), &written);
   }

@@ -62,6 +62,7 @@ MmoConfig default_config() {
   c.loot_item_permille = 250;
   c.loot_item_count_max = 3;
   c.loot_seed = 0x10071;
+  c.trade_timeout_ms = 30'000;
   return c;
 }
 
@@ -255,6 +256,9 @@ TEST(BaselineConfig, RefusesExactlyWhatTheRustCoreRefuses) {
       {[](MmoConfig& c) { c.loot_item_count_max = 0; }, false},
       {[](MmoConfig& c) { c.loot_item_count_max = 65'536; }, false},
       {[](MmoConfig& c) { c.loot_item_count_max = 65'535; }, true},
+      {[](MmoConfig& c) { c.trade_timeout_ms = 0; }, false},
+      {[](MmoConfig& c) { c.trade_timeout_ms = 3'600'001; }, false},
+      {[](MmoConfig& c) { c.trade_timeout_ms = 3'600'000; }, true},
       {[](MmoConfig& c) { c.fault_injection = 2; }, false},
       {[](MmoConfig& c) { c._reserved[3] = 1; }, false},
   };
@@ -862,6 +866,49 @@ TEST(BaselineLoot, RacingClaimsOfOneDropCreditOnce) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Trades
+
+TEST(BaselineTrades, RacingAcceptsOfOneOfferMoveItOnceAndSpendsNeverTouchTheEscrow) {
+  MmoConfig c = small_config();
+  c.starting_gold = 1000;
+  for (int round = 0; round < 20; ++round) {
+    BaselineEngine e(c);
+    const Who a = join(e, 10.0f, 10.0f, 1), b = join(e, 20.0f, 10.0f, 2);
+    MmoTradeOffer o{};
+    o.player_id = a.id, o.session_token = a.token, o.transaction_id = 1, o.counterparty_id = b.id;
+    o.give.gold = 800;
+    o.want.gold = 10;
+    MmoEconomyResult r{};
+    ASSERT_EQ(e.trade_offer(o, 0, r), MMO_OK);
+    ASSERT_EQ(r.status, MMO_ECONOMY_STATUS_APPLIED);
+    std::atomic<int> accepted{0}, spent{0};
+    std::vector<std::thread> threads;
+    for (uint64_t t = 0; t < 4; ++t) {
+      threads.emplace_back([&, t] {
+        MmoTradeAnswer ans{};
+        ans.player_id = b.id, ans.session_token = b.token, ans.transaction_id = 1 + t, ans.maker_id = a.id, ans.offer_id = 1, ans.accept = 1;
+        MmoEconomyResult out{};
+        EXPECT_EQ(e.trade_answer(ans, 10, out), MMO_OK);
+        if (out.status == MMO_ECONOMY_STATUS_APPLIED) accepted.fetch_add(1);
+      });
+    }
+    threads.emplace_back([&] {
+      // 200 gold outside the escrow (plus 10 once accepted): spends of 50 never reach the 800.
+      for (uint64_t t = 2; t < 7; ++t) {
+        if (run_op(e, op(a, t, MMO_ECONOMY_KIND_SPEND, 0, 50)).status == MMO_ECONOMY_STATUS_APPLIED) spent.fetch_add(1);
+      }
+    });
+    for (std::thread& t : threads) t.join();
+    EXPECT_EQ(accepted.load(), 1);
+    EXPECT_GE(spent.load(), 4);
+    EXPECT_EQ(view_of(e, b.id).gold, 1000u - 10u + 800u);
+    EXPECT_EQ(view_of(e, a.id).gold, 200u + 10u - 50u * static_cast<uint64_t>(spent.load()));
+    EXPECT_EQ(audit_of(e).conserved, 1);
+    EXPECT_EQ(audit_of(e).open_offers, 0u);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
 // Economy
 
 TEST(BaselineEconomy, StatusesInValidationOrder) {
@@ -1062,6 +1109,7 @@ class Differential {
     uint32_t client_ms = 0;
     float x = 0, y = 0;
     uint64_t next_txn = 1;
+    uint64_t next_grant = 0;
     float hx = 0.5f, hy = 0.3f;  // heading, metres per metre of step
   };
 
@@ -1087,8 +1135,10 @@ class Differential {
         claim(rng);
       } else if (roll < 74) {
         skirmish(rng);
-      } else if (roll < 85) {
+      } else if (roll < 80) {
         economy(rng);
+      } else if (roll < 85) {
+        trade(rng);
       } else if (roll < 95) {
         aoi(rng);
       } else {
@@ -1344,6 +1394,67 @@ class Differential {
     ASSERT_EQ(std::memcmp(&a, &b, sizeof a), 0) << where();
   }
 
+  // A random trade step from any player: an offer to another (any sides, sometimes bad
+  // amounts, a ghost or itself), an answer to a recent offer (its taker or anyone, accept or
+  // decline, the maker cancelling), or an admin grant; sometimes a retransmit. Both engines
+  // must agree on every field of every result (the clock advances, so offers time out too).
+  void trade(Rng& rng) {
+    trade_step(rng, rng.below(10));
+    // Half the time the latest offer is answered at once (before the clock lets it time out).
+    if (!offers_.empty() && rng.chance(50) && !::testing::Test::HasFatalFailure()) trade_step(rng, 5, offers_.size() - 1);
+  }
+
+  void trade_step(Rng& rng, uint64_t kind, size_t offer_index = SIZE_MAX) {
+    Player& p = any_player(rng);
+    const auto side = [&] {
+      MmoTradeStack s{};
+      s.gold = rng.chance(40) ? 0 : static_cast<int64_t>(rng.below(300));
+      s.item_count = rng.chance(50) ? 0 : static_cast<int32_t>(rng.below(4));
+      s.item_kind = static_cast<uint16_t>(rng.below(rng.chance(3) ? 20 : 4));
+      if (rng.chance(2)) s.gold = -3;
+      return s;
+    };
+    MmoEconomyResult a{}, b{};
+    if (kind < 4) {
+      const Player& taker = rng.chance(5) ? p : any_player(rng);
+      MmoTradeOffer o{};
+      o.transaction_id = rng.chance(5) && p.next_txn > 1 ? p.next_txn - 1 : p.next_txn++;
+      o.give = side();
+      o.want = side();
+      MmoTradeOffer r = o, bo = o;
+      r.player_id = p.r.player_id, r.session_token = p.r.session_token, r.counterparty_id = taker.r.player_id;
+      bo.player_id = p.b.player_id, bo.session_token = p.b.session_token, bo.counterparty_id = taker.b.player_id;
+      if (rng.chance(4)) r.counterparty_id = bo.counterparty_id = 0x00ffffffffffff01ULL;
+      ASSERT_EQ(rust_->trade_offer(r, now_ms_, a), MMO_OK);
+      ASSERT_EQ(base_->trade_offer(bo, now_ms_, b), MMO_OK);
+      if (a.status == MMO_ECONOMY_STATUS_APPLIED && a.duplicate == 0) {
+        offers_.push_back(OfferRef{&p - players_.data(), &taker - players_.data(), o.transaction_id});
+      }
+    } else if (kind < 8 && !offers_.empty()) {
+      const OfferRef& ref = offers_[offer_index < offers_.size() ? offer_index : rng.below(offers_.size())];
+      const Player& maker = players_[static_cast<size_t>(ref.maker)];
+      const uint64_t pick = rng.below(10);
+      Player& who = pick < 6 ? players_[static_cast<size_t>(ref.taker)] : pick < 8 ? players_[static_cast<size_t>(ref.maker)] : any_player(rng);
+      MmoTradeAnswer ans{};
+      ans.transaction_id = who.next_txn++;
+      ans.offer_id = rng.chance(5) ? ref.offer_id + 1 : ref.offer_id;
+      ans.accept = rng.chance(70) ? 1 : 0;
+      MmoTradeAnswer r = ans, ba = ans;
+      r.player_id = who.r.player_id, r.session_token = who.r.session_token, r.maker_id = maker.r.player_id;
+      ba.player_id = who.b.player_id, ba.session_token = who.b.session_token, ba.maker_id = maker.b.player_id;
+      ASSERT_EQ(rust_->trade_answer(r, now_ms_, a), MMO_OK);
+      ASSERT_EQ(base_->trade_answer(ba, now_ms_, b), MMO_OK);
+    } else {
+      const uint64_t grant_id = rng.chance(10) ? p.next_grant : ++p.next_grant;
+      const MmoTradeStack s = side();
+      ASSERT_EQ(rust_->grant(p.r.player_id, grant_id, s, a), MMO_OK);
+      ASSERT_EQ(base_->grant(p.b.player_id, grant_id, s, b), MMO_OK);
+      a.player_id = b.player_id = 0;  // the ids differ between engines; everything else must not
+    }
+    if (kind < 8) a.player_id = b.player_id = 0;
+    ASSERT_EQ(std::memcmp(&a, &b, sizeof a), 0) << where() << ": trade step " << kind << " status " << int{a.status} << "/" << int{b.status};
+  }
+
   void economy(Rng& rng) {
     const size_t n = 1 + rng.below(6);
     std::vector<MmoEconomyOp> r_ops, b_ops;
@@ -1499,7 +1610,9 @@ class Differential {
               << a.raid_objects_despawned << " objects expired); damage " << a.damage_applied << "/" << a.kills << " kills/"
               << a.damage_rejected << " refused; attacks " << a.attacks_landed << " landed, "
               << a.attack_rejected_cooldown << " cooldown, " << a.attack_rejected_out_of_range << " out of range; loot " << a.loot_dropped
-              << " dropped, " << a.loot_claimed << " claimed, " << a.loot_rejected_out_of_range << " out of range; economy " << a.economy_applied << " applied, " << a.economy_duplicates << " dups, "
+              << " dropped, " << a.loot_claimed << " claimed, " << a.loot_rejected_out_of_range << " out of range; trades " << a.trade_offers
+              << " offered, " << a.trades_accepted << " accepted, " << a.trades_declined << " declined, " << a.trades_expired
+              << " expired, " << a.grants << " grants; economy " << a.economy_applied << " applied, " << a.economy_duplicates << " dups, "
               << a.economy_too_old << " too old, " << a.economy_insufficient_funds << " no funds; aoi " << a.aoi_queries << "\n";
     const auto* pa = reinterpret_cast<const uint64_t*>(&a);
     const auto* pb = reinterpret_cast<const uint64_t*>(&b);
@@ -1531,6 +1644,12 @@ class Differential {
     uint64_t r, b;
   };
   std::vector<Drop> drops_;
+  // Offers both engines opened, as (maker's index, taker's index, offer id).
+  struct OfferRef {
+    ptrdiff_t maker, taker;
+    uint64_t offer_id;
+  };
+  std::vector<OfferRef> offers_;
   // Per player index: the last add its area of interest showed within attack range.
   std::unordered_map<size_t, std::pair<uint64_t, uint64_t>> within_reach_;
   uint64_t now_ms_ = 1000;
@@ -1550,6 +1669,7 @@ TEST(BaselineDifferential, RandomScenariosMatchTheRustCore) {
     c.tick_ms = static_cast<uint32_t>(20 + seed * 5);
     c.loot_gold_min = c.loot_gold_max = static_cast<uint32_t>(seed * 11);  // one outcome: see claim()
     c.loot_item_permille = 0;
+    c.trade_timeout_ms = static_cast<uint32_t>(2000 + seed * 1000);  // some offers time out within a run
     if (seed % 3 == 0) c.cell_hysteresis_m = 0.0f, c.cell_size_m = 20.0f;
     Differential d(c);
     SCOPED_TRACE("seed " + std::to_string(seed));

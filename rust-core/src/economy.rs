@@ -219,8 +219,12 @@ impl Wallet {
 struct EconomyShard {
     wallets: Vec<Wallet>,
     free: Vec<u32>,
-    /// Wallets of this shard with an open offer (the expiry sweep skips shards with none).
+    /// Wallets of this shard with an open offer.
     open_offers: u32,
+    /// No open offer of this shard times out before this (server ms; `u64::MAX` when none):
+    /// the tick's sweep skips the shard until then. Lowered by each offer, recomputed by the
+    /// sweep (an accept or cancel leaves it early, which costs one scan finding nothing).
+    next_expiry_ms: u64,
     /// The part of `minted` admin grants created.
     minted_by_grant: Holdings,
     minted: Holdings,
@@ -386,6 +390,7 @@ impl Economy {
                     minted: Holdings::default(),
                     minted_by_loot: Holdings::default(),
                     open_offers: 0,
+                    next_expiry_ms: u64::MAX,
                     minted_by_grant: Holdings::default(),
                     sunk: Holdings::default(),
                     departed: Holdings::default(),
@@ -595,6 +600,7 @@ impl Economy {
         let status = match decided {
             Ok(()) => {
                 shard.open_offers += 1;
+                shard.next_expiry_ms = shard.next_expiry_ms.min(now_ms.saturating_add(u64::from(timeout_ms)));
                 EconomyStatus::Applied
             }
             Err(status) => status,
@@ -706,22 +712,27 @@ impl Economy {
         (Outcome { status, duplicate: false, gold_after: if status == EconomyStatus::Applied { w.gold } else { 0 } }, close)
     }
 
-    /// Closes the timed-out offers of `count` shards starting at `first` (wrapping), their
-    /// escrow back to their makers; returns how many. Shards without an open offer are
-    /// skipped after one look. The tick sweeps a few shards per tick.
-    pub fn expire_offers(&self, now_ms: u64, first: usize, count: usize, waits: &mut LockWaits) -> u32 {
+    /// Closes every offer timed out by `now_ms`, its escrow back to its maker; returns how
+    /// many. A shard whose next timeout is later costs one uncontended lock and a compare, so
+    /// the tick runs this every tick and an offer's escrow is back at the first tick at or
+    /// after its timeout (the same tick in both engines, whatever their shard layouts).
+    pub fn expire_offers(&self, now_ms: u64, waits: &mut LockWaits) -> u32 {
         let mut expired = 0;
-        for i in 0..count.min(ECONOMY_SHARDS) {
-            let mut shard = waits.lock(&self.shards[(first + i) % ECONOMY_SHARDS]);
+        for shard in self.shards.iter() {
+            let mut shard = waits.lock(shard);
             let shard = &mut *shard;
-            if shard.open_offers == 0 {
+            if now_ms < shard.next_expiry_ms {
                 continue;
             }
-            let mut closed = 0;
+            let (mut closed, mut next) = (0, u64::MAX);
             for w in shard.wallets.iter_mut().filter(|w| w.open) {
                 closed += u32::from(w.settle_expired_offer(now_ms));
+                if let Some(o) = &w.offer {
+                    next = next.min(o.expires_ms);
+                }
             }
             shard.open_offers -= closed;
+            shard.next_expiry_ms = next;
             expired += closed;
         }
         expired

@@ -15,7 +15,7 @@
 use crate::capacity::CapacityGate;
 use crate::combat::{Combat, DamageOutcome, ExpiryHeap, RaidError, RaidReport};
 use crate::config::{AOI_K_MAX, ConfigError, CoreConfig, ITEM_KINDS};
-use crate::economy::{Counterparty, ECONOMY_SHARDS, Economy, EconomyAudit, LootCreditError, Outcome, TradeClose, WalletHandle};
+use crate::economy::{Counterparty, Economy, EconomyAudit, LootCreditError, Outcome, TradeClose, WalletHandle};
 use crate::grid::{Grid, ObjectMember, PlayerMember};
 use crate::locks::{LockKind, LockWaits};
 use crate::loot::{LOOT_CLAIMED, LootContents, LootTable};
@@ -152,10 +152,6 @@ pub struct LootReport {
     /// credited nothing.
     pub repeat: bool,
 }
-
-/// Economy shards the tick sweeps for timed-out trade offers, per tick (all 64 every 16
-/// ticks: 0.8 s at the default 50 ms tick).
-const OFFER_SWEEP_SHARDS: usize = 4;
 
 /// The result record of an economy request.
 fn economy_result(transaction_id: u64, player_id: u64, status: EconomyStatus, duplicate: bool, gold_balance: u64) -> EconomyResult {
@@ -891,11 +887,9 @@ impl Engine {
         let mut waits = LockWaits::default();
         self.combat.collect_new_bursts(&mut state.expiry);
         let expired = self.combat.expire_due(&mut state.expiry, state.tick, &self.grid, &mut state.expired, &mut waits);
-        // Timed-out trade offers: OFFER_SWEEP_SHARDS economy shards per tick, round-robin, so
-        // every escrow is back within ECONOMY_SHARDS / OFFER_SWEEP_SHARDS ticks of its timeout.
-        let first = (state.tick as usize * OFFER_SWEEP_SHARDS) % ECONOMY_SHARDS;
+        // Timed-out trade offers: every escrow is back at the first tick at or after its timeout.
         let mut economy_waits = LockWaits::default();
-        let offers_expired = self.economy.expire_offers(now_ms, first, OFFER_SWEEP_SHARDS, &mut economy_waits);
+        let offers_expired = self.economy.expire_offers(now_ms, &mut economy_waits);
         self.stats.add(Counter::TradesExpired, u64::from(offers_expired));
         self.stats.add_waits(LockKind::Economy, economy_waits);
         let snapshot_entities = self.publish_snapshot(state, now_ms, &mut waits);
