@@ -147,6 +147,9 @@ size_t Server::format_stats(char* out, size_t capacity) const {
   line("", "attacks_answered", total(&WorkerCounters::attacks_answered));
   line("", "kill_notices_sent", total(&WorkerCounters::kill_notices_sent));
   line("", "loot_claims_answered", total(&WorkerCounters::loot_claims_answered));
+  line("", "trades_answered", total(&WorkerCounters::trades_answered));
+  line("", "trade_notices_sent", total(&WorkerCounters::trade_notices_sent));
+  line("", "grants_answered", total(&WorkerCounters::grants_answered));
   line("", "raid_triggers", total(&WorkerCounters::raid_triggers));
   line("", "stats_requests", total(&WorkerCounters::stats_requests));
   line("", "pongs_sent", total(&WorkerCounters::pongs_sent));

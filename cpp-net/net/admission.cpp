@@ -346,8 +346,9 @@ Admitted Admission::admit(std::span<const uint8_t> datagram, SourceAddress sourc
   }
   const auto* raid = std::get_if<wire::RaidTrigger>(&out.message);
   const auto* stats = std::get_if<wire::StatsRequest>(&out.message);
-  if (raid != nullptr || stats != nullptr) {
-    const uint64_t presented = raid != nullptr ? raid->admin_key : stats->admin_key;
+  const auto* grant = std::get_if<wire::Grant>(&out.message);
+  if (raid != nullptr || stats != nullptr || grant != nullptr) {
+    const uint64_t presented = raid != nullptr ? raid->admin_key : stats != nullptr ? stats->admin_key : grant->admin_key;
     if (!admin_key_matches(config_.admin_key, presented)) return {false, DropReason::BadAdminKey, nullptr};
     return {true, DropReason::Truncated, nullptr};
   }
@@ -364,6 +365,12 @@ Admitted Admission::admit(std::span<const uint8_t> datagram, SourceAddress sourc
     return session_check(m->player_id, m->session_token, source, &m->sequence, now_us);
   }
   if (const auto* m = std::get_if<wire::LootClaim>(&out.message)) {
+    return session_check(m->player_id, m->session_token, source, nullptr, now_us);
+  }
+  if (const auto* m = std::get_if<wire::TradeOffer>(&out.message)) {
+    return session_check(m->player_id, m->session_token, source, nullptr, now_us);
+  }
+  if (const auto* m = std::get_if<wire::TradeAnswer>(&out.message)) {
     return session_check(m->player_id, m->session_token, source, nullptr, now_us);
   }
   // JOIN_REQUEST and PING need no session.

@@ -106,6 +106,11 @@ std::string prometheus_text(const Server& s) {
         total(&WorkerCounters::kill_notices_sent));
   t.one("mmo_loot_claims_answered_total", "counter", "LOOT_CLAIMs decided by the engine and answered.",
         total(&WorkerCounters::loot_claims_answered));
+  t.one("mmo_trades_answered_total", "counter", "TRADE_OFFERs and TRADE_ANSWERs decided by the engine and answered.",
+        total(&WorkerCounters::trades_answered));
+  t.one("mmo_trade_notices_sent_total", "counter", "TRADE_NOTICEs sent (offers to takers, accepts and declines to makers).",
+        total(&WorkerCounters::trade_notices_sent));
+  t.one("mmo_grants_answered_total", "counter", "Admin GRANTs decided by the engine and answered.", total(&WorkerCounters::grants_answered));
   t.one("mmo_raid_triggers_total", "counter", "Admin raid triggers handled.", total(&WorkerCounters::raid_triggers));
   t.one("mmo_stats_requests_total", "counter", "Admin stats requests answered.", total(&WorkerCounters::stats_requests));
   t.one("mmo_pongs_sent_total", "counter", "Pings answered.", total(&WorkerCounters::pongs_sent));

@@ -69,6 +69,22 @@ class Reader {
   bool bad_ = false;
 };
 
+// A trade side on the wire: gold i64, item_count i32, item_kind u16, 2 reserved (16 bytes).
+TradeSide read_side(Reader& r) {
+  TradeSide s;
+  s.gold = r.get<int64_t>();
+  s.item_count = r.get<int32_t>();
+  s.item_kind = r.get<uint16_t>();
+  r.reserved(2);
+  return s;
+}
+void write_side(Writer& w, const TradeSide& s) {
+  w.put(s.gold);
+  w.put(s.item_count);
+  w.put(s.item_kind);
+  w.zeros(2);
+}
+
 size_t begin(std::span<uint8_t> out, MsgType type, size_t size, uint16_t flags, Writer& w) {
   if (out.size() < size || size > UINT16_MAX) return 0;
   w.put<uint16_t>(kMagic);
@@ -91,6 +107,9 @@ size_t client_size(uint8_t type) {
     case MsgType::StatsRequest: return kStatsRequestSize;
     case MsgType::Attack: return kAttackSize;
     case MsgType::LootClaim: return kLootClaimSize;
+    case MsgType::TradeOffer: return kTradeOfferSize;
+    case MsgType::TradeAnswer: return kTradeAnswerSize;
+    case MsgType::Grant: return kGrantSize;
     default: return 0;
   }
 }
@@ -110,6 +129,7 @@ size_t server_fixed_size(uint8_t type) {
     case MsgType::AttackResult: return kAttackResultSize;
     case MsgType::KillNotice: return kKillNoticeSize;
     case MsgType::LootResult: return kLootResultSize;
+    case MsgType::TradeNotice: return kTradeNoticeSize;
     default: return 0;
   }
 }
@@ -255,6 +275,39 @@ DecodeError decode_client(std::span<const uint8_t> d, Decoded<ClientMessage>& ou
       m.player_id = r.get<uint64_t>();
       m.session_token = r.get<uint64_t>();
       m.loot_id = r.get<uint64_t>();
+      out.message = m;
+      break;
+    }
+    case MsgType::TradeOffer: {
+      TradeOffer m;
+      m.player_id = r.get<uint64_t>();
+      m.session_token = r.get<uint64_t>();
+      m.transaction_id = r.get<uint64_t>();
+      m.counterparty_id = r.get<uint64_t>();
+      m.give = read_side(r);
+      m.want = read_side(r);
+      out.message = m;
+      break;
+    }
+    case MsgType::TradeAnswer: {
+      TradeAnswer m;
+      m.player_id = r.get<uint64_t>();
+      m.session_token = r.get<uint64_t>();
+      m.transaction_id = r.get<uint64_t>();
+      m.maker_id = r.get<uint64_t>();
+      m.offer_id = r.get<uint64_t>();
+      m.accept = r.get<uint8_t>();
+      r.reserved(7);
+      if (m.accept > 1) r.fail();
+      out.message = m;
+      break;
+    }
+    case MsgType::Grant: {
+      Grant m;
+      m.admin_key = r.get<uint64_t>();
+      m.player_id = r.get<uint64_t>();
+      m.grant_id = r.get<uint64_t>();
+      m.stack = read_side(r);
       out.message = m;
       break;
     }
@@ -416,6 +469,20 @@ DecodeError decode_server(std::span<const uint8_t> d, Decoded<ServerMessage>& ou
       out.message = m;
       break;
     }
+    case MsgType::TradeNotice: {
+      TradeNotice m;
+      const uint8_t event = r.get<uint8_t>();
+      r.reserved(7);
+      m.event = static_cast<TradeEvent>(event);
+      m.maker_id = r.get<uint64_t>();
+      m.taker_id = r.get<uint64_t>();
+      m.offer_id = r.get<uint64_t>();
+      m.give = read_side(r);
+      m.want = read_side(r);
+      if (event < 1 || event > 3) r.fail();
+      out.message = m;
+      break;
+    }
     case MsgType::KillNotice: {
       KillNotice m;
       m.killer_id = r.get<uint64_t>();
@@ -539,6 +606,54 @@ size_t encode(const Attack& m, std::span<uint8_t> out, uint16_t flags) {
   w.put(m.target_id);
   w.put(m.sequence);
   w.zeros(4);
+  return w.pos();
+}
+
+size_t encode(const TradeOffer& m, std::span<uint8_t> out, uint16_t flags) {
+  Writer w(out);
+  if (begin(out, MsgType::TradeOffer, kTradeOfferSize, flags, w) == 0) return 0;
+  w.put(m.player_id);
+  w.put(m.session_token);
+  w.put(m.transaction_id);
+  w.put(m.counterparty_id);
+  write_side(w, m.give);
+  write_side(w, m.want);
+  return w.pos();
+}
+
+size_t encode(const TradeAnswer& m, std::span<uint8_t> out, uint16_t flags) {
+  Writer w(out);
+  if (begin(out, MsgType::TradeAnswer, kTradeAnswerSize, flags, w) == 0) return 0;
+  w.put(m.player_id);
+  w.put(m.session_token);
+  w.put(m.transaction_id);
+  w.put(m.maker_id);
+  w.put(m.offer_id);
+  w.put(m.accept);
+  w.zeros(7);
+  return w.pos();
+}
+
+size_t encode(const Grant& m, std::span<uint8_t> out, uint16_t flags) {
+  Writer w(out);
+  if (begin(out, MsgType::Grant, kGrantSize, flags, w) == 0) return 0;
+  w.put(m.admin_key);
+  w.put(m.player_id);
+  w.put(m.grant_id);
+  write_side(w, m.stack);
+  return w.pos();
+}
+
+size_t encode(const TradeNotice& m, std::span<uint8_t> out, uint16_t flags) {
+  Writer w(out);
+  if (begin(out, MsgType::TradeNotice, kTradeNoticeSize, flags, w) == 0) return 0;
+  w.put(static_cast<uint8_t>(m.event));
+  w.zeros(7);
+  w.put(m.maker_id);
+  w.put(m.taker_id);
+  w.put(m.offer_id);
+  write_side(w, m.give);
+  write_side(w, m.want);
   return w.pos();
 }
 

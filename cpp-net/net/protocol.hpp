@@ -48,6 +48,9 @@ enum class MsgType : uint8_t {
   StatsRequest = 0x08,
   Attack = 0x09,
   LootClaim = 0x0A,
+  TradeOffer = 0x0B,
+  TradeAnswer = 0x0C,
+  Grant = 0x0D,
   JoinChallenge = 0x81,
   JoinAccept = 0x82,
   MoveAck = 0x83,
@@ -60,6 +63,7 @@ enum class MsgType : uint8_t {
   AttackResult = 0x8A,
   KillNotice = 0x8B,
   LootResult = 0x8C,
+  TradeNotice = 0x8D,
 };
 
 // Fixed sizes (for MOVE_ACK, AOI_SNAPSHOT and STATS_REPLY: the part before the list).
@@ -73,6 +77,9 @@ inline constexpr size_t kRaidTriggerSize = 56;
 inline constexpr size_t kStatsRequestSize = 24;
 inline constexpr size_t kAttackSize = 40;
 inline constexpr size_t kLootClaimSize = 32;
+inline constexpr size_t kTradeOfferSize = 72;
+inline constexpr size_t kTradeAnswerSize = 56;
+inline constexpr size_t kGrantSize = 48;
 inline constexpr size_t kJoinChallengeSize = 32;
 inline constexpr size_t kJoinAcceptSize = 48;
 inline constexpr size_t kMoveAckFixedSize = 20;
@@ -87,10 +94,12 @@ inline constexpr size_t kStatsReplyFixedSize = 16;
 inline constexpr size_t kAttackResultSize = 32;
 inline constexpr size_t kKillNoticeSize = 32;
 inline constexpr size_t kLootResultSize = 32;
+inline constexpr size_t kTradeNoticeSize = 72;
 
 // No reply to an unauthenticated message is larger than the message (docs/protocol.md).
 static_assert(kJoinChallengeSize <= kJoinRequestSize && kJoinAcceptSize <= kJoinConfirmSize && kPongSize <= kPingSize);
 static_assert(kAttackResultSize <= kAttackSize && kLootResultSize <= kLootClaimSize);
+static_assert(kEconomyResultSize <= kTradeAnswerSize && kEconomyResultSize <= kGrantSize && kTradeNoticeSize <= kTradeOfferSize);
 static_assert(kAoiFixedSize + kAoiEntriesMax * kAoiEntrySize <= kReplyDatagramMax);
 static_assert(kMoveAckFixedSize + kContactsMax * kContactSize <= kReplyDatagramMax);
 
@@ -190,6 +199,44 @@ struct LootClaim {
   uint64_t session_token = 0;
   uint64_t loot_id = 0;
   bool operator==(const LootClaim&) const = default;
+};
+
+// One side of a trade offer: gold and one stack of items.
+struct TradeSide {
+  int64_t gold = 0;
+  int32_t item_count = 0;
+  uint16_t item_kind = 0;
+  bool operator==(const TradeSide&) const = default;
+};
+// A trade offer: `give` (into escrow) for `want`, to `counterparty_id`. Reliable like
+// ECONOMY_REQUEST (resent with the same transaction id until its ECONOMY_RESULT); the offer's
+// id is its transaction id.
+struct TradeOffer {
+  uint64_t player_id = 0;
+  uint64_t session_token = 0;
+  uint64_t transaction_id = 0;
+  uint64_t counterparty_id = 0;
+  TradeSide give;
+  TradeSide want;
+  bool operator==(const TradeOffer&) const = default;
+};
+// An answer to maker_id's offer offer_id: accept 1 or decline 0 (the maker: cancel).
+struct TradeAnswer {
+  uint64_t player_id = 0;
+  uint64_t session_token = 0;
+  uint64_t transaction_id = 0;
+  uint64_t maker_id = 0;
+  uint64_t offer_id = 0;
+  uint8_t accept = 0;
+  bool operator==(const TradeAnswer&) const = default;
+};
+// An admin grant: the one source of value besides starting gold and loot.
+struct Grant {
+  uint64_t admin_key = 0;
+  uint64_t player_id = 0;
+  uint64_t grant_id = 0;  // increasing per player; answered in ECONOMY_RESULT.transaction_id
+  TradeSide stack;
+  bool operator==(const Grant&) const = default;
 };
 
 struct JoinChallenge {
@@ -292,6 +339,18 @@ struct LootResult {
   bool operator==(const LootResult&) const = default;
 };
 inline constexpr uint8_t kLootRefusalMax = 7;
+// News of a trade offer: `Offered` to its taker (with the terms), `Accepted` or `Declined` to
+// its maker.
+enum class TradeEvent : uint8_t { Offered = 1, Accepted = 2, Declined = 3 };
+struct TradeNotice {
+  TradeEvent event = TradeEvent::Offered;
+  uint64_t maker_id = 0;
+  uint64_t taker_id = 0;
+  uint64_t offer_id = 0;
+  TradeSide give;
+  TradeSide want;
+  bool operator==(const TradeNotice&) const = default;
+};
 // The text is borrowed from the decoded datagram (or, to encode, from the caller).
 struct StatsReply {
   uint32_t request_id = 0;
@@ -299,10 +358,10 @@ struct StatsReply {
   bool operator==(const StatsReply&) const = default;
 };
 
-using ClientMessage =
-    std::variant<JoinRequest, JoinConfirm, Move, EconomyRequest, Leave, Ping, RaidTrigger, StatsRequest, Attack, LootClaim>;
+using ClientMessage = std::variant<JoinRequest, JoinConfirm, Move, EconomyRequest, Leave, Ping, RaidTrigger, StatsRequest, Attack,
+                                   LootClaim, TradeOffer, TradeAnswer, Grant>;
 using ServerMessage = std::variant<JoinChallenge, JoinAccept, MoveAck, AoiSnapshot, EconomyResult, LeaveAck, Pong, RaidResult,
-                                   StatsReply, AttackResult, KillNotice, LootResult>;
+                                   StatsReply, AttackResult, KillNotice, LootResult, TradeNotice>;
 
 // A decoded message and the header flags it carried.
 template <typename Message>
@@ -329,6 +388,9 @@ size_t encode(const RaidTrigger& m, std::span<uint8_t> out, uint16_t flags = 0);
 size_t encode(const StatsRequest& m, std::span<uint8_t> out, uint16_t flags = 0);
 size_t encode(const Attack& m, std::span<uint8_t> out, uint16_t flags = 0);
 size_t encode(const LootClaim& m, std::span<uint8_t> out, uint16_t flags = 0);
+size_t encode(const TradeOffer& m, std::span<uint8_t> out, uint16_t flags = 0);
+size_t encode(const TradeAnswer& m, std::span<uint8_t> out, uint16_t flags = 0);
+size_t encode(const Grant& m, std::span<uint8_t> out, uint16_t flags = 0);
 size_t encode(const JoinChallenge& m, std::span<uint8_t> out, uint16_t flags = 0);
 size_t encode(const JoinAccept& m, std::span<uint8_t> out, uint16_t flags = 0);
 size_t encode(const MoveAck& m, std::span<uint8_t> out, uint16_t flags = 0);
@@ -341,6 +403,7 @@ size_t encode(const StatsReply& m, std::span<uint8_t> out, uint16_t flags = 0);
 size_t encode(const AttackResult& m, std::span<uint8_t> out, uint16_t flags = 0);
 size_t encode(const KillNotice& m, std::span<uint8_t> out, uint16_t flags = 0);
 size_t encode(const LootResult& m, std::span<uint8_t> out, uint16_t flags = 0);
+size_t encode(const TradeNotice& m, std::span<uint8_t> out, uint16_t flags = 0);
 
 const char* decode_error_name(DecodeError error);
 

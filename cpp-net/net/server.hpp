@@ -89,6 +89,12 @@ struct alignas(128) WorkerCounters {
   Counter kill_notices_sent;
   // LOOT_CLAIMs answered (claimed or refused by the engine's rules: the engine counts which).
   Counter loot_claims_answered;
+  // TRADE_OFFERs and TRADE_ANSWERs answered (the engine counts what each decided).
+  Counter trades_answered;
+  // TRADE_NOTICEs sent (offers to takers, accepts and declines to makers).
+  Counter trade_notices_sent;
+  // GRANTs answered.
+  Counter grants_answered;
   Counter raid_triggers;
   Counter stats_requests;
   Counter pongs_sent;

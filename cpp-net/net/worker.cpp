@@ -175,6 +175,45 @@ void Worker::tell_kill(uint64_t killer_id, uint64_t target_id, uint8_t target_ki
   }
 }
 
+namespace {
+MmoTradeStack abi_side(const wire::TradeSide& s) { return MmoTradeStack{s.gold, s.item_count, s.item_kind, 0}; }
+}  // namespace
+
+void Worker::on_trade_offer(const wire::TradeOffer& m, SourceAddress source, uint64_t now_ms) {
+  // Economy requests earlier in this batch go first (a gift, then an offer of what it left).
+  if (op_count_ > 0) flush_engine_batches(now_ms);
+  const MmoTradeOffer offer{m.player_id, m.session_token, m.transaction_id, m.counterparty_id, abi_side(m.give), abi_side(m.want)};
+  MmoEconomyResult r{};
+  if (server_.engine_status("trade_offer", server_.engine().trade_offer(offer, now_ms, r), counters) != MMO_OK) return;
+  send_reply(source, wire::EconomyResult{r.transaction_id, r.gold_balance, r.status, r.duplicate});
+  counters.trades_answered.add();
+  // A new offer (not a retransmit's answer) is news for its taker.
+  if (r.status == MMO_ECONOMY_STATUS_APPLIED && r.duplicate == 0) {
+    tell_trade(m.counterparty_id, wire::TradeNotice{wire::TradeEvent::Offered, m.player_id, m.counterparty_id, m.transaction_id, m.give, m.want});
+  }
+}
+
+void Worker::on_trade_answer(const wire::TradeAnswer& m, SourceAddress source, uint64_t now_ms) {
+  if (op_count_ > 0) flush_engine_batches(now_ms);
+  const MmoTradeAnswer answer{m.player_id, m.session_token, m.transaction_id, m.maker_id, m.offer_id, m.accept, {}};
+  MmoEconomyResult r{};
+  if (server_.engine_status("trade_answer", server_.engine().trade_answer(answer, now_ms, r), counters) != MMO_OK) return;
+  send_reply(source, wire::EconomyResult{r.transaction_id, r.gold_balance, r.status, r.duplicate});
+  counters.trades_answered.add();
+  // The taker's accept or decline is news for the maker (a maker's own cancel is not).
+  if (r.status == MMO_ECONOMY_STATUS_APPLIED && r.duplicate == 0 && m.maker_id != m.player_id) {
+    const auto event = m.accept != 0 ? wire::TradeEvent::Accepted : wire::TradeEvent::Declined;
+    tell_trade(m.maker_id, wire::TradeNotice{event, m.maker_id, m.player_id, m.offer_id, {}, {}});
+  }
+}
+
+void Worker::tell_trade(uint64_t player_id, const wire::TradeNotice& notice) {
+  const auto to = server_.directory_.source_of(player_id);
+  if (!to) return;  // left since
+  send_reply(*to, notice);
+  counters.trade_notices_sent.add();
+}
+
 void Worker::flush_replies() {
   const auto [sent, failed] = tx_.flush(fd_);
   counters.datagrams_sent.add(sent);
@@ -284,6 +323,17 @@ void Worker::handle(const wire::ClientMessage& message, SourceAddress source, Se
           }
           send_reply(source, wire::LootResult{m.loot_id, r.gold, r.item_count, r.item_kind, r.refusal, r.repeat});
           counters.loot_claims_answered.add();
+        } else if constexpr (std::is_same_v<T, wire::TradeOffer>) {
+          on_trade_offer(m, source, now_ms);
+        } else if constexpr (std::is_same_v<T, wire::TradeAnswer>) {
+          on_trade_answer(m, source, now_ms);
+        } else if constexpr (std::is_same_v<T, wire::Grant>) {
+          // Admin: answered at once (admission checked the key).
+          MmoTradeStack stack{m.stack.gold, m.stack.item_count, m.stack.item_kind, 0};
+          MmoEconomyResult r{};
+          if (server_.engine_status("grant", server_.engine().grant(m.player_id, m.grant_id, stack, r), counters) != MMO_OK) return;
+          send_reply(source, wire::EconomyResult{r.transaction_id, r.gold_balance, r.status, r.duplicate});
+          counters.grants_answered.add();
         } else if constexpr (std::is_same_v<T, wire::Leave>) {
           // Moves and trades earlier in this batch go first, in arrival order.
           flush_engine_batches(now_ms);

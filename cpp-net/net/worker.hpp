@@ -76,6 +76,12 @@ class Worker {
     tx_.commit(to, wire::encode(message, tx_.slot()));
   }
   // Tells the players in the killer's area of interest (as of the last tick) of a kill.
+  // TRADE_OFFER / TRADE_ANSWER: decided by the engine at once (economy requests batched before
+  // them go first), answered with ECONOMY_RESULT, and news told with TRADE_NOTICE.
+  void on_trade_offer(const wire::TradeOffer& m, SourceAddress source, uint64_t now_ms);
+  void on_trade_answer(const wire::TradeAnswer& m, SourceAddress source, uint64_t now_ms);
+  // Sends `notice` to the player's session address, if it still has one.
+  void tell_trade(uint64_t player_id, const wire::TradeNotice& notice);
   void tell_kill(uint64_t killer_id, uint64_t target_id, uint8_t target_kind);
   // Admin messages (admin.cpp).
   void on_raid_trigger(const wire::RaidTrigger& m, SourceAddress source);

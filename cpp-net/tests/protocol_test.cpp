@@ -109,6 +109,11 @@ std::map<std::string, std::function<void(const Bytes&)>> vector_checks() {
   client("loot_claim", LootClaim{42, token, object});
   server("loot_result_repeat", LootResult{object, 25, 3, 7, 0, 1});
   server("loot_result_refused", LootResult{object, 0, 0, 0, 5, 0});
+  client("trade_offer", TradeOffer{42, token, 1002, 43, {300, 0, 0}, {0, 2, 3}}, kFlagRetransmit);
+  client("trade_answer", TradeAnswer{43, token, 77, 42, 1002, 1});
+  client("grant", Grant{0xa11ce5ec2e7ULL, 43, 5, {1000, 4, 3}});
+  server("trade_notice_offered", TradeNotice{TradeEvent::Offered, 42, 43, 1002, {300, 0, 0}, {0, 2, 3}});
+  server("trade_notice_accepted", TradeNotice{TradeEvent::Accepted, 42, 43, 1002, {}, {}});
   return checks;
 }
 
@@ -157,7 +162,7 @@ TEST(ProtocolDecode, EachHeaderFaultHasItsOwnError) {
   EXPECT_EQ(with(2, 0), DecodeError::BadVersion);
   EXPECT_EQ(with(2, 1), DecodeError::ObsoleteVersion) << "v1: its own reason";
   EXPECT_EQ(with(3, 0x83), DecodeError::UnknownType) << "a server type from a client";
-  EXPECT_EQ(with(3, 0x0B), DecodeError::UnknownType);
+  EXPECT_EQ(with(3, 0x0E), DecodeError::UnknownType);
   EXPECT_EQ(with(3, 0x0A), DecodeError::BadLength) << "LOOT_CLAIM is 32 bytes";
   EXPECT_EQ(with(3, 0x8A), DecodeError::UnknownType) << "ATTACK_RESULT is the server's";
   EXPECT_EQ(with(4, 81), DecodeError::BadLength) << "length field disagrees with the datagram";
@@ -188,6 +193,20 @@ TEST(ProtocolDecode, EachHeaderFaultHasItsOwnError) {
     Bytes result = encoded(AttackResult{1, 0, 0, 1, 2, 3, 4});
     result[offset] = value;
     EXPECT_EQ(decode_server(result, s), DecodeError::BadField) << "ATTACK_RESULT byte " << offset << " = " << int{value};
+  }
+  Bytes answer = encoded(TradeAnswer{1, 2, 3, 4, 5, 1});
+  answer[48] = 2;
+  EXPECT_EQ(decode_client(answer, d), DecodeError::BadField) << "TRADE_ANSWER accept is 0 or 1";
+  answer[48] = 1;
+  answer[50] = 1;
+  EXPECT_EQ(decode_client(answer, d), DecodeError::BadField) << "TRADE_ANSWER's reserved bytes";
+  Bytes offer = encoded(TradeOffer{1, 2, 3, 4, {5, 6, 7}, {8, 9, 10}});
+  offer[54] = 1;
+  EXPECT_EQ(decode_client(offer, d), DecodeError::BadField) << "a trade side's reserved bytes";
+  for (const uint8_t event : {uint8_t{0}, uint8_t{4}}) {
+    Bytes notice = encoded(TradeNotice{TradeEvent::Offered, 1, 2, 3, {}, {}});
+    notice[8] = event;
+    EXPECT_EQ(decode_server(notice, s), DecodeError::BadField) << "TRADE_NOTICE event " << int{event};
   }
   for (const auto& [offset, value] : std::vector<std::pair<size_t, uint8_t>>{{30, 8}, {31, 2}}) {
     Bytes result = encoded(LootResult{1, 2, 3, 4, 0, 0});

@@ -205,7 +205,7 @@ pub fn craft(kind: HostileKind, variant: u64, ctx: &CraftContext, out: &mut [u8]
             n
         }
         HostileKind::UnknownType => {
-            out[3] = [0x00u8, 0x0B, 0x3F, 0x81, 0x8C][(variant % 5) as usize];
+            out[3] = [0x00u8, 0x0E, 0x3F, 0x81, 0x8D][(variant % 5) as usize];
             n
         }
         HostileKind::Truncated => {

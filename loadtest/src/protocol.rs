@@ -85,6 +85,12 @@ pub enum MessageType {
     Attack = 0x09,
     /// `LOOT_CLAIM`, client to server, 32 bytes.
     LootClaim = 0x0A,
+    /// `TRADE_OFFER`, client to server, 72 bytes.
+    TradeOffer = 0x0B,
+    /// `TRADE_ANSWER`, client to server, 56 bytes.
+    TradeAnswer = 0x0C,
+    /// `GRANT`, admin to server, 48 bytes.
+    Grant = 0x0D,
     /// `JOIN_CHALLENGE`, server to client, 32 bytes.
     JoinChallenge = 0x81,
     /// `JOIN_ACCEPT`, server to client, 48 bytes.
@@ -109,11 +115,13 @@ pub enum MessageType {
     KillNotice = 0x8B,
     /// `LOOT_RESULT`, server to client, 32 bytes.
     LootResult = 0x8C,
+    /// `TRADE_NOTICE`, server to client, 72 bytes.
+    TradeNotice = 0x8D,
 }
 
 impl MessageType {
     /// Every message type, in type-byte order.
-    pub const ALL: [MessageType; 22] = [
+    pub const ALL: [MessageType; 26] = [
         MessageType::JoinRequest,
         MessageType::JoinConfirm,
         MessageType::Move,
@@ -124,6 +132,9 @@ impl MessageType {
         MessageType::StatsRequest,
         MessageType::Attack,
         MessageType::LootClaim,
+        MessageType::TradeOffer,
+        MessageType::TradeAnswer,
+        MessageType::Grant,
         MessageType::JoinChallenge,
         MessageType::JoinAccept,
         MessageType::MoveAck,
@@ -136,6 +147,7 @@ impl MessageType {
         MessageType::AttackResult,
         MessageType::KillNotice,
         MessageType::LootResult,
+        MessageType::TradeNotice,
     ];
 
     /// The type for a `type` byte, if it is one.
@@ -163,6 +175,9 @@ impl MessageType {
             | MessageType::LootClaim
             | MessageType::LootResult => 32,
             MessageType::Attack => 40,
+            MessageType::TradeOffer | MessageType::TradeNotice => 72,
+            MessageType::TradeAnswer => 56,
+            MessageType::Grant => 48,
             MessageType::Ping | MessageType::StatsRequest | MessageType::Pong => 24,
             MessageType::JoinAccept => 48,
             MessageType::MoveAck => MOVE_ACK_BASE,
@@ -207,6 +222,10 @@ impl MessageType {
             MessageType::KillNotice => "KILL_NOTICE",
             MessageType::LootClaim => "LOOT_CLAIM",
             MessageType::LootResult => "LOOT_RESULT",
+            MessageType::TradeOffer => "TRADE_OFFER",
+            MessageType::TradeAnswer => "TRADE_ANSWER",
+            MessageType::Grant => "GRANT",
+            MessageType::TradeNotice => "TRADE_NOTICE",
         }
     }
 }
@@ -1123,6 +1142,94 @@ pub struct LootResult {
     pub repeat: bool,
 }
 
+/// One side of a trade: gold and one stack of items (16 bytes on the wire, 2 reserved).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TradeSide {
+    /// Gold.
+    pub gold: i64,
+    /// Items (0: gold only).
+    pub item_count: i32,
+    /// Their kind.
+    pub item_kind: u16,
+}
+
+/// `TRADE_OFFER` (0x0B, 72 bytes): `give` (into escrow) for `want`, to the counterparty.
+/// Reliable like `ECONOMY_REQUEST`; the offer's id is its transaction id.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TradeOffer {
+    /// The maker.
+    pub player_id: u64,
+    /// The maker's session token.
+    pub session_token: u64,
+    /// The maker's transaction id (and the offer's id).
+    pub transaction_id: u64,
+    /// The taker.
+    pub counterparty_id: u64,
+    /// What the maker gives.
+    pub give: TradeSide,
+    /// What the maker wants.
+    pub want: TradeSide,
+}
+
+/// `TRADE_ANSWER` (0x0C, 56 bytes): the taker accepts or declines (the maker: cancels).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TradeAnswer {
+    /// Who answers.
+    pub player_id: u64,
+    /// Their session token.
+    pub session_token: u64,
+    /// Their transaction id.
+    pub transaction_id: u64,
+    /// The offer's maker.
+    pub maker_id: u64,
+    /// The offer's id.
+    pub offer_id: u64,
+    /// Accept (or decline).
+    pub accept: bool,
+}
+
+/// `GRANT` (0x0D, 48 bytes, admin): the one source of value besides starting gold and loot.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Grant {
+    /// The server's admin key.
+    pub admin_key: u64,
+    /// Whom.
+    pub player_id: u64,
+    /// Increasing per player; answered in `ECONOMY_RESULT.transaction_id`.
+    pub grant_id: u64,
+    /// What.
+    pub stack: TradeSide,
+}
+
+wire_enum! {
+    /// `TRADE_NOTICE.event`.
+    TradeEvent {
+        /// An offer for the receiver (its taker), with the terms.
+        Offered = 1,
+        /// The receiver's offer was accepted.
+        Accepted = 2,
+        /// The receiver's offer was declined.
+        Declined = 3,
+    }
+}
+
+/// `TRADE_NOTICE` (0x8D, 72 bytes): news of a trade offer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TradeNotice {
+    /// What happened.
+    pub event: TradeEvent,
+    /// The offer's maker.
+    pub maker_id: u64,
+    /// Its taker.
+    pub taker_id: u64,
+    /// Its id.
+    pub offer_id: u64,
+    /// What the maker gives (`Offered` only; zero otherwise).
+    pub give: TradeSide,
+    /// What the maker wants (`Offered` only).
+    pub want: TradeSide,
+}
+
 /// Any v2 message. Variable-length replies borrow their lists from the datagram (decoded) or
 /// from the caller (to encode).
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -1171,6 +1278,14 @@ pub enum Message<'a> {
     LootClaim(LootClaim),
     /// A [`LootResult`].
     LootResult(LootResult),
+    /// A [`TradeOffer`].
+    TradeOffer(TradeOffer),
+    /// A [`TradeAnswer`].
+    TradeAnswer(TradeAnswer),
+    /// A [`Grant`].
+    Grant(Grant),
+    /// A [`TradeNotice`].
+    TradeNotice(TradeNotice),
 }
 
 macro_rules! impl_from_message {
@@ -1201,7 +1316,11 @@ impl_from_message!(
     AttackResult,
     KillNotice,
     LootClaim,
-    LootResult
+    LootResult,
+    TradeOffer,
+    TradeAnswer,
+    Grant,
+    TradeNotice
 );
 impl<'a> From<MoveAck<'a>> for Message<'a> {
     fn from(m: MoveAck<'a>) -> Self {
@@ -1245,6 +1364,10 @@ impl Message<'_> {
             Message::KillNotice(_) => MessageType::KillNotice,
             Message::LootClaim(_) => MessageType::LootClaim,
             Message::LootResult(_) => MessageType::LootResult,
+            Message::TradeOffer(_) => MessageType::TradeOffer,
+            Message::TradeAnswer(_) => MessageType::TradeAnswer,
+            Message::Grant(_) => MessageType::Grant,
+            Message::TradeNotice(_) => MessageType::TradeNotice,
         }
     }
 
@@ -1429,8 +1552,49 @@ pub fn encode(message: &Message<'_>, flags: Flags, out: &mut [u8]) -> Result<usi
             put(b, 28, &m.item_kind.to_le_bytes());
             put(b, 30, &[m.refusal.as_u8(), u8::from(m.repeat)]);
         }
+        Message::TradeOffer(m) => {
+            put(b, 8, &m.player_id.to_le_bytes());
+            put(b, 16, &m.session_token.to_le_bytes());
+            put(b, 24, &m.transaction_id.to_le_bytes());
+            put(b, 32, &m.counterparty_id.to_le_bytes());
+            put_side(b, 40, &m.give);
+            put_side(b, 56, &m.want);
+        }
+        Message::TradeAnswer(m) => {
+            put(b, 8, &m.player_id.to_le_bytes());
+            put(b, 16, &m.session_token.to_le_bytes());
+            put(b, 24, &m.transaction_id.to_le_bytes());
+            put(b, 32, &m.maker_id.to_le_bytes());
+            put(b, 40, &m.offer_id.to_le_bytes());
+            put(b, 48, &[u8::from(m.accept)]);
+        }
+        Message::Grant(m) => {
+            put(b, 8, &m.admin_key.to_le_bytes());
+            put(b, 16, &m.player_id.to_le_bytes());
+            put(b, 24, &m.grant_id.to_le_bytes());
+            put_side(b, 32, &m.stack);
+        }
+        Message::TradeNotice(m) => {
+            put(b, 8, &[m.event.as_u8()]);
+            put(b, 16, &m.maker_id.to_le_bytes());
+            put(b, 24, &m.taker_id.to_le_bytes());
+            put(b, 32, &m.offer_id.to_le_bytes());
+            put_side(b, 40, &m.give);
+            put_side(b, 56, &m.want);
+        }
     }
     Ok(len)
+}
+
+fn put_side(b: &mut [u8], at: usize, s: &TradeSide) {
+    put(b, at, &s.gold.to_le_bytes());
+    put(b, at + 8, &s.item_count.to_le_bytes());
+    put(b, at + 12, &s.item_kind.to_le_bytes());
+}
+
+fn side_at(b: &[u8], at: usize) -> Result<TradeSide, DecodeError> {
+    reserved(b, at + 14, at + 16)?;
+    Ok(TradeSide { gold: i64_at(b, at), item_count: i32_at(b, at + 8), item_kind: u16_at(b, at + 12) })
 }
 
 fn write_list<T: WireRecord>(b: &mut [u8], base: usize, list: &WireList<'_, T>) {
@@ -1750,6 +1914,44 @@ fn decode_body(t: MessageType, b: &[u8], count: usize) -> Result<Message<'_>, De
                 repeat,
             })
         }
+        MessageType::TradeOffer => Message::TradeOffer(TradeOffer {
+            player_id: u64_at(b, 8),
+            session_token: u64_at(b, 16),
+            transaction_id: u64_at(b, 24),
+            counterparty_id: u64_at(b, 32),
+            give: side_at(b, 40)?,
+            want: side_at(b, 56)?,
+        }),
+        MessageType::TradeAnswer => {
+            reserved(b, 49, 56)?;
+            let accept = match u8_at(b, 48) {
+                0 => false,
+                1 => true,
+                _ => return Err(DecodeError::BadField("accept")),
+            };
+            Message::TradeAnswer(TradeAnswer {
+                player_id: u64_at(b, 8),
+                session_token: u64_at(b, 16),
+                transaction_id: u64_at(b, 24),
+                maker_id: u64_at(b, 32),
+                offer_id: u64_at(b, 40),
+                accept,
+            })
+        }
+        MessageType::Grant => {
+            Message::Grant(Grant { admin_key: u64_at(b, 8), player_id: u64_at(b, 16), grant_id: u64_at(b, 24), stack: side_at(b, 32)? })
+        }
+        MessageType::TradeNotice => {
+            reserved(b, 9, 16)?;
+            Message::TradeNotice(TradeNotice {
+                event: enum_at(b, 8, "event")?,
+                maker_id: u64_at(b, 16),
+                taker_id: u64_at(b, 24),
+                offer_id: u64_at(b, 32),
+                give: side_at(b, 40)?,
+                want: side_at(b, 56)?,
+            })
+        }
     })
 }
 
@@ -1776,6 +1978,9 @@ mod tests {
                 (0x08, 24),
                 (0x09, 40),
                 (0x0A, 32),
+                (0x0B, 72),
+                (0x0C, 56),
+                (0x0D, 48),
                 (0x81, 32),
                 (0x82, 48),
                 (0x83, 20),
@@ -1787,10 +1992,11 @@ mod tests {
                 (0x89, 16),
                 (0x8A, 32),
                 (0x8B, 32),
-                (0x8C, 32)
+                (0x8C, 32),
+                (0x8D, 72)
             ]
         );
-        assert!(MessageType::from_u8(0x00).is_none() && MessageType::from_u8(0x0B).is_none() && MessageType::from_u8(0x80).is_none());
+        assert!(MessageType::from_u8(0x00).is_none() && MessageType::from_u8(0x0E).is_none() && MessageType::from_u8(0x80).is_none());
     }
 
     #[test]

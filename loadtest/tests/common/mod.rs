@@ -179,6 +179,15 @@ impl Fields {
         std::array::from_fn(|i| a + i as u8)
     }
 
+    /// `<prefix>_gold= <prefix>_item_count= <prefix>_item_kind=`: a trade side.
+    pub fn side(&self, prefix: &str) -> TradeSide {
+        TradeSide {
+            gold: self.i64(&format!("{prefix}_gold")),
+            item_count: self.i32(&format!("{prefix}_item_count")),
+            item_kind: self.u16(&format!("{prefix}_item_kind")),
+        }
+    }
+
     /// `flags=RETRANSMIT` (absent: no flag).
     pub fn flags(&self) -> Flags {
         if !self.has("flags") {
@@ -452,6 +461,43 @@ pub fn build(name: &str, f: &Fields) -> Option<(Spec, Flags)> {
             }
             .into(),
         ),
+        "trade_offer" => fixed(
+            TradeOffer {
+                player_id: f.u64("player_id"),
+                session_token: f.u64("session_token"),
+                transaction_id: f.u64("transaction_id"),
+                counterparty_id: f.u64("counterparty_id"),
+                give: f.side("give"),
+                want: f.side("want"),
+            }
+            .into(),
+        ),
+        "trade_answer" => fixed(
+            TradeAnswer {
+                player_id: f.u64("player_id"),
+                session_token: f.u64("session_token"),
+                transaction_id: f.u64("transaction_id"),
+                maker_id: f.u64("maker_id"),
+                offer_id: f.u64("offer_id"),
+                accept: f.u8("accept") == 1,
+            }
+            .into(),
+        ),
+        "grant" => fixed(
+            Grant { admin_key: f.u64("admin_key"), player_id: f.u64("player_id"), grant_id: f.u64("grant_id"), stack: f.side("stack") }
+                .into(),
+        ),
+        "trade_notice_offered" | "trade_notice_accepted" => fixed(
+            TradeNotice {
+                event: f.enumerated("event"),
+                maker_id: f.u64("maker_id"),
+                taker_id: f.u64("taker_id"),
+                offer_id: f.u64("offer_id"),
+                give: f.side("give"),
+                want: f.side("want"),
+            }
+            .into(),
+        ),
         _ => None,
     }?;
     Some((spec, f.flags()))
@@ -483,5 +529,9 @@ pub fn reserved_ranges(t: MessageType) -> &'static [(usize, usize)] {
         MessageType::KillNotice => &[(25, 32)],
         MessageType::LootClaim => &[],
         MessageType::LootResult => &[],
+        MessageType::TradeOffer => &[(54, 56), (70, 72)],
+        MessageType::TradeAnswer => &[(49, 56)],
+        MessageType::Grant => &[(46, 48)],
+        MessageType::TradeNotice => &[(9, 16), (54, 56), (70, 72)],
     }
 }
