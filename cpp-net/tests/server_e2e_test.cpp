@@ -253,6 +253,46 @@ TEST_P(ServerEndToEndEngines, PlayContactsAoiHostileTrafficAndCleanShutdown) {
   EXPECT_EQ(again->gold, loot->gold);
   EXPECT_EQ(again->item_count, loot->item_count);
 
+  // Trades both sides accept: the admin grants A 100 gold and B 4 of item 3; A offers 30 gold
+  // for 2 of them; B hears of the offer and accepts; A hears of the accept. Each side's
+  // ECONOMY_RESULT says where its gold stands.
+  for (const auto& [player, stack] : {std::pair{ja.player_id, TradeSide{100, 0, 0}}, std::pair{jb.player_id, TradeSide{0, 4, 3}}}) {
+    admin.send(Grant{kAdminKey, player, 1, stack});
+    const auto granted = admin.wait_for<EconomyResult>();
+    ASSERT_TRUE(granted);
+    EXPECT_EQ(granted->transaction_id, 1u);
+    EXPECT_EQ(granted->status, MMO_ECONOMY_STATUS_APPLIED);
+  }
+  a.send(TradeOffer{ja.player_id, ja.token, 1, jb.player_id, {30, 0, 0}, {0, 2, 3}});
+  const auto offered = a.wait_for<EconomyResult>();
+  ASSERT_TRUE(offered);
+  EXPECT_EQ(offered->status, MMO_ECONOMY_STATUS_APPLIED);
+  EXPECT_EQ(offered->gold_balance, 70u) << "the 30 offered are in escrow";
+  const auto heard = b.wait_for<TradeNotice>();
+  ASSERT_TRUE(heard) << "the taker was not told of the offer";
+  EXPECT_EQ(heard->event, TradeEvent::Offered);
+  EXPECT_EQ(heard->maker_id, ja.player_id);
+  EXPECT_EQ(heard->offer_id, 1u);
+  EXPECT_EQ(heard->want.item_count, 2);
+  b.send(TradeAnswer{jb.player_id, jb.token, 1, ja.player_id, heard->offer_id, 1});
+  const auto accepted = b.wait_for<EconomyResult>();
+  ASSERT_TRUE(accepted);
+  EXPECT_EQ(accepted->status, MMO_ECONOMY_STATUS_APPLIED);
+  EXPECT_EQ(accepted->gold_balance, loot->gold + 30) << "B: its loot and A's 30";
+  const auto told = a.wait_for<TradeNotice>();
+  ASSERT_TRUE(told) << "the maker was not told of the accept";
+  EXPECT_EQ(told->event, TradeEvent::Accepted);
+  EXPECT_EQ(told->taker_id, jb.player_id);
+  // A second accept of the closed offer is refused; a retransmit of the first is answered again.
+  b.send(TradeAnswer{jb.player_id, jb.token, 2, ja.player_id, 1, 1});
+  const auto closed = b.wait_for<EconomyResult>();
+  ASSERT_TRUE(closed);
+  EXPECT_EQ(closed->status, MMO_ECONOMY_STATUS_NO_SUCH_OFFER);
+  b.send(TradeAnswer{jb.player_id, jb.token, 1, ja.player_id, 1, 1}, kFlagRetransmit);
+  const auto resent = b.wait_for<EconomyResult>();
+  ASSERT_TRUE(resent);
+  EXPECT_EQ(resent->duplicate, 1);
+
   // Counters are per worker, and the spoofer's datagrams may sit in another worker's socket
   // queue than the admin's request: poll until every expected drop is counted (bounded), then
   // check the counts are exact.
@@ -288,6 +328,12 @@ TEST_P(ServerEndToEndEngines, PlayContactsAoiHostileTrafficAndCleanShutdown) {
   EXPECT_EQ(after.at("engine_loot_claim_repeats"), 1u);
   EXPECT_EQ(after.at("engine_loot_rejected_not_yours"), 1u);
   EXPECT_EQ(after.at("engine_loot_gold_claimed"), loot->gold);
+  EXPECT_EQ(after.at("engine_trade_offers"), 1u);
+  EXPECT_EQ(after.at("engine_trades_accepted"), 1u);
+  EXPECT_EQ(after.at("engine_grants"), 2u);
+  EXPECT_EQ(after.at("trades_answered"), 4u);
+  EXPECT_EQ(after.at("trade_notices_sent"), 2u);
+  EXPECT_EQ(after.at("grants_answered"), 2u);
   EXPECT_EQ(after.at("engine_move_rejected_wrong_session"), 0u) << "spoofs never reach the engine";
   EXPECT_EQ(after.at("economy_conserved"), 1u);
 

@@ -128,9 +128,9 @@ class Client {
   ~Client() { close(fd_); }
   void send_raw(const Bytes& b) { sendto(fd_, b.data(), b.size(), 0, reinterpret_cast<sockaddr*>(&server_), sizeof(server_)); }
   template <typename M>
-  Bytes send(const M& m) {
+  Bytes send(const M& m, uint16_t flags = 0) {
     Bytes b(kStatsReplyMax);
-    b.resize(encode(m, b));
+    b.resize(encode(m, b, flags));
     send_raw(b);
     return b;
   }
