@@ -183,6 +183,7 @@ size_t Server::format_stats(char* out, size_t capacity) const {
   MmoEconomyAudit audit{};
   engine_->economy_audit(audit);
   line("", "economy_live_gold", audit.live_gold);
+  line("", "economy_escrowed_gold", audit.escrowed_gold);
   line("", "economy_departed_gold", audit.departed_gold);
   line("", "economy_minted_gold", audit.minted_gold);
   line("", "economy_sunk_gold", audit.sunk_gold);

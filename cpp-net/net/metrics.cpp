@@ -151,10 +151,11 @@ std::string prometheus_text(const Server& s) {
   MmoEconomyAudit audit{};
   s.engine_->economy_audit(audit);
   t.one("mmo_economy_live_gold", "gauge", "Gold in open wallets.", static_cast<double>(audit.live_gold));
+  t.one("mmo_economy_escrowed_gold", "gauge", "Gold in escrow in open trade offers.", static_cast<double>(audit.escrowed_gold));
   t.one("mmo_economy_departed_gold", "gauge", "Gold of players who left.", static_cast<double>(audit.departed_gold));
   t.one("mmo_economy_minted_gold", "gauge", "Gold ever minted.", static_cast<double>(audit.minted_gold));
   t.one("mmo_economy_sunk_gold", "gauge", "Gold ever sunk.", static_cast<double>(audit.sunk_gold));
-  t.one("mmo_economy_conserved", "gauge", "1 while live + departed = minted - sunk, for gold and every item kind.", audit.conserved);
+  t.one("mmo_economy_conserved", "gauge", "1 while live + escrowed + departed = minted - sunk, for gold and every item kind.", audit.conserved);
   t.one("mmo_economy_open_wallets", "gauge", "Open wallets.", audit.open_wallets);
   // The process.
   rusage ru{};

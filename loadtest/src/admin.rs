@@ -1,14 +1,17 @@
-//! The admin side of the protocol: `STATS_REQUEST` / `STATS_REPLY` (the server's figures) and
-//! `RAID_TRIGGER` / `RAID_RESULT`, over one socket of their own.
+//! The admin side of the protocol: `STATS_REQUEST` / `STATS_REPLY` (the server's figures),
+//! `RAID_TRIGGER` / `RAID_RESULT`, and `GRANT` / `ECONOMY_RESULT` (the economy scenario's
+//! working capital), over one socket of their own.
 //!
 //! A stats request is idempotent, so it is resent on timeout until a reply with its
 //! `request_id` arrives. A raid trigger is not (a resend would spawn a second burst), so it
-//! is sent once and a missing result is reported as lost. The server drops admin messages
+//! is sent once and a missing result is reported as lost. A grant is applied at most once per
+//! (player, grant id), so grants are resent until answered like stats requests. The server drops admin messages
 //! with a wrong key without a reply, so "no reply" names that as the likely cause.
 
 use crate::net::{connected_socket, is_transient};
-use crate::protocol::{self, Flags, Message, RaidResult, RaidTrigger, STATS_REPLY_MAX, StatsRequest};
+use crate::protocol::{self, EconomyStatus, Flags, Grant, Message, RaidResult, RaidTrigger, STATS_REPLY_MAX, StatsRequest, TradeSide};
 use crate::server_stats::ServerStats;
+use serde::Serialize;
 use std::net::SocketAddrV4;
 use std::time::{Duration, Instant};
 use tokio::net::UdpSocket;
@@ -27,6 +30,25 @@ pub enum AdminError {
     /// A message could not be encoded (a bug).
     #[error("encoding an admin message: {0}")]
     Encode(#[from] protocol::EncodeError),
+}
+
+/// What the grants before an economy run did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct GrantSummary {
+    /// Players granted to.
+    pub requested: u64,
+    /// Grants the server applied (first-time or, for a resend, recorded as applied).
+    pub applied: u64,
+    /// Grants it refused.
+    pub refused: u64,
+    /// Grants never answered (after every resend).
+    pub unanswered: u64,
+    /// `GRANT` datagrams sent, resends included.
+    pub sent: u64,
+    /// Gold the applied grants created.
+    pub gold: u64,
+    /// Items the applied grants created.
+    pub items: u64,
 }
 
 /// The admin socket and key.
@@ -116,6 +138,45 @@ impl AdminClient {
             }
         }
         Ok(None)
+    }
+
+    /// Grants `stack` to each of `players` (grant id = its index + 1, so each answer names its
+    /// player), all sent at once and the unanswered resent every timeout, up to the attempts.
+    pub async fn grant_all(&mut self, players: &[u64], stack: TradeSide) -> Result<GrantSummary, AdminError> {
+        let mut summary = GrantSummary { requested: players.len() as u64, ..GrantSummary::default() };
+        let mut answered = vec![false; players.len()];
+        for _ in 0..self.attempts {
+            for (i, &player_id) in players.iter().enumerate().filter(|(i, _)| !answered[*i]) {
+                self.send(Grant { admin_key: self.key, player_id, grant_id: i as u64 + 1, stack }.into()).await?;
+                summary.sent += 1;
+            }
+            let deadline = Instant::now() + self.timeout;
+            while answered.iter().any(|a| !a)
+                && let Some(len) = self.recv_until(deadline).await?
+            {
+                let Ok(d) = protocol::decode(&self.buf[..len]) else {
+                    self.decode_errors += 1;
+                    continue;
+                };
+                let Message::EconomyResult(r) = d.message else { continue };
+                let Some(i) = (r.transaction_id as usize).checked_sub(1).filter(|&i| i < players.len() && !answered[i]) else {
+                    continue;
+                };
+                answered[i] = true;
+                if r.status == EconomyStatus::Applied {
+                    summary.applied += 1;
+                    summary.gold += stack.gold.max(0) as u64;
+                    summary.items += u64::from(stack.item_count.max(0) as u32);
+                } else {
+                    summary.refused += 1;
+                }
+            }
+            if answered.iter().all(|a| *a) {
+                break;
+            }
+        }
+        summary.unanswered = answered.iter().filter(|a| !**a).count() as u64;
+        Ok(summary)
     }
 
     /// Receives one datagram into `self.buf`, or `None` at `deadline`.

@@ -609,7 +609,7 @@ impl Player {
         if let Some(agent) = &mut self.economy {
             let sends = agent.poll(now, &mut self.rng, &self.plan.peers);
             for o in sends.into_iter().flatten() {
-                let n = protocol::encode(&o.request.into(), o.flags, &mut self.out).expect("economy requests always encode");
+                let n = protocol::encode(&o.request.message(), o.flags, &mut self.out).expect("economy requests always encode");
                 self.send_out(n);
             }
         }
@@ -771,6 +771,10 @@ impl Player {
             },
             Message::LootResult(r) => match &mut self.combat {
                 Some(agent) => agent.on_loot_result(&r),
+                None => self.report.unexpected_messages += 1,
+            },
+            Message::TradeNotice(n) => match &mut self.economy {
+                Some(agent) => agent.on_trade_notice(&n, now),
                 None => self.report.unexpected_messages += 1,
             },
             // Kills near a bot that does not fight are news it may ignore.

@@ -5,6 +5,7 @@
 //! A check the server's figures cannot decide (a name it did not report) fails and says so:
 //! the load tester never passes what it could not verify.
 
+use crate::admin::GrantSummary;
 use crate::bot::FloodTally;
 use crate::combat::CombatTally;
 use crate::economy::EconomyTally;
@@ -100,26 +101,40 @@ fn delta(before: &ServerStats, after: &ServerStats, name: &str) -> Result<i128, 
 ///   applied (each transaction id once, whichever answer told them);
 /// - every transaction has a known outcome, and the server never answered one transaction as
 ///   new twice, nor contradicted a recorded outcome;
-/// - minted gold grew by exactly the loot the bots saw applied, and nothing was sunk;
+/// - every bot was granted its working capital, and minted gold grew by exactly the grants
+///   (no client request creates value), and nothing was sunk;
+/// - the trades the bots saw opened, accepted and declined are exactly the server's;
 /// - `engine_economy_duplicates` grew by at least the duplicate answers the bots received.
-pub fn economy(before: &ServerStats, after: &ServerStats, tally: &EconomyTally) -> Vec<Check> {
+pub fn economy(before: &ServerStats, after: &ServerStats, tally: &EconomyTally, grants: &GrantSummary) -> Vec<Check> {
     let mut checks = Vec::new();
     checks.push(match figure(after, ECONOMY_CONSERVED) {
         Ok(v) => Check::new("economy_conserved", v == 1, format!("the server's audit reports economy_conserved {v}")),
         Err(c) => c,
     });
-    let books = ["economy_live_gold", "economy_departed_gold", "economy_minted_gold", "economy_sunk_gold"].map(|n| figure(after, n));
+    let books = ["economy_live_gold", "economy_escrowed_gold", "economy_departed_gold", "economy_minted_gold", "economy_sunk_gold"]
+        .map(|n| figure(after, n));
     checks.push(match books {
-        [Ok(live), Ok(departed), Ok(minted), Ok(sunk)] => {
-            let lhs = u128::from(live) + u128::from(departed);
+        [Ok(live), Ok(escrowed), Ok(departed), Ok(minted), Ok(sunk)] => {
+            let lhs = u128::from(live) + u128::from(escrowed) + u128::from(departed);
             let rhs = i128::from(minted) - i128::from(sunk);
             Check::new(
                 "economy_books",
                 rhs >= 0 && lhs == rhs as u128,
-                format!("live {live} + departed {departed} = {lhs}; minted {minted} - sunk {sunk} = {rhs}"),
+                format!("live {live} + escrowed {escrowed} + departed {departed} = {lhs}; minted {minted} - sunk {sunk} = {rhs}"),
             )
         }
-        [a, b, c, d] => [a, b, c, d].into_iter().find_map(Result::err).unwrap_or_else(|| Check::new("economy_books", false, "?")),
+        [a, b, c, d, e] => [a, b, c, d, e].into_iter().find_map(Result::err).unwrap_or_else(|| Check::new("economy_books", false, "?")),
+    });
+    checks.push(match delta(before, after, "engine_grants") {
+        Ok(d) => Check::new(
+            "economy_capital_granted",
+            grants.requested > 0 && grants.applied == grants.requested && d == i128::from(grants.applied),
+            format!(
+                "{} of {} bots granted ({} refused, {} unanswered, {} sends); the server counted {d} grants",
+                grants.applied, grants.requested, grants.refused, grants.unanswered, grants.sent
+            ),
+        ),
+        Err(c) => c,
     });
     checks.push(match delta(before, after, "engine_economy_applied") {
         Ok(d) => Check::new(
@@ -145,11 +160,35 @@ pub fn economy(before: &ServerStats, after: &ServerStats, tally: &EconomyTally) 
     checks.push(match (delta(before, after, "economy_minted_gold"), delta(before, after, "economy_sunk_gold")) {
         (Ok(minted), Ok(sunk)) => Check::new(
             "economy_minted_matches",
-            minted == i128::from(tally.loot_gold_applied) && sunk == 0,
-            format!("minted gold grew by {minted} (bots' applied loot: {}), sunk by {sunk} (bots spent nothing)", tally.loot_gold_applied),
+            minted == i128::from(grants.gold) && sunk == 0,
+            format!("minted gold grew by {minted} (the grants: {}), sunk by {sunk} (bots spent nothing)", grants.gold),
         ),
         (Err(c), _) | (_, Err(c)) => c,
     });
+    for (name, counter, bots) in [
+        ("trade_offers_match", "engine_trade_offers", tally.offers_applied),
+        ("trades_accepted_match", "engine_trades_accepted", tally.accepts_applied),
+        ("trades_declined_match", "engine_trades_declined", tally.declines_applied),
+    ] {
+        checks.push(match delta(before, after, counter) {
+            Ok(d) => Check::new(name, d == i128::from(bots), format!("server {d}; bots saw {bots} applied")),
+            Err(c) => c,
+        });
+    }
+    checks.push(Check::new(
+        "economy_trades_happened",
+        tally.accepts_applied > 0,
+        format!(
+            "{} offers opened, {} accepted, {} declined; notices: {} offered, {} accepted, {} declined; {} offers left unanswered",
+            tally.offers_applied,
+            tally.accepts_applied,
+            tally.declines_applied,
+            tally.trade_notices[1],
+            tally.trade_notices[2],
+            tally.trade_notices[3],
+            tally.offers_unanswered
+        ),
+    ));
     checks.push(match delta(before, after, "engine_economy_duplicates") {
         Ok(d) => Check::new(
             "economy_duplicates_counted",

@@ -1,12 +1,16 @@
 //! One bot's economy traffic: reliable requests with retransmits and deliberate duplicates,
 //! and a ledger of what the server answered, so the run can check the server's books.
 //!
-//! Each bot first picks up loot (minting gold and items), then, on a fixed schedule, makes
-//! transfers and trades with random other bots. A request is resent with the `RETRANSMIT`
-//! flag every `timeout` until its `ECONOMY_RESULT` arrives; some requests are also sent twice
-//! on purpose (same transaction id, `RETRANSMIT` set) to exercise the server's de-duplication.
-//! One transaction is in flight per bot at a time, far inside the engine's 32-id
-//! de-duplication window, so no answer is ever `TransactionTooOld`.
+//! Each bot's working capital is an admin `GRANT` made before play (gold and one item kind;
+//! see `run.rs`): no client request creates value. On a fixed schedule the bot then alternates
+//! gifts (`TRANSFER` of gold to a random other bot) and trade offers (`TRADE_OFFER`: some gold
+//! for some of a random other bot's items). A bot told of an offer for it (`TRADE_NOTICE`)
+//! answers it (`TRADE_ANSWER`), accepting most and declining the rest; answers go before the
+//! schedule's next transaction. A request is resent with the `RETRANSMIT` flag every
+//! `timeout` until its `ECONOMY_RESULT` arrives; some requests are also sent twice on purpose
+//! (same transaction id, `RETRANSMIT` set) to exercise the server's de-duplication. One
+//! transaction is in flight per bot at a time, far inside the engine's 32-id de-duplication
+//! window, so no answer is ever `TransactionTooOld`.
 //!
 //! The ledger ([`EconomyTally`]) is what the economy check compares with the server's
 //! figures. The subtle part: a transaction whose every result was lost may still have been
@@ -18,9 +22,12 @@
 //! or a duplicate answer whose status differs from the recorded one.
 //!
 //! The agent does no I/O: [`EconomyAgent::poll`] says what to send, [`EconomyAgent::on_result`]
-//! takes what arrived, which keeps it testable without a server.
+//! and [`EconomyAgent::on_trade_notice`] take what arrived, which keeps it testable without a
+//! server.
 
-use crate::protocol::{EconomyKind, EconomyRequest, EconomyResult, EconomyStatus, Flags};
+use crate::protocol::{
+    EconomyKind, EconomyRequest, EconomyResult, EconomyStatus, Flags, Message, TradeAnswer, TradeEvent, TradeNotice, TradeOffer, TradeSide,
+};
 use crate::rng::Rng;
 use crate::schedule::{Pacer, Schedule, elapsed_us};
 use serde::Serialize;
@@ -37,18 +44,20 @@ pub struct EconomyPlan {
     pub duplicate_ratio: f64,
     /// Sends of one transaction (first send included) before its outcome is declared unknown.
     pub max_attempts: u32,
-    /// Gold minted by the first transaction (a loot pickup).
-    pub loot_gold: i64,
-    /// Items minted with it.
-    pub loot_items: i32,
-    /// The item kind looted and traded.
+    /// Gold each bot is granted before play (its working capital).
+    pub grant_gold: i64,
+    /// Items of [`Self::item_kind`] granted with it.
+    pub grant_items: i32,
+    /// The item kind granted and traded.
     pub item_kind: u16,
     /// A transfer moves 1 to this much gold.
     pub transfer_gold_max: i64,
-    /// A trade pays this much gold for [`Self::trade_items`] items.
+    /// An offer gives this much gold for [`Self::trade_items`] of the taker's items.
     pub trade_gold: i64,
-    /// Items bought per trade.
+    /// Items wanted per offer.
     pub trade_items: i32,
+    /// Share of offers their taker accepts (the rest it declines).
+    pub accept_ratio: f64,
 }
 
 impl Default for EconomyPlan {
@@ -58,24 +67,81 @@ impl Default for EconomyPlan {
             timeout: Duration::from_millis(200),
             duplicate_ratio: 0.1,
             max_attempts: 100,
-            loot_gold: 100_000,
-            loot_items: 1_000,
+            grant_gold: 100_000,
+            grant_items: 1_000,
             item_kind: 3,
             transfer_gold_max: 50,
             trade_gold: 5,
             trade_items: 1,
+            accept_ratio: 0.8,
         }
     }
+}
+
+/// A reliable economy request: a gift (or any `ECONOMY_REQUEST`), a trade offer, or an
+/// answer to one. All three are answered by `ECONOMY_RESULT` and de-duplicated by the
+/// initiator's transaction id.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Request {
+    /// An `ECONOMY_REQUEST`.
+    Economy(EconomyRequest),
+    /// A `TRADE_OFFER`.
+    Offer(TradeOffer),
+    /// A `TRADE_ANSWER`.
+    Answer(TradeAnswer),
+}
+
+impl Request {
+    /// Its transaction id.
+    pub fn transaction_id(&self) -> u64 {
+        match self {
+            Request::Economy(r) => r.transaction_id,
+            Request::Offer(o) => o.transaction_id,
+            Request::Answer(a) => a.transaction_id,
+        }
+    }
+
+    /// The message to send.
+    pub fn message(&self) -> Message<'static> {
+        match *self {
+            Request::Economy(r) => r.into(),
+            Request::Offer(o) => o.into(),
+            Request::Answer(a) => a.into(),
+        }
+    }
+
+    fn kind(&self) -> Kind {
+        match self {
+            Request::Economy(_) => Kind::Gift,
+            Request::Offer(_) => Kind::Offer,
+            Request::Answer(a) if a.accept => Kind::Accept,
+            Request::Answer(_) => Kind::Decline,
+        }
+    }
+}
+
+/// What a transaction was, for the tally of applied ones.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+enum Kind {
+    #[default]
+    Gift,
+    Offer,
+    Accept,
+    Decline,
 }
 
 /// A request to put on the wire.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Outgoing {
     /// The request.
-    pub request: EconomyRequest,
+    pub request: Request,
     /// `RETRANSMIT` on every send but the first.
     pub flags: Flags,
 }
+
+/// Offers a bot was told of and has yet to answer, at most (more are counted, not answered:
+/// they time out on the server).
+pub const ANSWER_QUEUE: usize = 8;
 
 /// What the bots saw of the economy; summed over bots for the economy check.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
@@ -88,8 +154,16 @@ pub struct EconomyTally {
     pub refused: u64,
     /// Transactions that never got any answer (outcome unknown; the check fails on any).
     pub unknown: u64,
-    /// Gold minted by applied loot pickups.
-    pub loot_gold_applied: u64,
+    /// Of the applied: trade offers opened.
+    pub offers_applied: u64,
+    /// Of the applied: accepts (both sides of a trade moved).
+    pub accepts_applied: u64,
+    /// Of the applied: declines.
+    pub declines_applied: u64,
+    /// `TRADE_NOTICE`s received, by event (index = event byte; 0 unused).
+    pub trade_notices: [u64; 4],
+    /// Offers told of but not answered (the answer queue was full).
+    pub offers_unanswered: u64,
     /// Requests sent (first sends, retransmits and deliberate duplicates).
     pub requests_sent: u64,
     /// Resends after a timeout.
@@ -107,7 +181,7 @@ pub struct EconomyTally {
     /// Answers whose status differed from the transaction's recorded outcome.
     pub inconsistent_answers: u64,
     /// Known refusals by status (index = status byte).
-    pub refused_by_status: [u64; 13],
+    pub refused_by_status: [u64; 18],
 }
 
 impl EconomyTally {
@@ -117,7 +191,13 @@ impl EconomyTally {
         self.applied += o.applied;
         self.refused += o.refused;
         self.unknown += o.unknown;
-        self.loot_gold_applied += o.loot_gold_applied;
+        self.offers_applied += o.offers_applied;
+        self.accepts_applied += o.accepts_applied;
+        self.declines_applied += o.declines_applied;
+        for (a, b) in self.trade_notices.iter_mut().zip(o.trade_notices) {
+            *a += b;
+        }
+        self.offers_unanswered += o.offers_unanswered;
         self.requests_sent += o.requests_sent;
         self.retransmits += o.retransmits;
         self.deliberate_duplicates += o.deliberate_duplicates;
@@ -133,7 +213,7 @@ impl EconomyTally {
 }
 
 struct InFlight {
-    request: EconomyRequest,
+    request: Request,
     intended: Instant,
     next_retry: Instant,
     attempts: u32,
@@ -147,14 +227,10 @@ struct Decided {
     /// `None`: abandoned without an answer (outcome unknown until one arrives).
     status: Option<EconomyStatus>,
     first_answers: u32,
-    loot_gold: u64,
+    kind: Kind,
 }
 
 const RECENT: usize = 16;
-
-fn loot_gold_of(request: &EconomyRequest) -> u64 {
-    if request.kind == EconomyKind::LootPickup { request.gold.max(0) as u64 } else { 0 }
-}
 
 /// One bot's economy state machine.
 pub struct EconomyAgent {
@@ -165,6 +241,12 @@ pub struct EconomyAgent {
     next_transaction: u64,
     in_flight: Option<InFlight>,
     recent: [Decided; RECENT],
+    /// Offers to answer: (maker, offer id), oldest first.
+    answers: [(u64, u64); ANSWER_QUEUE],
+    answers_head: usize,
+    answers_len: usize,
+    /// When the oldest queued answer became due.
+    answer_due: Instant,
     measure_from: Instant,
     /// The ledger.
     pub tally: EconomyTally,
@@ -183,6 +265,10 @@ impl EconomyAgent {
             next_transaction: 1,
             in_flight: None,
             recent: [Decided::default(); RECENT],
+            answers: [(0, 0); ANSWER_QUEUE],
+            answers_head: 0,
+            answers_len: 0,
+            answer_due: measure_from,
             measure_from,
             tally: EconomyTally::default(),
         }
@@ -192,13 +278,46 @@ impl EconomyAgent {
     pub fn next_deadline(&self) -> Option<Instant> {
         match &self.in_flight {
             Some(f) => Some(f.next_retry),
+            // An answer is due from its notice's arrival: at once.
+            None if self.answers_len > 0 => Some(self.answer_due),
             None => self.pacer.next_deadline(),
         }
     }
 
-    /// Whether nothing is in flight and no transaction is left to start.
+    /// Whether nothing is in flight, no offer waits for its answer, and no transaction is left
+    /// to start.
     pub fn settled(&self) -> bool {
-        self.in_flight.is_none() && self.pacer.is_done()
+        self.in_flight.is_none() && self.answers_len == 0 && self.pacer.is_done()
+    }
+
+    /// A `TRADE_NOTICE` for this bot: an offer for it is queued to be answered; an accept or
+    /// decline of its own offer is counted.
+    pub fn on_trade_notice(&mut self, n: &TradeNotice, now: Instant) {
+        self.tally.trade_notices[usize::from(n.event.as_u8()).min(3)] += 1;
+        if n.event != TradeEvent::Offered {
+            return;
+        }
+        if self.answers_len == ANSWER_QUEUE {
+            self.tally.offers_unanswered += 1;
+            return;
+        }
+        if self.answers_len == 0 {
+            self.answer_due = now;
+        }
+        self.answers[(self.answers_head + self.answers_len) % ANSWER_QUEUE] = (n.maker_id, n.offer_id);
+        self.answers_len += 1;
+    }
+
+    fn start(&mut self, request: Request, intended: Instant, now: Instant, rng: &mut Rng) -> [Option<Outgoing>; 2] {
+        self.in_flight = Some(InFlight { request, intended, next_retry: now + self.plan.timeout, attempts: 1, first_answers: 0 });
+        self.tally.started += 1;
+        self.tally.requests_sent += 1;
+        let duplicate = rng.chance(self.plan.duplicate_ratio).then(|| {
+            self.tally.deliberate_duplicates += 1;
+            self.tally.requests_sent += 1;
+            Outgoing { request, flags: Flags::RETRANSMIT }
+        });
+        [Some(Outgoing { request, flags: Flags::NONE }), duplicate]
     }
 
     /// Starts no new transaction (an early stop); the one in flight is still resent.
@@ -222,54 +341,62 @@ impl EconomyAgent {
             }
             self.abandon_in_flight();
         }
+        if self.answers_len > 0 {
+            let (maker_id, offer_id) = self.answers[self.answers_head];
+            self.answers_head = (self.answers_head + 1) % ANSWER_QUEUE;
+            self.answers_len -= 1;
+            self.answer_due = now;
+            let answer = TradeAnswer {
+                player_id: self.player_id,
+                session_token: self.session_token,
+                transaction_id: self.take_transaction_id(),
+                maker_id,
+                offer_id,
+                accept: rng.chance(self.plan.accept_ratio),
+            };
+            return self.start(Request::Answer(answer), now, now, rng);
+        }
         let Some((k, intended)) = self.pacer.take_due(now) else {
             return [None, None];
         };
         let request = self.build(k, rng, peers);
-        self.in_flight = Some(InFlight { request, intended, next_retry: now + self.plan.timeout, attempts: 1, first_answers: 0 });
-        self.tally.started += 1;
-        self.tally.requests_sent += 1;
-        let duplicate = rng.chance(self.plan.duplicate_ratio).then(|| {
-            self.tally.deliberate_duplicates += 1;
-            self.tally.requests_sent += 1;
-            Outgoing { request, flags: Flags::RETRANSMIT }
-        });
-        [Some(Outgoing { request, flags: Flags::NONE }), duplicate]
+        self.start(request, intended, now, rng)
     }
 
-    fn build(&mut self, k: u64, rng: &mut Rng, peers: &[u64]) -> EconomyRequest {
-        let transaction_id = self.next_transaction;
+    fn take_transaction_id(&mut self) -> u64 {
+        let id = self.next_transaction;
         self.next_transaction += 1;
-        let base = EconomyRequest {
+        id
+    }
+
+    fn build(&mut self, k: u64, rng: &mut Rng, peers: &[u64]) -> Request {
+        let transaction_id = self.take_transaction_id();
+        let others = peers.iter().filter(|&&p| p != self.player_id).count() as u64;
+        let counterparty_id = match others {
+            0 => 0, // a lone bot's gift goes nowhere: refused unknown_player, a known outcome
+            n => peers.iter().copied().filter(|&p| p != self.player_id).nth(rng.below(n) as usize).unwrap_or(0),
+        };
+        if k % 2 == 0 || others == 0 {
+            let gold = 1 + rng.below(self.plan.transfer_gold_max.max(1) as u64) as i64;
+            return Request::Economy(EconomyRequest {
+                player_id: self.player_id,
+                session_token: self.session_token,
+                transaction_id,
+                counterparty_id,
+                gold,
+                item_count: 0,
+                item_kind: 0,
+                kind: EconomyKind::Transfer,
+            });
+        }
+        Request::Offer(TradeOffer {
             player_id: self.player_id,
             session_token: self.session_token,
             transaction_id,
-            counterparty_id: 0,
-            gold: 0,
-            item_count: 0,
-            item_kind: self.plan.item_kind,
-            kind: EconomyKind::LootPickup,
-        };
-        let others = peers.iter().filter(|&&p| p != self.player_id).count() as u64;
-        if k == 0 || others == 0 {
-            // The first transaction mints the bot's working capital; a lone bot only loots.
-            let (gold, items) = if k == 0 { (self.plan.loot_gold, self.plan.loot_items) } else { (1, 0) };
-            return EconomyRequest { gold, item_count: items, ..base };
-        }
-        let pick = rng.below(others) as usize;
-        let counterparty_id = peers.iter().copied().filter(|&p| p != self.player_id).nth(pick).unwrap_or(0);
-        if k % 2 == 1 {
-            let gold = 1 + rng.below(self.plan.transfer_gold_max.max(1) as u64) as i64;
-            EconomyRequest { counterparty_id, gold, kind: EconomyKind::Transfer, ..base }
-        } else {
-            EconomyRequest {
-                counterparty_id,
-                gold: self.plan.trade_gold,
-                item_count: self.plan.trade_items,
-                kind: EconomyKind::Trade,
-                ..base
-            }
-        }
+            counterparty_id,
+            give: TradeSide { gold: self.plan.trade_gold, item_count: 0, item_kind: 0 },
+            want: TradeSide { gold: 0, item_count: self.plan.trade_items, item_kind: self.plan.item_kind },
+        })
     }
 
     /// Gives up on the transaction in flight: its outcome is unknown unless an answer still
@@ -277,8 +404,8 @@ impl EconomyAgent {
     pub fn abandon_in_flight(&mut self) {
         if let Some(f) = self.in_flight.take() {
             self.tally.unknown += 1;
-            let loot_gold = loot_gold_of(&f.request);
-            self.remember(Decided { transaction_id: f.request.transaction_id, status: None, first_answers: f.first_answers, loot_gold });
+            let kind = f.request.kind();
+            self.remember(Decided { transaction_id: f.request.transaction_id(), status: None, first_answers: f.first_answers, kind });
         }
     }
 
@@ -286,13 +413,18 @@ impl EconomyAgent {
         self.recent[(d.transaction_id % RECENT as u64) as usize] = d;
     }
 
-    fn decide(&mut self, status: EconomyStatus, loot_gold: u64) {
+    fn decide(&mut self, status: EconomyStatus, kind: Kind) {
         if status == EconomyStatus::Applied {
             self.tally.applied += 1;
-            self.tally.loot_gold_applied += loot_gold;
+            match kind {
+                Kind::Gift => {}
+                Kind::Offer => self.tally.offers_applied += 1,
+                Kind::Accept => self.tally.accepts_applied += 1,
+                Kind::Decline => self.tally.declines_applied += 1,
+            }
         } else {
             self.tally.refused += 1;
-            self.tally.refused_by_status[usize::from(status.as_u8()).min(12)] += 1;
+            self.tally.refused_by_status[usize::from(status.as_u8()).min(17)] += 1;
         }
     }
 
@@ -303,13 +435,13 @@ impl EconomyAgent {
         if r.duplicate {
             self.tally.duplicate_results += 1;
         }
-        if let Some(f) = self.in_flight.as_ref().filter(|f| f.request.transaction_id == r.transaction_id) {
+        if let Some(f) = self.in_flight.as_ref().filter(|f| f.request.transaction_id() == r.transaction_id) {
             let first_answers = f.first_answers + u32::from(!r.duplicate);
-            let loot_gold = loot_gold_of(&f.request);
+            let kind = f.request.kind();
             let intended = f.intended;
             self.in_flight = None;
-            self.decide(r.status, loot_gold);
-            self.remember(Decided { transaction_id: r.transaction_id, status: Some(r.status), first_answers, loot_gold });
+            self.decide(r.status, kind);
+            self.remember(Decided { transaction_id: r.transaction_id, status: Some(r.status), first_answers, kind });
             return (intended >= self.measure_from).then(|| elapsed_us(intended, now));
         }
         let slot = (r.transaction_id % RECENT as u64) as usize;
@@ -330,7 +462,7 @@ impl EconomyAgent {
                 // A late answer for an abandoned transaction: its outcome is known after all.
                 self.tally.unknown -= 1;
                 d.status = Some(r.status);
-                self.decide(r.status, d.loot_gold);
+                self.decide(r.status, d.kind);
             }
             Some(s) if s != r.status => self.tally.inconsistent_answers += 1,
             Some(_) => {}

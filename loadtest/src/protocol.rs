@@ -422,6 +422,16 @@ wire_enum! {
         BadKind = 11,
         /// Transaction id 0.
         InvalidTransaction = 12,
+        /// The maker already has an open trade offer.
+        OfferPending = 13,
+        /// No open offer with that id.
+        NoSuchOffer = 14,
+        /// An answer to another player's offer.
+        NotYourOffer = 15,
+        /// The offer timed out.
+        OfferExpired = 16,
+        /// A kind clients may no longer request (a trade without consent, a loot pickup).
+        KindRetired = 17,
     }
 }
 

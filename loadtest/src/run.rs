@@ -15,6 +15,7 @@
 //! drop deltas.
 
 use crate::admin::AdminClient;
+use crate::admin::GrantSummary;
 use crate::bot::{self, BotReport, DutyPlan, FloodTally, JoinPlan, Latencies, LeaveOutcome, LiveCounters, PlayPlan, Session};
 use crate::checks::{self, Check};
 use crate::cli::{Cli, Scenario};
@@ -26,6 +27,7 @@ use crate::metrics::Merged;
 use crate::net::connected_socket;
 use crate::progress::Progress;
 use crate::protocol::DropReason;
+use crate::protocol::TradeSide;
 use crate::raid::{self, RaidPlan, RaidSummary, RaidWindows};
 use crate::rng::Rng;
 use crate::schedule::Epoch;
@@ -139,6 +141,8 @@ pub struct RunResult {
     pub raid: Option<RaidSummary>,
     /// The hostile scenario's traffic.
     pub hostile: Option<HostileOutcome>,
+    /// The economy scenario's grants of working capital, before play.
+    pub grants: Option<GrantSummary>,
     /// The server's figures before play.
     pub server_before: Option<ServerStats>,
     /// The server's figures after play.
@@ -356,6 +360,18 @@ pub async fn run(cli: Cli, progress: &Progress) -> anyhow::Result<RunResult> {
         }
     };
 
+    // The economy's working capital: one admin grant per bot (after the figures before the run,
+    // so the run's minted gold is exactly the grants).
+    let grants = match (scenario, admin.as_mut()) {
+        (Scenario::Economy, Some(admin)) => {
+            progress.phase(&format!("granting {joined} bots their working capital"));
+            let p = EconomyPlan::default();
+            let stack = TradeSide { gold: p.grant_gold, item_count: p.grant_items, item_kind: p.item_kind };
+            Some(admin.grant_all(&peers, stack).await.context("granting the bots' working capital")?)
+        }
+        _ => None,
+    };
+
     // Play.
     let move_start = Instant::now() + Duration::from_millis(200);
     let measure_start = move_start + cli.warmup;
@@ -510,6 +526,7 @@ pub async fn run(cli: Cli, progress: &Progress) -> anyhow::Result<RunResult> {
         totals,
         raid,
         hostile: hostile_outcome,
+        grants,
         server_before,
         server_after,
         server_window_s,
@@ -548,7 +565,9 @@ pub fn judge(r: &RunResult) -> Vec<Check> {
     }
     let figures = r.server_before.as_ref().zip(r.server_after.as_ref());
     match (cli.scenario, figures) {
-        (Scenario::Economy, Some((before, after))) => checks.extend(checks::economy(before, after, &t.economy)),
+        (Scenario::Economy, Some((before, after))) => {
+            checks.extend(checks::economy(before, after, &t.economy, &r.grants.unwrap_or_default()))
+        }
         (Scenario::Raid, Some((before, after))) if cli.attack_range_m > 0.0 => checks.extend(checks::combat(before, after, &t.combat)),
         (Scenario::Hostile, Some((before, after))) => {
             let h = r.hostile.clone().unwrap_or_default();

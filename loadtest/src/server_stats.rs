@@ -14,7 +14,7 @@ use std::collections::BTreeMap;
 pub const ENGINE_FIELDS: [&str; mmo_core::stats::COUNTER_COUNT] = mmo_core::stats::COUNTER_NAMES;
 
 /// Figures the server reports besides `engine_*` and `drop_*`.
-pub const OTHER_NAMES: [&str; 21] = [
+pub const OTHER_NAMES: [&str; 22] = [
     "datagrams_received",
     "datagrams_sent",
     "sessions_live",
@@ -33,6 +33,7 @@ pub const OTHER_NAMES: [&str; 21] = [
     "cpu_system_us",
     "peak_rss_kb",
     "economy_live_gold",
+    "economy_escrowed_gold",
     "economy_departed_gold",
     "economy_minted_gold",
     "economy_sunk_gold",

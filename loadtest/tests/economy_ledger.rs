@@ -1,8 +1,9 @@
-//! One bot's economy agent, driven without a server: what it sends when, and how its ledger
-//! records answers (first-time, duplicate, lost, late, contradictory).
+//! One bot's economy agent, driven without a server: what it sends when, how it answers the
+//! offers it is told of, and how its ledger records answers (first-time, duplicate, lost,
+//! late, contradictory).
 
-use mmo_loadtest::economy::{EconomyAgent, EconomyPlan, Outgoing};
-use mmo_loadtest::protocol::{EconomyKind, EconomyResult, EconomyStatus, Flags};
+use mmo_loadtest::economy::{ANSWER_QUEUE, EconomyAgent, EconomyPlan, Outgoing, Request};
+use mmo_loadtest::protocol::{EconomyKind, EconomyResult, EconomyStatus, Flags, TradeEvent, TradeNotice, TradeSide};
 use mmo_loadtest::rng::Rng;
 use mmo_loadtest::schedule::Schedule;
 use std::time::{Duration, Instant};
@@ -27,30 +28,67 @@ fn result(txn: u64, status: EconomyStatus, duplicate: bool) -> EconomyResult {
 }
 
 #[test]
-fn loot_first_then_transfers_and_trades_with_other_bots() {
+fn gifts_and_offers_alternate_with_other_bots_and_nothing_mints() {
     let t0 = Instant::now();
     let mut rng = Rng::new(1);
     let mut a = agent(t0, 0.0);
-    let first = sends(&mut a, t0, &mut rng);
-    assert_eq!(first.len(), 1);
-    let r = first[0].request;
-    assert_eq!((r.kind, r.transaction_id, r.counterparty_id, r.player_id, r.session_token), (EconomyKind::LootPickup, 1, 0, 10, 0xAB));
-    assert!(r.gold > 0 && r.item_count > 0);
-    assert_eq!(first[0].flags, Flags::NONE);
-    assert_eq!(a.on_result(t0 + MS, &result(1, EconomyStatus::Applied, false)), Some(1000));
-    let mut kinds = Vec::new();
-    for k in 1..9u32 {
+    let (mut gifts, mut offers) = (0, 0);
+    for k in 0..8u32 {
         let now = t0 + 100 * MS * k;
         let s = sends(&mut a, now, &mut rng);
+        assert_eq!(s[0].flags, Flags::NONE);
         let r = s[0].request;
-        assert_eq!(r.transaction_id, u64::from(k) + 1, "ids count up");
-        assert!(r.counterparty_id == 11 || r.counterparty_id == 12, "never itself");
-        kinds.push(r.kind);
-        a.on_result(now, &result(r.transaction_id, EconomyStatus::Applied, false));
+        assert_eq!(r.transaction_id(), u64::from(k) + 1, "ids count up");
+        match r {
+            Request::Economy(e) => {
+                assert_eq!((e.kind, e.player_id, e.session_token), (EconomyKind::Transfer, 10, 0xAB));
+                assert!(e.counterparty_id == 11 || e.counterparty_id == 12, "never itself");
+                assert!(e.gold > 0 && e.item_count == 0);
+                gifts += 1;
+            }
+            Request::Offer(o) => {
+                assert!(o.counterparty_id == 11 || o.counterparty_id == 12);
+                assert!(o.give.gold > 0 && o.want.item_count > 0, "gold for items");
+                offers += 1;
+            }
+            Request::Answer(_) => panic!("no offer was told of"),
+        }
+        a.on_result(now, &result(r.transaction_id(), EconomyStatus::Applied, false));
     }
-    assert!(kinds.contains(&EconomyKind::Transfer) && kinds.contains(&EconomyKind::Trade));
-    assert_eq!(a.tally.applied, 9);
-    assert_eq!(a.tally.loot_gold_applied, plan(0.0).loot_gold as u64);
+    assert_eq!((gifts, offers), (4, 4));
+    assert_eq!((a.tally.applied, a.tally.offers_applied), (8, 4));
+}
+
+#[test]
+fn offers_told_of_are_answered_before_the_schedule_goes_on() {
+    let t0 = Instant::now();
+    let mut rng = Rng::new(7);
+    let mut a = agent(t0, 0.0);
+    let notice = |offer_id| TradeNotice {
+        event: TradeEvent::Offered,
+        maker_id: 11,
+        taker_id: 10,
+        offer_id,
+        give: TradeSide { gold: 5, item_count: 0, item_kind: 0 },
+        want: TradeSide { gold: 0, item_count: 1, item_kind: 3 },
+    };
+    a.on_trade_notice(&notice(40), t0);
+    a.on_trade_notice(&TradeNotice { event: TradeEvent::Accepted, ..notice(1) }, t0);
+    assert_eq!(a.tally.trade_notices[1..], [1, 1, 0]);
+    assert!(!a.settled(), "an offer waits for its answer");
+    assert_eq!(a.next_deadline(), Some(t0), "due at once");
+    let s = sends(&mut a, t0, &mut rng);
+    let Request::Answer(answer) = s[0].request else { panic!("{:?}", s[0].request) };
+    assert_eq!((answer.maker_id, answer.offer_id, answer.transaction_id, answer.player_id), (11, 40, 1, 10));
+    a.on_result(t0 + MS, &result(1, EconomyStatus::Applied, false));
+    assert_eq!(a.tally.accepts_applied + a.tally.declines_applied, 1);
+    // The schedule's first transaction follows, with the next id.
+    assert_eq!(sends(&mut a, t0 + 2 * MS, &mut rng)[0].request.transaction_id(), 2);
+    // More offers than the queue holds: the rest are counted, not answered.
+    for id in 0..(ANSWER_QUEUE as u64 + 3) {
+        a.on_trade_notice(&notice(100 + id), t0);
+    }
+    assert_eq!(a.tally.offers_unanswered, 3);
 }
 
 #[test]
@@ -64,7 +102,7 @@ fn unanswered_requests_are_resent_with_the_retransmit_flag_then_given_up() {
     let resend = sends(&mut a, t0 + 20 * MS, &mut rng);
     assert_eq!(resend.len(), 1);
     assert_eq!(resend[0].flags, Flags::RETRANSMIT);
-    assert_eq!(resend[0].request.transaction_id, 1);
+    assert_eq!(resend[0].request.transaction_id(), 1);
     assert_eq!(sends(&mut a, t0 + 40 * MS, &mut rng)[0].flags, Flags::RETRANSMIT);
     // Third attempt was the last: at the next timeout the outcome is declared unknown and the
     // next transaction (intended at 100 ms) waits for its time.
@@ -74,8 +112,7 @@ fn unanswered_requests_are_resent_with_the_retransmit_flag_then_given_up() {
     assert_eq!(a.tally.requests_sent, 3);
     // A late answer still settles it: the outcome is known after all.
     assert_eq!(a.on_result(t0 + 70 * MS, &result(1, EconomyStatus::Applied, true)), None);
-    assert_eq!((a.tally.unknown, a.tally.applied), (0, 1));
-    assert_eq!(a.tally.loot_gold_applied, plan(0.0).loot_gold as u64, "the abandoned loot's gold counts once settled");
+    assert_eq!((a.tally.unknown, a.tally.applied), (0, 1), "the abandoned transaction counts once settled");
 }
 
 #[test]
@@ -89,7 +126,7 @@ fn one_transaction_in_flight_and_the_next_is_measured_from_its_own_intended_time
     assert!(sends(&mut a, t0 + 150 * MS, &mut rng).is_empty());
     a.on_result(t0 + 250 * MS, &result(1, EconomyStatus::Applied, false));
     let s = sends(&mut a, t0 + 250 * MS, &mut rng);
-    assert_eq!(s[0].request.transaction_id, 2);
+    assert_eq!(s[0].request.transaction_id(), 2);
     // Answered at 260 ms: 160 ms after its intended 100 ms, though sent only 10 ms before.
     assert_eq!(a.on_result(t0 + 260 * MS, &result(2, EconomyStatus::InsufficientFunds, false)), Some(160_000));
     assert_eq!(a.tally.refused, 1);
@@ -132,15 +169,17 @@ fn a_second_first_time_answer_or_a_contradiction_is_caught() {
 }
 
 #[test]
-fn a_lone_bot_only_loots_and_stops_when_told() {
+fn a_lone_bot_only_makes_gifts_that_go_nowhere_and_stops_when_told() {
     let t0 = Instant::now();
     let mut rng = Rng::new(6);
     let mut a = agent(t0, 0.0);
-    let s = a.poll(t0, &mut rng, &[10]);
-    a.on_result(t0, &result(s[0].unwrap().request.transaction_id, EconomyStatus::Applied, false));
-    let s = a.poll(t0 + 100 * MS, &mut rng, &[10]);
-    assert_eq!(s[0].unwrap().request.kind, EconomyKind::LootPickup);
-    a.on_result(t0 + 100 * MS, &result(2, EconomyStatus::Applied, false));
+    for k in 0..2u32 {
+        let now = t0 + 100 * MS * k;
+        let s = a.poll(now, &mut rng, &[10]);
+        let Request::Economy(e) = s[0].unwrap().request else { panic!("a lone bot offers nothing") };
+        assert_eq!((e.kind, e.counterparty_id), (EconomyKind::Transfer, 0));
+        a.on_result(now, &result(e.transaction_id, EconomyStatus::UnknownPlayer, false));
+    }
     a.stop_starting();
     assert!(a.settled());
     assert!(a.poll(t0 + 500 * MS, &mut rng, &[10]).iter().all(Option::is_none));

@@ -110,6 +110,8 @@ struct State {
     adds: Vec<(u64, f32, f32, i32)>,
     /// Loot of killed adds: id -> (killer, claimed).
     loot: HashMap<u64, (u64, bool)>,
+    /// Open offers by maker: (offer id, taker, escrowed gold, items wanted).
+    offers: HashMap<u64, (u64, u64, u64, u64)>,
 }
 
 const FAKE_ADDS: usize = 64;
@@ -144,6 +146,10 @@ impl State {
             "engine_attack_rejected_out_of_range",
             "engine_attack_rejected_cooldown",
             "engine_loot_claimed",
+            "engine_grants",
+            "engine_trade_offers",
+            "engine_trades_accepted",
+            "engine_trades_declined",
             "engine_loot_gold_claimed",
             "engine_loot_items_claimed",
             "engine_loot_claim_repeats",
@@ -165,6 +171,7 @@ impl State {
             moves_seen: 0,
             adds: Vec::new(),
             loot: HashMap::new(),
+            offers: HashMap::new(),
         }
     }
 
@@ -329,6 +336,20 @@ impl State {
                     self.reply(socket, from, result.into());
                 }
             },
+            Message::TradeOffer(o) => match self.admit(o.player_id, o.session_token, from, None) {
+                Err(reason) => self.drop_for(reason),
+                Ok(id) => self.trade_offer(socket, from, id, &o),
+            },
+            Message::TradeAnswer(a) => match self.admit(a.player_id, a.session_token, from, None) {
+                Err(reason) => self.drop_for(reason),
+                Ok(id) => self.trade_answer(socket, from, id, &a),
+            },
+            Message::Grant(g) => {
+                if g.admin_key != self.config.admin_key {
+                    return self.drop_for(DropReason::BadAdminKey);
+                }
+                self.grant(socket, from, &g);
+            }
             Message::EconomyRequest(r) => match self.admit(r.player_id, r.session_token, from, None) {
                 Err(reason) => self.drop_for(reason),
                 Ok(id) => self.economy(socket, from, id, &r),
@@ -352,7 +373,11 @@ impl State {
                 for (k, v) in &self.counters {
                     text.push_str(&format!("{k} {v}\n"));
                 }
-                text.push_str(&format!("economy_live_gold {live}\neconomy_conserved 1\nsessions_live {}\n", self.sessions.len()));
+                let escrowed: u64 = self.offers.values().map(|o| o.2).sum();
+                text.push_str(&format!(
+                    "economy_live_gold {live}\neconomy_escrowed_gold {escrowed}\neconomy_conserved 1\nsessions_live {}\n",
+                    self.sessions.len()
+                ));
                 self.reply(socket, from, StatsReply { request_id: r.request_id, text: &text }.into());
             }
             Message::RaidTrigger(t) => {
@@ -459,46 +484,18 @@ impl State {
         LootResult { loot_id, gold, item_count: 1, item_kind: 2, refusal: LootRefusal::Claimed, repeat: claimed }
     }
 
-    fn economy(&mut self, socket: &UdpSocket, from: SocketAddr, id: u64, r: &EconomyRequest) {
-        let key = (id, r.transaction_id);
+    /// One reliable economy request of player `id`: a resend of a decided transaction is
+    /// answered from the record (unless configured to apply it again), else `apply` decides.
+    fn reliable(&mut self, socket: &UdpSocket, from: SocketAddr, id: u64, txn: u64, apply: impl FnOnce(&mut State) -> EconomyStatus) {
+        let key = (id, txn);
         if let Some(&(status, balance)) = self.decided.get(&key)
             && !self.config.apply_duplicates_again
         {
             self.bump("engine_economy_duplicates", 1);
-            let result = EconomyResult { transaction_id: r.transaction_id, gold_balance: balance, status, duplicate: true };
+            let result = EconomyResult { transaction_id: txn, gold_balance: balance, status, duplicate: true };
             return self.reply(socket, from, result.into());
         }
-        let gold = r.gold.max(0) as u64;
-        let count = r.item_count.max(0) as u64;
-        let status = match r.kind {
-            EconomyKind::LootPickup => {
-                let s = self.sessions.get_mut(&id).unwrap();
-                s.gold += gold;
-                s.items += count;
-                self.bump("economy_minted_gold", gold);
-                EconomyStatus::Applied
-            }
-            EconomyKind::Transfer | EconomyKind::Trade => {
-                let trade = r.kind == EconomyKind::Trade;
-                match self.sessions.get(&r.counterparty_id) {
-                    None => EconomyStatus::UnknownPlayer,
-                    Some(_) if r.counterparty_id == id => EconomyStatus::SelfTrade,
-                    Some(other) if trade && other.items < count => EconomyStatus::InsufficientItems,
-                    Some(_) if self.sessions[&id].gold < gold => EconomyStatus::InsufficientFunds,
-                    Some(_) => {
-                        self.sessions.get_mut(&id).unwrap().gold -= gold;
-                        let other = self.sessions.get_mut(&r.counterparty_id).unwrap();
-                        other.gold += gold;
-                        if trade {
-                            other.items -= count;
-                            self.sessions.get_mut(&id).unwrap().items += count;
-                        }
-                        EconomyStatus::Applied
-                    }
-                }
-            }
-            EconomyKind::Spend => EconomyStatus::BadKind,
-        };
+        let status = apply(self);
         if status == EconomyStatus::Applied {
             self.bump("engine_economy_applied", 1);
         }
@@ -509,7 +506,126 @@ impl State {
         if n > 0 && self.economy_results.is_multiple_of(n) {
             return; // lost on the way back
         }
-        let result = EconomyResult { transaction_id: r.transaction_id, gold_balance: balance, status, duplicate: false };
+        let result = EconomyResult { transaction_id: txn, gold_balance: balance, status, duplicate: false };
+        self.reply(socket, from, result.into());
+    }
+
+    /// Gifts only (the retired kinds are refused, spending is not played).
+    fn economy(&mut self, socket: &UdpSocket, from: SocketAddr, id: u64, r: &EconomyRequest) {
+        let (gold, to) = (r.gold.max(0) as u64, r.counterparty_id);
+        let kind = r.kind;
+        self.reliable(socket, from, id, r.transaction_id, |st| match kind {
+            EconomyKind::Transfer => match st.sessions.get(&to) {
+                None => EconomyStatus::UnknownPlayer,
+                Some(_) if to == id => EconomyStatus::SelfTrade,
+                Some(_) if st.sessions[&id].gold < gold => EconomyStatus::InsufficientFunds,
+                Some(_) => {
+                    st.sessions.get_mut(&id).unwrap().gold -= gold;
+                    st.sessions.get_mut(&to).unwrap().gold += gold;
+                    EconomyStatus::Applied
+                }
+            },
+            EconomyKind::Trade | EconomyKind::LootPickup => EconomyStatus::KindRetired,
+            EconomyKind::Spend => EconomyStatus::BadKind,
+        });
+    }
+
+    /// The engine's offer rules, simplified: one open offer per maker, its gold in escrow.
+    fn trade_offer(&mut self, socket: &UdpSocket, from: SocketAddr, id: u64, o: &TradeOffer) {
+        let mut notify = None;
+        let o = *o;
+        self.reliable(socket, from, id, o.transaction_id, |st| {
+            let gold = o.give.gold.max(0) as u64;
+            if !st.sessions.contains_key(&o.counterparty_id) {
+                return EconomyStatus::UnknownPlayer;
+            }
+            if st.offers.contains_key(&id) {
+                return EconomyStatus::OfferPending;
+            }
+            if st.sessions[&id].gold < gold {
+                return EconomyStatus::InsufficientFunds;
+            }
+            st.sessions.get_mut(&id).unwrap().gold -= gold;
+            st.offers.insert(id, (o.transaction_id, o.counterparty_id, gold, o.want.item_count.max(0) as u64));
+            st.bump("engine_trade_offers", 1);
+            notify = Some(o.counterparty_id);
+            EconomyStatus::Applied
+        });
+        if let Some(taker) = notify.and_then(|t| self.sessions.get(&t).map(|s| s.addr)) {
+            let n = TradeNotice {
+                event: TradeEvent::Offered,
+                maker_id: id,
+                taker_id: o.counterparty_id,
+                offer_id: o.transaction_id,
+                give: o.give,
+                want: o.want,
+            };
+            self.reply(socket, taker, n.into());
+        }
+    }
+
+    fn trade_answer(&mut self, socket: &UdpSocket, from: SocketAddr, id: u64, a: &TradeAnswer) {
+        let mut notify = None;
+        let a = *a;
+        self.reliable(socket, from, id, a.transaction_id, |st| {
+            let Some(&(offer_id, taker, gold, items)) = st.offers.get(&a.maker_id) else { return EconomyStatus::NoSuchOffer };
+            if offer_id != a.offer_id {
+                return EconomyStatus::NoSuchOffer;
+            }
+            if taker != id {
+                return EconomyStatus::NotYourOffer;
+            }
+            if a.accept && st.sessions[&id].items < items {
+                return EconomyStatus::InsufficientItems;
+            }
+            st.offers.remove(&a.maker_id);
+            if a.accept {
+                st.sessions.get_mut(&id).unwrap().items -= items;
+                st.sessions.get_mut(&id).unwrap().gold += gold;
+                if let Some(m) = st.sessions.get_mut(&a.maker_id) {
+                    m.items += items;
+                }
+                st.bump("engine_trades_accepted", 1);
+            } else {
+                if let Some(m) = st.sessions.get_mut(&a.maker_id) {
+                    m.gold += gold;
+                }
+                st.bump("engine_trades_declined", 1);
+            }
+            notify = Some(if a.accept { TradeEvent::Accepted } else { TradeEvent::Declined });
+            EconomyStatus::Applied
+        });
+        if let Some(event) = notify
+            && let Some(maker) = self.sessions.get(&a.maker_id).map(|s| s.addr)
+        {
+            let n = TradeNotice {
+                event,
+                maker_id: a.maker_id,
+                taker_id: id,
+                offer_id: a.offer_id,
+                give: TradeSide::default(),
+                want: TradeSide::default(),
+            };
+            self.reply(socket, maker, n.into());
+        }
+    }
+
+    /// Admin grants: applied once per (player, id), booked as minted.
+    fn grant(&mut self, socket: &UdpSocket, from: SocketAddr, g: &Grant) {
+        let key = (g.player_id, u64::MAX - g.grant_id);
+        let status = match (self.decided.get(&key), self.sessions.get_mut(&g.player_id)) {
+            (Some(&(status, _)), _) => status,
+            (None, None) => EconomyStatus::UnknownPlayer,
+            (None, Some(s)) => {
+                s.gold += g.stack.gold.max(0) as u64;
+                s.items += g.stack.item_count.max(0) as u64;
+                self.bump("economy_minted_gold", g.stack.gold.max(0) as u64);
+                self.bump("engine_grants", 1);
+                self.decided.insert(key, (EconomyStatus::Applied, 0));
+                EconomyStatus::Applied
+            }
+        };
+        let result = EconomyResult { transaction_id: g.grant_id, gold_balance: 0, status, duplicate: false };
         self.reply(socket, from, result.into());
     }
 }
