@@ -376,7 +376,7 @@ impl EconomyAgent {
             0 => 0, // a lone bot's gift goes nowhere: refused unknown_player, a known outcome
             n => peers.iter().copied().filter(|&p| p != self.player_id).nth(rng.below(n) as usize).unwrap_or(0),
         };
-        if k % 2 == 0 || others == 0 {
+        if k.is_multiple_of(2) || others == 0 {
             let gold = 1 + rng.below(self.plan.transfer_gold_max.max(1) as u64) as i64;
             return Request::Economy(EconomyRequest {
                 player_id: self.player_id,
