@@ -27,10 +27,9 @@ void record(Wallet& w, uint64_t transaction_id, uint8_t status) {
   w.highest_transaction = std::max(w.highest_transaction, transaction_id);
 }
 
-// Minted and sunk amounts of one applied operation, for the initiator's stripe totals.
+// Sunk amounts of one applied operation, for the initiator's stripe totals (no client request
+// mints).
 struct Flow {
-  uint64_t minted_gold = 0;
-  uint64_t minted_items = 0;
   uint64_t sunk_gold = 0;
   uint64_t sunk_items = 0;
 };
@@ -48,16 +47,15 @@ std::optional<uint64_t> checked_add(uint64_t a, uint64_t b) {
 uint8_t settle(const MmoEconomyOp& op, Wallet& me, Wallet* them, Counterparty::Kind counterparty, bool wanted_them, Flow& flow) {
   const uint8_t kind = op.kind;
   if (kind < MMO_ECONOMY_KIND_TRANSFER || kind > MMO_ECONOMY_KIND_SPEND) return MMO_ECONOMY_STATUS_BAD_KIND;
+  // economy.rs settle: a client no longer names its loot nor takes another's items unasked.
+  if (kind == MMO_ECONOMY_KIND_TRADE || kind == MMO_ECONOMY_KIND_LOOT_PICKUP) return MMO_ECONOMY_STATUS_KIND_RETIRED;
   if (op.gold < 0 || op.item_count < 0) return MMO_ECONOMY_STATUS_INVALID_AMOUNT;
   if (op.gold > kAmountMax || int64_t{op.item_count} > kAmountMax) return MMO_ECONOMY_STATUS_OVERFLOW;
   const auto gold = static_cast<uint64_t>(op.gold);
   const auto count = static_cast<uint64_t>(op.item_count);
   const size_t item = op.item_kind;
   if (count > 0 && item >= kItemKinds) return MMO_ECONOMY_STATUS_UNKNOWN_ITEM;
-  const bool needs_both = kind == MMO_ECONOMY_KIND_TRADE;
-  const bool nothing_moves = gold == 0 && count == 0;
-  const bool half_a_trade = needs_both && (gold == 0 || count == 0);
-  if (nothing_moves || half_a_trade) return MMO_ECONOMY_STATUS_INVALID_AMOUNT;
+  if (gold == 0 && count == 0) return MMO_ECONOMY_STATUS_INVALID_AMOUNT;
 
   // The counterparty's wallet, or why there is none.
   Wallet* other = nullptr;
@@ -91,31 +89,6 @@ uint8_t settle(const MmoEconomyOp& op, Wallet& me, Wallet* them, Counterparty::K
         me.items[item] -= count;
         other->items[item] = *their_items;
       }
-      return MMO_ECONOMY_STATUS_APPLIED;
-    }
-    case MMO_ECONOMY_KIND_TRADE: {
-      if (const uint8_t s = resolve(); s != MMO_ECONOMY_STATUS_APPLIED) return s;
-      if (me.gold < gold) return MMO_ECONOMY_STATUS_INSUFFICIENT_FUNDS;
-      if (other->items[item] < count) return MMO_ECONOMY_STATUS_INSUFFICIENT_ITEMS;
-      const auto their_gold = checked_add(other->gold, gold);
-      if (!their_gold) return MMO_ECONOMY_STATUS_OVERFLOW;
-      const auto my_items = checked_add(me.items[item], count);
-      if (!my_items) return MMO_ECONOMY_STATUS_OVERFLOW;
-      me.gold -= gold;
-      other->gold = *their_gold;
-      other->items[item] -= count;
-      me.items[item] = *my_items;
-      return MMO_ECONOMY_STATUS_APPLIED;
-    }
-    case MMO_ECONOMY_KIND_LOOT_PICKUP: {
-      const auto my_gold = checked_add(me.gold, gold);
-      if (!my_gold) return MMO_ECONOMY_STATUS_OVERFLOW;
-      const auto my_items = checked_add(item_of(me), count);
-      if (!my_items) return MMO_ECONOMY_STATUS_OVERFLOW;
-      me.gold = *my_gold;
-      if (count > 0) me.items[item] = *my_items;
-      flow.minted_gold = gold;
-      flow.minted_items = count;
       return MMO_ECONOMY_STATUS_APPLIED;
     }
     default: {  // MMO_ECONOMY_KIND_SPEND
@@ -252,9 +225,7 @@ Outcome Economy::execute(const MmoEconomyOp& op, const WalletPtr& initiator, con
   const uint8_t status = settle(op, me, them, counterparty.kind, other != nullptr, flow);
   if (status == MMO_ECONOMY_STATUS_APPLIED) {
     Stripe& totals = stripes_[mine];
-    totals.minted.gold += flow.minted_gold;
     totals.sunk.gold += flow.sunk_gold;
-    if (flow.minted_items > 0) totals.minted.items[op.item_kind] += flow.minted_items;
     if (flow.sunk_items > 0) totals.sunk.items[op.item_kind] += flow.sunk_items;
   }
   record(me, op.transaction_id, status);

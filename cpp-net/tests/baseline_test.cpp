@@ -131,6 +131,12 @@ MmoEconomyOp op(Who who, uint64_t txn, uint8_t kind, uint64_t counterparty, int6
   return o;
 }
 
+MmoEconomyResult grant(mmo::Engine& e, Who who, uint64_t id, int64_t gold, uint16_t item_kind = 0, int32_t item_count = 0) {
+  MmoEconomyResult r{};
+  EXPECT_EQ(e.grant(who.id, id, MmoTradeStack{gold, item_count, item_kind, 0}, r), MMO_OK);
+  return r;
+}
+
 MmoEconomyResult run_op(mmo::Engine& e, const MmoEconomyOp& o) {
   MmoEconomyResult r{};
   size_t written = 0;
@@ -934,51 +940,59 @@ TEST(BaselineEconomy, StatusesInValidationOrder) {
   EXPECT_EQ(status(T, b.id, 5, 16, 1), MMO_ECONOMY_STATUS_UNKNOWN_ITEM);
   EXPECT_EQ(status(T, b.id, 5, 16, 0), MMO_ECONOMY_STATUS_APPLIED) << "no items: the kind does not matter";
   EXPECT_EQ(status(T, b.id, 0), MMO_ECONOMY_STATUS_INVALID_AMOUNT);
-  EXPECT_EQ(status(TR, b.id, 5), MMO_ECONOMY_STATUS_INVALID_AMOUNT) << "half a trade";
-  EXPECT_EQ(status(TR, b.id, 0, 1, 1), MMO_ECONOMY_STATUS_INVALID_AMOUNT);
+  EXPECT_EQ(status(TR, b.id, 5), MMO_ECONOMY_STATUS_KIND_RETIRED) << "a trade without the other side's consent";
+  EXPECT_EQ(status(TR, b.id, -5, 1, 1), MMO_ECONOMY_STATUS_KIND_RETIRED) << "retired before the amounts are read";
   EXPECT_EQ(status(T, 0, 5), MMO_ECONOMY_STATUS_UNKNOWN_PLAYER);
   EXPECT_EQ(status(T, gone.id, 5), MMO_ECONOMY_STATUS_UNKNOWN_PLAYER);
   EXPECT_EQ(status(T, a.id, 5), MMO_ECONOMY_STATUS_SELF_TRADE);
   EXPECT_EQ(status(T, a.id, 0), MMO_ECONOMY_STATUS_INVALID_AMOUNT) << "amounts before the counterparty";
   EXPECT_EQ(status(T, b.id, 96), MMO_ECONOMY_STATUS_INSUFFICIENT_FUNDS);
   EXPECT_EQ(status(T, b.id, 1, 2, 1), MMO_ECONOMY_STATUS_INSUFFICIENT_ITEMS);
-  EXPECT_EQ(status(TR, b.id, 1, 2, 1), MMO_ECONOMY_STATUS_INSUFFICIENT_ITEMS) << "b has none to sell";
-  EXPECT_EQ(status(L, 0, 0, 2, 3), MMO_ECONOMY_STATUS_APPLIED);
-  EXPECT_EQ(status(L, 12345, 10), MMO_ECONOMY_STATUS_APPLIED) << "loot ignores the counterparty";
+  EXPECT_EQ(status(TR, b.id, 1, 2, 1), MMO_ECONOMY_STATUS_KIND_RETIRED);
+  EXPECT_EQ(status(L, 12345, 10), MMO_ECONOMY_STATUS_KIND_RETIRED) << "a client names no loot";
+  EXPECT_EQ(grant(e, a, 1, 0, 2, 3).status, MMO_ECONOMY_STATUS_APPLIED);
+  EXPECT_EQ(grant(e, a, 2, 10).status, MMO_ECONOMY_STATUS_APPLIED);
   EXPECT_EQ(status(S, b.id, 1, 2, 4), MMO_ECONOMY_STATUS_INSUFFICIENT_ITEMS);
   EXPECT_EQ(status(S, 0, 200), MMO_ECONOMY_STATUS_INSUFFICIENT_FUNDS);
   EXPECT_EQ(status(S, 0, 5, 2, 1), MMO_ECONOMY_STATUS_APPLIED);
   EXPECT_EQ(status(T, b.id, 10, 2, 2), MMO_ECONOMY_STATUS_APPLIED);
-  // b now holds 2 of item 2: a buys them back for 20 gold.
-  EXPECT_EQ(status(TR, b.id, 20, 2, 2), MMO_ECONOMY_STATUS_APPLIED);
-  // Loot that would overflow a balance.
-  for (int i = 0; i < 3; ++i) EXPECT_EQ(status(L, 0, int64_t{1} << 48, 0, 0), MMO_ECONOMY_STATUS_APPLIED);
+  // b now holds 2 of item 2: a offers 20 gold for them and b accepts.
+  MmoTradeOffer offer{a.id, a.token, ++txn, b.id, {20, 0, 0, 0}, {0, 2, 2, 0}};
+  MmoEconomyResult traded{};
+  ASSERT_EQ(e.trade_offer(offer, 0, traded), MMO_OK);
+  EXPECT_EQ(traded.status, MMO_ECONOMY_STATUS_APPLIED);
+  ASSERT_EQ(e.trade_answer(MmoTradeAnswer{b.id, b.token, 1, a.id, offer.transaction_id, 1, {}}, 0, traded), MMO_OK);
+  EXPECT_EQ(traded.status, MMO_ECONOMY_STATUS_APPLIED);
+  // Grants up to a large balance.
+  for (uint64_t id = 3; id < 6; ++id) EXPECT_EQ(grant(e, a, id, int64_t{1} << 48).status, MMO_ECONOMY_STATUS_APPLIED);
   const MmoPlayerView va = view_of(e, a.id), vb = view_of(e, b.id);
   EXPECT_EQ(va.gold, 100u - 5 + 10 - 5 - 10 - 20 + 3 * (uint64_t{1} << 48));
   EXPECT_EQ(va.items[2], 3u - 1 - 2 + 2);
   EXPECT_EQ(vb.gold, 100u + 5 + 10 + 20);
   EXPECT_EQ(vb.items[2], 0u);
   // Session and player checks come first and are not recorded.
-  MmoEconomyOp wrong = op(a, ++txn, L, 0, 1);
+  MmoEconomyOp wrong = op(a, ++txn, S, 0, 1);
   wrong.session_token ^= 1;
   EXPECT_EQ(run_op(e, wrong).status, MMO_ECONOMY_STATUS_WRONG_SESSION);
-  EXPECT_EQ(run_op(e, op(gone, ++txn, L, 0, 1)).status, MMO_ECONOMY_STATUS_UNKNOWN_PLAYER);
-  EXPECT_EQ(run_op(e, op(a, 0, L, 0, 1)).status, MMO_ECONOMY_STATUS_INVALID_TRANSACTION);
+  EXPECT_EQ(run_op(e, op(gone, ++txn, S, 0, 1)).status, MMO_ECONOMY_STATUS_UNKNOWN_PLAYER);
+  EXPECT_EQ(run_op(e, op(a, 0, S, 0, 1)).status, MMO_ECONOMY_STATUS_INVALID_TRANSACTION);
   const MmoEconomyAudit audit = audit_of(e);
   EXPECT_EQ(audit.conserved, 1);
   EXPECT_EQ(audit.open_wallets, 2u);
   EXPECT_EQ(audit.sunk_gold, 5u);
   EXPECT_EQ(audit.departed_gold, 100u);
   const MmoStats s = stats_of(e);
-  EXPECT_EQ(s.economy_applied, 9u);
+  EXPECT_EQ(s.economy_applied, 5u);
+  EXPECT_EQ(s.economy_kind_retired, 4u);
+  EXPECT_EQ(s.grants, 5u);
   EXPECT_EQ(s.economy_bad_kind, 2u);
-  EXPECT_EQ(s.economy_invalid_amount, 6u);
+  EXPECT_EQ(s.economy_invalid_amount, 4u);
   EXPECT_EQ(s.economy_overflow, 1u);
   EXPECT_EQ(s.economy_unknown_item, 1u);
   EXPECT_EQ(s.economy_unknown_player, 3u);
   EXPECT_EQ(s.economy_self_trade, 1u);
   EXPECT_EQ(s.economy_insufficient_funds, 3u);
-  EXPECT_EQ(s.economy_insufficient_items, 3u);
+  EXPECT_EQ(s.economy_insufficient_items, 2u);
   EXPECT_EQ(s.economy_wrong_session, 1u);
   EXPECT_EQ(s.economy_invalid_transaction, 1u);
 }
@@ -989,11 +1003,11 @@ TEST(BaselineEconomy, BalanceOverflowIsRefused) {
   BaselineEngine e(c);
   const Who a = join(e, 10.0f, 10.0f);
   const Who b = join(e, 10.0f, 10.0f);
-  // Loot 2^48 at a time until one more would overflow: b then holds 65,535 * 2^48.
-  uint64_t txn = 0;
-  for (uint32_t i = 0; i < 65'534; ++i) ASSERT_EQ(run_op(e, op(b, ++txn, MMO_ECONOMY_KIND_LOOT_PICKUP, 0, int64_t{1} << 48)).status, 0);
+  // Grants of 2^48 at a time until one more would overflow: b then holds 65,535 * 2^48.
+  uint64_t id = 0;
+  for (uint32_t i = 0; i < 65'534; ++i) ASSERT_EQ(grant(e, b, ++id, int64_t{1} << 48).status, 0);
   EXPECT_EQ(view_of(e, b.id).gold, UINT64_MAX - (uint64_t{1} << 48) + 1);
-  EXPECT_EQ(run_op(e, op(b, ++txn, MMO_ECONOMY_KIND_LOOT_PICKUP, 0, int64_t{1} << 48)).status, MMO_ECONOMY_STATUS_OVERFLOW);
+  EXPECT_EQ(grant(e, b, ++id, int64_t{1} << 48).status, MMO_ECONOMY_STATUS_OVERFLOW);
   EXPECT_EQ(run_op(e, op(a, 1, MMO_ECONOMY_KIND_TRANSFER, b.id, int64_t{1} << 48)).status, MMO_ECONOMY_STATUS_OVERFLOW);
   const MmoEconomyAudit audit = audit_of(e);
   EXPECT_EQ(audit.conserved, 1);
@@ -1022,25 +1036,25 @@ TEST(BaselineEconomy, RetransmitsAreAnsweredFromTheWindowAndOldIdsRefused) {
   // A refusal is remembered too (with gold 0), even after the balance would allow it.
   const MmoEconomyOp too_much = op(a, 2, MMO_ECONOMY_KIND_SPEND, 0, 5000);
   EXPECT_EQ(run_op(e, too_much).status, MMO_ECONOMY_STATUS_INSUFFICIENT_FUNDS);
-  ASSERT_EQ(run_op(e, op(a, 3, MMO_ECONOMY_KIND_LOOT_PICKUP, 0, 10'000)).status, MMO_ECONOMY_STATUS_APPLIED);
+  ASSERT_EQ(grant(e, a, 1, 10'000).status, MMO_ECONOMY_STATUS_APPLIED);
   const MmoEconomyResult again = run_op(e, too_much);
   EXPECT_EQ(again.status, MMO_ECONOMY_STATUS_INSUFFICIENT_FUNDS);
   EXPECT_EQ(again.duplicate, 1);
   EXPECT_EQ(again.gold_balance, 0u);
   // Jump to 40: ids at or below 8 are too old; 9..=40 are remembered or new.
-  ASSERT_EQ(run_op(e, op(a, 40, MMO_ECONOMY_KIND_LOOT_PICKUP, 0, 1)).status, MMO_ECONOMY_STATUS_APPLIED);
+  ASSERT_EQ(run_op(e, op(a, 40, MMO_ECONOMY_KIND_SPEND, 0, 1)).status, MMO_ECONOMY_STATUS_APPLIED);
   EXPECT_EQ(run_op(e, pay).status, MMO_ECONOMY_STATUS_TRANSACTION_TOO_OLD);
-  EXPECT_EQ(run_op(e, op(a, 8, MMO_ECONOMY_KIND_LOOT_PICKUP, 0, 1)).status, MMO_ECONOMY_STATUS_TRANSACTION_TOO_OLD);
-  const MmoEconomyResult nine = run_op(e, op(a, 9, MMO_ECONOMY_KIND_LOOT_PICKUP, 0, 1));
+  EXPECT_EQ(run_op(e, op(a, 8, MMO_ECONOMY_KIND_SPEND, 0, 1)).status, MMO_ECONOMY_STATUS_TRANSACTION_TOO_OLD);
+  const MmoEconomyResult nine = run_op(e, op(a, 9, MMO_ECONOMY_KIND_SPEND, 0, 1));
   EXPECT_EQ(nine.status, MMO_ECONOMY_STATUS_APPLIED) << "inside the window, never seen: applied now";
   EXPECT_EQ(nine.duplicate, 0);
-  EXPECT_EQ(run_op(e, op(a, 9, MMO_ECONOMY_KIND_LOOT_PICKUP, 0, 1)).duplicate, 1);
+  EXPECT_EQ(run_op(e, op(a, 9, MMO_ECONOMY_KIND_SPEND, 0, 1)).duplicate, 1);
   // Another player's transaction ids are their own.
   EXPECT_EQ(run_op(e, op(b, 1, MMO_ECONOMY_KIND_SPEND, 0, 1)).duplicate, 0);
   const MmoStats s = stats_of(e);
   EXPECT_EQ(s.economy_duplicates, 5u);
   EXPECT_EQ(s.economy_too_old, 2u);
-  EXPECT_EQ(s.economy_applied, 5u);
+  EXPECT_EQ(s.economy_applied, 4u);
   EXPECT_EQ(audit_of(e).conserved, 1);
 }
 
@@ -1060,7 +1074,7 @@ TEST(BaselineBatches, TooSmallAndOverlappingBuffersApplyNothing) {
   const std::span<const MmoMoveRecord> alias(reinterpret_cast<const MmoMoveRecord*>(raw.data()), 2);
   EXPECT_EQ(e.apply_moves(alias, 0, std::span<MmoMoveEvent>(raw).subspan(2), written), MMO_ERR_INVALID_ARGUMENT);
   MmoEconomyResult result{};
-  const MmoEconomyOp o = op(a, 1, MMO_ECONOMY_KIND_LOOT_PICKUP, 0, 1);
+  const MmoEconomyOp o = op(a, 1, MMO_ECONOMY_KIND_SPEND, 0, 1);
   const std::array<MmoEconomyOp, 2> ops = {o, o};
   EXPECT_EQ(e.apply_economy(ops, {&result, 1}, written), MMO_ERR_BUFFER_TOO_SMALL);
   EXPECT_EQ(written, 99u);
@@ -1779,18 +1793,8 @@ void record_applied(WorkerLog& log, const MmoEconomyOp& o) {
       if (c > 0) them.items[k] += c, me.items[k] -= c;
       break;
     }
-    case MMO_ECONOMY_KIND_TRADE: {
-      Delta& them = log.deltas[o.counterparty_id];
-      them.gold += g;
-      them.items[k] -= c;
-      me.gold -= g;
-      me.items[k] += c;
-      break;
-    }
-    case MMO_ECONOMY_KIND_LOOT_PICKUP:
-      me.gold += g;
-      if (c > 0) me.items[k] += c;
-      break;
+    case MMO_ECONOMY_KIND_TRADE:
+    case MMO_ECONOMY_KIND_LOOT_PICKUP: break;  // retired: refused, never applied
     default:
       me.gold -= g;
       if (c > 0) me.items[k] -= c;

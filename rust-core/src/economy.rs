@@ -322,11 +322,9 @@ pub enum LootCreditError {
     Full,
 }
 
-/// Minted and sunk amounts of one applied operation (for the shard totals).
+/// Sunk amounts of one applied operation (for the shard totals): no client request mints.
 #[derive(Default)]
 struct Flow {
-    minted_gold: u64,
-    minted_items: u64,
     sunk_gold: u64,
     sunk_items: u64,
 }
@@ -338,7 +336,7 @@ pub struct EconomyAudit {
     pub live: Holdings,
     /// Holdings of players who left (handed to persistence).
     pub departed: Holdings,
-    /// Everything ever minted (starting gold, loot).
+    /// Everything ever minted: starting gold, loot claims, admin grants.
     pub minted: Holdings,
     /// The part of `minted` that loot claims created (server-rolled drops, [`crate::loot`]).
     pub minted_by_loot: Holdings,
@@ -521,12 +519,8 @@ impl Economy {
         let result = settle(op, me, them, counterparty, other.is_some());
         let status = match result {
             Ok(flow) => {
-                mine.minted.gold += u128::from(flow.minted_gold);
                 mine.sunk.gold += u128::from(flow.sunk_gold);
                 let kind = op.item_kind as usize;
-                if flow.minted_items > 0 {
-                    mine.minted.items[kind] += u128::from(flow.minted_items);
-                }
                 if flow.sunk_items > 0 {
                     mine.sunk.items[kind] += u128::from(flow.sunk_items);
                 }
@@ -870,6 +864,11 @@ fn settle(
     wanted_them: bool,
 ) -> Result<Flow, EconomyStatus> {
     let kind = EconomyKind::try_from(op.kind).map_err(|_| EconomyStatus::BadKind)?;
+    // A client no longer names what it loots (loot is claimed: crate::loot) nor takes another
+    // player's items at its own price (trades are offered and accepted: Economy::offer).
+    if matches!(kind, EconomyKind::Trade | EconomyKind::LootPickup) {
+        return Err(EconomyStatus::KindRetired);
+    }
     if op.gold < 0 || op.item_count < 0 {
         return Err(EconomyStatus::InvalidAmount);
     }
@@ -882,10 +881,7 @@ fn settle(
     if count > 0 && item >= ITEM_KINDS {
         return Err(EconomyStatus::UnknownItem);
     }
-    let needs_both = kind == EconomyKind::Trade;
-    let nothing_moves = gold == 0 && count == 0;
-    let half_a_trade = needs_both && (gold == 0 || count == 0);
-    if nothing_moves || half_a_trade {
+    if gold == 0 && count == 0 {
         return Err(EconomyStatus::InvalidAmount);
     }
     fn resolve(them: Option<&mut Wallet>, counterparty: Counterparty, wanted_them: bool) -> Result<&mut Wallet, EconomyStatus> {
@@ -917,31 +913,7 @@ fn settle(
             }
             Ok(Flow::default())
         }
-        EconomyKind::Trade => {
-            let them = with_other(them)?;
-            if me.gold < gold {
-                return Err(EconomyStatus::InsufficientFunds);
-            }
-            if them.items[item] < count {
-                return Err(EconomyStatus::InsufficientItems);
-            }
-            let their_gold = them.gold.checked_add(gold).ok_or(EconomyStatus::Overflow)?;
-            let my_items = me.items[item].checked_add(count).ok_or(EconomyStatus::Overflow)?;
-            me.gold -= gold;
-            them.gold = their_gold;
-            them.items[item] -= count;
-            me.items[item] = my_items;
-            Ok(Flow::default())
-        }
-        EconomyKind::LootPickup => {
-            let my_gold = me.gold.checked_add(gold).ok_or(EconomyStatus::Overflow)?;
-            let my_items = item_of(me).checked_add(count).ok_or(EconomyStatus::Overflow)?;
-            me.gold = my_gold;
-            if count > 0 {
-                me.items[item] = my_items;
-            }
-            Ok(Flow { minted_gold: gold, minted_items: count, ..Flow::default() })
-        }
+        EconomyKind::Trade | EconomyKind::LootPickup => Err(EconomyStatus::KindRetired),
         EconomyKind::Spend => {
             if me.gold < gold {
                 return Err(EconomyStatus::InsufficientFunds);
@@ -953,7 +925,7 @@ fn settle(
             if count > 0 {
                 me.items[item] -= count;
             }
-            Ok(Flow { sunk_gold: gold, sunk_items: count, ..Flow::default() })
+            Ok(Flow { sunk_gold: gold, sunk_items: count })
         }
     }
 }

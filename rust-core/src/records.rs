@@ -182,10 +182,11 @@ pub struct RaidSpawnRequest {
 pub enum EconomyKind {
     /// Move `gold` and/or `item_count` of `item_kind` from the player to the counterparty.
     Transfer = 1,
-    /// The player pays `gold` to the counterparty and receives `item_count` of `item_kind`
-    /// from them: both sides or neither.
+    /// Retired: refused `KindRetired`. It took the counterparty's items at the initiator's
+    /// price without their consent; trades are now a [`TradeOffer`] its taker accepts.
     Trade = 2,
-    /// Loot pickup: mint `gold` and/or items into the player's wallet.
+    /// Retired: refused `KindRetired`. It minted whatever the client named; loot is now
+    /// claimed from a kill ([`crate::loot`]), value otherwise granted by the admin.
     LootPickup = 3,
     /// Spend at a vendor: sink `gold` and/or items from the player's wallet.
     Spend = 4,

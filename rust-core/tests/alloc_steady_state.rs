@@ -19,7 +19,7 @@
 
 mod common;
 use common::*;
-use mmo_core::records::{AoiEntry, EconomyKind, EconomyResult, EntityKind, EventKind, MoveEvent, MoveRecord, RaidSpawnRequest};
+use mmo_core::records::{AoiEntry, EconomyKind, EconomyResult, EntityKind, EventKind, MoveEvent, MoveRecord, RaidSpawnRequest, TradeStack};
 use mmo_core::snapshot::NOT_IN_SNAPSHOT;
 use mmo_core::{CoreConfig, Engine};
 use std::alloc::{GlobalAlloc, Layout, System};
@@ -179,7 +179,7 @@ fn steady_state_moves_ticks_trades_and_raid_bursts_allocate_nothing() {
 impl Load {
     /// One step: a tick (expiry, snapshot), every player's area of interest from it (in
     /// batches, plus one single query), every player moves 1 m (in batches of 64), a loot
-    /// pickup sent twice (the second is a duplicate), a transfer, an attack, and the looter's
+    /// grant, a spend sent twice (the second is a duplicate), a transfer, an attack, and the looter's
     /// attack and claim. Returns (moves applied,
     /// contacts reported).
     fn play_step(&mut self, e: &Engine) -> (u64, u64) {
@@ -210,8 +210,11 @@ impl Load {
         let (a, b) = (self.players[self.step as usize % PLAYERS], self.players[(self.step as usize * 13 + 1) % PLAYERS]);
         self.txn += 1;
         let mut results = [EconomyResult::default(); 2];
-        let ops = [op(a, self.txn, EconomyKind::LootPickup, 0, 5, 1, 1), op(a, self.txn, EconomyKind::LootPickup, 0, 5, 1, 1)];
+        let grant = e.grant(a.id, self.txn, &TradeStack { gold: 5, item_count: 1, item_kind: 1, _reserved: 0 });
+        assert_eq!(grant.status, 0, "the grant applied");
+        let ops = [op(a, self.txn, EconomyKind::Spend, 0, 2, 1, 1), op(a, self.txn, EconomyKind::Spend, 0, 2, 1, 1)];
         e.apply_economy(&ops, &mut results).unwrap();
+        assert_eq!(results[1].duplicate, 1);
         self.txn += 1;
         e.apply_economy(&[op(a, self.txn, EconomyKind::Transfer, b.id, 1, 0, 0)], &mut results[..1]).unwrap();
         let (attacker, target) = self.duel;

@@ -6,7 +6,7 @@
 mod common;
 use common::*;
 use mmo_core::loot::LootTable;
-use mmo_core::records::{AoiEntry, EconomyKind, EntityKind};
+use mmo_core::records::{AoiEntry, EconomyKind, EntityKind, TradeStack};
 use mmo_core::{CoreConfig, Engine, LootError};
 use std::sync::Barrier;
 
@@ -108,21 +108,19 @@ fn a_wallet_that_cannot_hold_the_loot_leaves_it_on_the_ground() {
     let config = CoreConfig { starting_gold: 0, ..loot_config() };
     let e = Engine::new(config).unwrap();
     let (add, killer) = killed_add(&e, 300.0, 300.0, (298.0, 300.0));
-    // Fill the killer's gold to u64::MAX: 65,535 pickups of 2^48, then 2^48 - 1.
+    // Fill the killer's gold to u64::MAX: 65,535 grants of 2^48, then 2^48 - 1.
+    let gold = |g| TradeStack { gold: g, item_count: 0, item_kind: 0, _reserved: 0 };
     let mut txn = 0;
     for _ in 0..65_535 {
         txn += 1;
-        assert_eq!(
-            status(&run_op(&e, op(killer, txn, EconomyKind::LootPickup, 0, 1 << 48, 0, 0))),
-            mmo_core::records::EconomyStatus::Applied
-        );
+        assert_eq!(e.grant(killer.id, txn, &gold(1 << 48)).status, 0);
     }
-    run_op(&e, op(killer, txn + 1, EconomyKind::LootPickup, 0, (1 << 48) - 1, 0, 0));
+    e.grant(killer.id, txn + 1, &gold((1 << 48) - 1));
     assert_eq!(e.player(killer.id).unwrap().gold, u64::MAX);
     assert_eq!(e.claim_loot(killer.id, killer.token, add), Err(LootError::WalletFull));
     assert_eq!(e.stats().loot_rejected_wallet_full, 1);
     // Spending makes room, and the loot is still there to claim.
-    run_op(&e, op(killer, txn + 2, EconomyKind::Spend, 0, 1_000, 0, 0));
+    run_op(&e, op(killer, 1, EconomyKind::Spend, 0, 1_000, 0, 0));
     let got = e.claim_loot(killer.id, killer.token, add).unwrap();
     assert!(!got.repeat);
     assert!(e.economy_audit().is_conserved());

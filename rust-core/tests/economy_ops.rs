@@ -4,33 +4,39 @@
 
 mod common;
 use common::*;
-use mmo_core::records::{EconomyKind::*, EconomyResult, EconomyStatus};
+use mmo_core::records::{EconomyKind::*, EconomyResult, EconomyStatus, TradeStack};
 use mmo_core::{BatchError, CoreConfig, Engine};
 
 fn rich_engine() -> Engine {
     Engine::new(CoreConfig { starting_gold: 1_000, ..small_config() }).unwrap()
 }
 
+fn grant(e: &Engine, who: Who, id: u64, gold: i64, item_kind: u16, item_count: i32) -> EconomyResult {
+    e.grant(who.id, id, &TradeStack { gold, item_count, item_kind, _reserved: 0 })
+}
+
 #[test]
-fn transfer_trade_loot_and_spend_apply_and_conserve() {
+fn transfer_and_spend_apply_and_conserve_and_no_client_request_mints() {
     let e = rich_engine();
     let a = join(&e, 10.0, 10.0, 1);
     let b = join(&e, 20.0, 10.0, 1);
-    let r = run_op(&e, op(a, 1, LootPickup, 0, 50, 3, 5));
+    let r = grant(&e, a, 1, 50, 3, 5);
     assert_eq!((status(&r), r.gold_balance, r.duplicate), (EconomyStatus::Applied, 1_050, 0));
     assert_eq!(status(&run_op(&e, op(a, 2, Transfer, b.id, 100, 3, 2))), EconomyStatus::Applied);
-    // b pays 30 gold for 1 of a's item kind 3.
-    assert_eq!(status(&run_op(&e, op(b, 1, Trade, a.id, 30, 3, 1))), EconomyStatus::Applied);
-    assert_eq!(status(&run_op(&e, op(b, 2, Spend, 0, 70, 3, 1))), EconomyStatus::Applied);
+    // The retired kinds: a client naming its own loot, or taking another's items at its price.
+    assert_eq!(status(&run_op(&e, op(b, 1, LootPickup, 0, 1 << 40, 3, 100))), EconomyStatus::KindRetired);
+    assert_eq!(status(&run_op(&e, op(b, 2, Trade, a.id, 1, 3, 3))), EconomyStatus::KindRetired);
+    assert_eq!(status(&run_op(&e, op(b, 3, Spend, 0, 70, 3, 1))), EconomyStatus::Applied);
     let (va, vb) = (e.player(a.id).unwrap(), e.player(b.id).unwrap());
-    assert_eq!((va.gold, va.items[3]), (1_050 - 100 + 30, 5 - 2 - 1));
-    assert_eq!((vb.gold, vb.items[3]), (1_000 + 100 - 30 - 70, 2 + 1 - 1));
+    assert_eq!((va.gold, va.items[3]), (1_050 - 100, 5 - 2));
+    assert_eq!((vb.gold, vb.items[3]), (1_000 + 100 - 70, 2 - 1));
     let audit = e.economy_audit();
     assert!(audit.is_conserved());
-    assert_eq!(audit.minted.gold, 2_050);
+    assert_eq!((audit.minted.gold, audit.minted_by_grant.gold), (2_050, 50));
     assert_eq!(audit.sunk.gold, 70);
     assert_eq!(audit.live.items[3], 4);
-    assert_eq!(e.stats().economy_applied, 4);
+    let s = e.stats();
+    assert_eq!((s.economy_applied, s.economy_kind_retired, s.grants), (2, 2, 1));
 }
 
 #[test]
@@ -53,14 +59,14 @@ fn every_bad_request_gets_its_typed_error() {
         (bad_kind, BadKind),
         (op(a, 4, Transfer, b.id, 0, 0, 0), InvalidAmount),
         (op(a, 5, Transfer, b.id, 0, 0, -1), InvalidAmount),
-        (op(a, 6, LootPickup, 0, 1 << 50, 0, 0), Overflow),
+        (op(a, 6, Transfer, b.id, 1 << 50, 0, 0), Overflow),
         (op(a, 7, Transfer, a.id, 1, 0, 0), SelfTrade),
-        (op(a, 8, Trade, a.id, 1, 0, 1), SelfTrade),
+        (op(a, 8, Trade, a.id, 1, 0, 1), KindRetired),
         (op(a, 9, Transfer, b.id, 0, 16, 1), UnknownItem),
         (op(a, 10, Transfer, b.id, 5_000, 0, 0), InsufficientFunds),
         (op(a, 11, Transfer, b.id, 0, 2, 1), InsufficientItems),
-        (op(a, 12, Trade, b.id, 10, 2, 1), InsufficientItems),
-        (op(a, 13, Trade, b.id, 10, 2, 0), InvalidAmount),
+        (op(a, 12, LootPickup, 0, -10, 99, -1), KindRetired),
+        (op(a, 13, Transfer, b.id, 0, 2, 0), InvalidAmount),
         (op(a, 14, Transfer, 0, 10, 0, 0), UnknownPlayer),
         (op(a, 15, Transfer, 424_242, 10, 0, 0), UnknownPlayer),
         (op(a, 16, Spend, 0, 2_000, 0, 0), InsufficientFunds),
@@ -75,7 +81,7 @@ fn every_bad_request_gets_its_typed_error() {
     let mut txn = 100;
     let mut minted_total: u128 = 1_000;
     loop {
-        let r = run_op(&e, op(b, txn, LootPickup, 0, big, 0, 0));
+        let r = grant(&e, b, txn, big, 0, 0);
         txn += 1;
         if status(&r) == EconomyStatus::Overflow {
             break;
@@ -91,10 +97,11 @@ fn every_bad_request_gets_its_typed_error() {
     assert!(e.economy_audit().is_conserved());
     let s = e.stats();
     assert_eq!((s.economy_wrong_session, s.economy_unknown_player, s.economy_invalid_transaction), (1, 3, 1));
-    assert_eq!((s.economy_self_trade, s.economy_unknown_item, s.economy_bad_kind), (2, 1, 1));
-    assert_eq!((s.economy_insufficient_funds, s.economy_insufficient_items), (2, 2));
+    assert_eq!((s.economy_self_trade, s.economy_unknown_item, s.economy_bad_kind), (1, 1, 1));
+    assert_eq!((s.economy_insufficient_funds, s.economy_insufficient_items), (2, 1));
     assert_eq!(s.economy_overflow, 2);
     assert_eq!(s.economy_invalid_amount, 5);
+    assert_eq!(s.economy_kind_retired, 2);
 }
 
 #[test]
@@ -113,7 +120,7 @@ fn retransmits_apply_at_most_once_and_repeat_the_decision() {
     // refused transfer is still refused, not applied.
     let too_much = op(a, 2, Transfer, b.id, 2_000, 0, 0);
     assert_eq!(status(&run_op(&e, too_much)), EconomyStatus::InsufficientFunds);
-    run_op(&e, op(a, 3, LootPickup, 0, 5_000, 0, 0));
+    grant(&e, a, 1, 5_000, 0, 0);
     let again = run_op(&e, too_much);
     assert_eq!((status(&again), again.duplicate), (EconomyStatus::InsufficientFunds, 1));
     assert_eq!(e.player(b.id).unwrap().gold, 1_100);
@@ -165,7 +172,7 @@ fn departed_players_keep_the_books_balanced() {
     let e = rich_engine();
     let a = join(&e, 10.0, 10.0, 1);
     let b = join(&e, 20.0, 10.0, 1);
-    run_op(&e, op(a, 1, LootPickup, 0, 10, 4, 7));
+    grant(&e, a, 1, 10, 4, 7);
     e.leave(b.id, b.token).unwrap();
     let r = run_op(&e, op(a, 2, Transfer, b.id, 10, 0, 0));
     assert_eq!(status(&r), EconomyStatus::UnknownPlayer);

@@ -1,6 +1,7 @@
 //! Multi-threaded stress: two worker threads, a tick thread and an auditor run more than a
-//! million mixed operations (move batches, trades with retransmits and duplicates, raid
-//! bursts, damage, join/leave churn) against one engine.
+//! million mixed operations (move batches, gifts and spends with retransmits and duplicates,
+//! admin grants, refused trade and loot-pickup requests, raid bursts, damage, join/leave churn)
+//! against one engine.
 //!
 //! Checked while running: the auditor's every reading of the economy is conserved.
 //! Checked at the end: every player's balances equal what the applied decisions imply (so
@@ -12,7 +13,7 @@
 mod common;
 use common::*;
 use mmo_core::config::ITEM_KINDS;
-use mmo_core::records::{EconomyKind, EconomyOp, EconomyResult, EconomyStatus, EventKind, MoveEvent, MoveRecord};
+use mmo_core::records::{EconomyKind, EconomyOp, EconomyResult, EconomyStatus, EventKind, MoveEvent, MoveRecord, TradeStack};
 use mmo_core::{CoreConfig, Engine};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
@@ -57,12 +58,14 @@ struct Mine {
     /// always fit its distance budget; in between it sends stand-still moves.
     walked_ms: u64,
     next_txn: u64,
+    next_grant: u64,
 }
 
 #[derive(Default)]
 struct WorkerLog {
     ops: u64,
     applied_first_time: u64,
+    grants: u64,
     duplicates_seen: u64,
     moves_acked: u64,
     /// Expected balance change per player id from this worker's applied decisions.
@@ -88,19 +91,7 @@ fn record_applied(log: &mut WorkerLog, o: &EconomyOp) {
                 me.items[k] -= c;
             }
         }
-        EconomyKind::Trade => {
-            let them = log.deltas.entry(o.counterparty_id).or_default();
-            them.gold += g;
-            them.items[k] -= c;
-            me.gold -= g;
-            me.items[k] += c;
-        }
-        EconomyKind::LootPickup => {
-            me.gold += g;
-            if c > 0 {
-                me.items[k] += c;
-            }
-        }
+        EconomyKind::Trade | EconomyKind::LootPickup => unreachable!("retired kinds are refused, never applied"),
         EconomyKind::Spend => {
             me.gold -= g;
             if c > 0 {
@@ -120,7 +111,7 @@ fn worker(e: &Engine, index: usize, directory: &[AtomicU64], shared: &[(Who, Ato
             let (x, y) = (50.0 + rng.unit() * 900.0, 50.0 + rng.unit() * 900.0);
             let who = join(e, x, y, (slot % 3) as u8);
             directory[index * PLAYERS_PER_WORKER + slot].store(who.id, Ordering::Release);
-            Mine { who, x, y, seq: 0, client_ms: 0, walked_ms: 0, next_txn: 1 }
+            Mine { who, x, y, seq: 0, client_ms: 0, walked_ms: 0, next_txn: 1, next_grant: 0 }
         })
         .collect();
     let mut batch: Vec<MoveRecord> = Vec::with_capacity(16);
@@ -161,7 +152,31 @@ fn worker(e: &Engine, index: usize, directory: &[AtomicU64], shared: &[(Who, Ato
             // An economy request, sent 1-3 times, maybe retransmitted later.
             let p = &mut mine[rng.below(PLAYERS_PER_WORKER as u64) as usize];
             let other = directory[rng.below(directory.len() as u64) as usize].load(Ordering::Acquire);
-            let kind = [EconomyKind::Transfer, EconomyKind::Trade, EconomyKind::LootPickup, EconomyKind::Spend][rng.below(4) as usize];
+            let pick = rng.below(5);
+            if pick == 4 {
+                // An admin grant (the one source of items here), sometimes resent.
+                p.next_grant += 1;
+                let stack = TradeStack {
+                    gold: rng.below(60) as i64,
+                    item_count: rng.below(3) as i32,
+                    item_kind: rng.below(4) as u16,
+                    _reserved: 0,
+                };
+                let r = e.grant(p.who.id, p.next_grant, &stack);
+                if EconomyStatus::try_from(r.status) == Ok(EconomyStatus::Applied) {
+                    log.grants += 1;
+                    let d = log.deltas.entry(p.who.id).or_default();
+                    d.gold += i128::from(stack.gold);
+                    d.items[stack.item_kind as usize] += i128::from(stack.item_count);
+                    let again = e.grant(p.who.id, p.next_grant, &stack);
+                    assert_eq!((again.duplicate, again.status), (1, r.status), "a resent grant is answered, not applied");
+                    log.duplicates_seen += 1;
+                }
+                log.ops += 2;
+                continue;
+            }
+            // Trades and loot pickups are refused kinds: sent now and then, they must change nothing.
+            let kind = [EconomyKind::Transfer, EconomyKind::Spend, EconomyKind::Transfer, EconomyKind::Trade][pick as usize];
             let o = op(p.who, p.next_txn, kind, other, rng.below(60) as i64, rng.below(4) as u16, rng.below(3) as i32);
             p.next_txn += 1;
             let copies = 1 + rng.below(3);
@@ -205,7 +220,7 @@ fn worker(e: &Engine, index: usize, directory: &[AtomicU64], shared: &[(Who, Ato
             let (x, y) = (50.0 + rng.unit() * 900.0, 50.0 + rng.unit() * 900.0);
             let who = join(e, x, y, 1);
             directory[index * PLAYERS_PER_WORKER + slot].store(who.id, Ordering::Release);
-            mine[slot] = Mine { who, x, y, seq: 0, client_ms: 0, walked_ms: 0, next_txn: 1 };
+            mine[slot] = Mine { who, x, y, seq: 0, client_ms: 0, walked_ms: 0, next_txn: 1, next_grant: 0 };
             log.ops += 2;
         }
     }
@@ -301,6 +316,7 @@ fn a_million_mixed_operations_keep_conservation_and_at_most_once() {
     let stats = e.stats();
     let applied: u64 = logs.iter().map(|l| l.applied_first_time).sum();
     assert_eq!(stats.economy_applied, applied, "no decision applied twice");
+    assert_eq!(stats.grants, logs.iter().map(|l| l.grants).sum::<u64>(), "no grant applied twice");
     assert_eq!(stats.economy_duplicates, logs.iter().map(|l| l.duplicates_seen).sum::<u64>());
     assert_eq!(stats.moves_applied, logs.iter().map(|l| l.moves_acked).sum::<u64>());
 
