@@ -770,7 +770,14 @@ impl Player {
                 None => self.report.unexpected_messages += 1,
             },
             Message::LootResult(r) => match &mut self.combat {
-                Some(agent) => agent.on_loot_result(&r),
+                Some(agent) => {
+                    // Loot newly the bot's (its first answer saying so) is stock to trade.
+                    if agent.on_loot_result(&r)
+                        && let Some(economy) = &mut self.economy
+                    {
+                        economy.on_loot(r.item_kind, r.item_count);
+                    }
+                }
                 None => self.report.unexpected_messages += 1,
             },
             Message::TradeNotice(n) => match &mut self.economy {

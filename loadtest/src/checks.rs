@@ -200,6 +200,52 @@ pub fn economy(before: &ServerStats, after: &ServerStats, tally: &EconomyTally, 
     checks
 }
 
+/// The raid's trades of looted items against the server's books: every trade transaction
+/// has a known outcome, at most once; the offers, accepts and declines the bots saw are
+/// exactly the server's, and some trades completed; the books balance with escrow, and the
+/// only gold minted during the run is the loot the bots claimed (no grants, nothing else).
+pub fn loot_trades(before: &ServerStats, after: &ServerStats, tally: &EconomyTally, combat: &CombatTally) -> Vec<Check> {
+    let mut checks = vec![Check::new(
+        "raid_traded",
+        tally.accepts_applied > 0,
+        format!(
+            "{} offers of looted items opened, {} accepted, {} declined; {} refused; {} slots with nothing to offer",
+            tally.offers_applied, tally.accepts_applied, tally.declines_applied, tally.refused, tally.idle_slots
+        ),
+    )];
+    checks.push(Check::new(
+        "trade_outcomes_known",
+        tally.unknown == 0 && tally.repeated_first_answers == 0 && tally.inconsistent_answers == 0,
+        format!(
+            "{} unknown, {} answered as new twice, {} contradicting answers",
+            tally.unknown, tally.repeated_first_answers, tally.inconsistent_answers
+        ),
+    ));
+    for (name, counter, bots) in [
+        ("raid_trade_offers_match", "engine_trade_offers", tally.offers_applied),
+        ("raid_trades_accepted_match", "engine_trades_accepted", tally.accepts_applied),
+        ("raid_trades_declined_match", "engine_trades_declined", tally.declines_applied),
+    ] {
+        checks.push(match delta(before, after, counter) {
+            Ok(d) => Check::new(name, d == i128::from(bots), format!("server {d}; bots saw {bots} applied")),
+            Err(c) => c,
+        });
+    }
+    checks.push(match (delta(before, after, "economy_minted_gold"), delta(before, after, "engine_grants")) {
+        (Ok(minted), Ok(grants)) => Check::new(
+            "raid_minted_only_loot",
+            grants == 0 && (combat.claims_unanswered > 0 || minted == i128::from(combat.loot_gold)),
+            format!("minted gold grew by {minted}; the bots claimed {} gold of loot; {grants} grants", combat.loot_gold),
+        ),
+        (Err(c), _) | (_, Err(c)) => c,
+    });
+    checks.push(match figure(after, ECONOMY_CONSERVED) {
+        Ok(v) => Check::new("raid_economy_conserved", v == 1, format!("the server's audit reports economy_conserved {v}")),
+        Err(c) => c,
+    });
+    checks
+}
+
 /// Drop reasons whose count the hostile scenario predicts exactly (every other reason but
 /// `rate_limited_player` must not move at all).
 pub const EXACT_DROPS: [DropReason; 16] = [

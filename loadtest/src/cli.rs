@@ -269,6 +269,11 @@ pub struct Cli {
     #[arg(long, default_value_t = 500, value_parser = clap::value_parser!(u64).range(1..), help_heading = "Raid")]
     pub attack_interval_ms: u64,
 
+    /// Raid: time between one bot's offers of an item it looted (for some gold, to a random
+    /// other bot), milliseconds; 0: the raid's bots do not trade.
+    #[arg(long, default_value_t = 1000, help_heading = "Raid")]
+    pub loot_trade_interval_ms: u64,
+
     /// Economy: time between one bot's transactions, milliseconds.
     #[arg(long, default_value_t = 500, value_parser = clap::value_parser!(u64).range(1..), help_heading = "Economy")]
     pub economy_interval_ms: u64,

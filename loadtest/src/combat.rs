@@ -315,24 +315,28 @@ impl CombatAgent {
         Some(loot_id)
     }
 
-    /// A `LOOT_RESULT`.
-    pub fn on_loot_result(&mut self, r: &LootResult) {
+    /// A `LOOT_RESULT`. Returns whether it made loot the bot's (counted now, once per loot).
+    pub fn on_loot_result(&mut self, r: &LootResult) -> bool {
         if self.claim.map(|c| c.loot_id) != Some(r.loot_id) {
             self.tally.claim_late_answers += 1;
-            return;
+            return false;
         }
         self.claim = None;
+        if self.loot_len > 0 {
+            self.loot_due = Some(self.polled_at);
+        }
         match r.refusal {
             LootRefusal::Claimed => {
                 self.tally.loot_claimed += 1;
                 self.tally.loot_gold += r.gold;
                 self.tally.loot_items += u64::from(r.item_count);
                 self.tally.claim_repeats += u64::from(r.repeat);
+                true
             }
-            refusal => self.tally.claim_refused[usize::from(refusal.as_u8())] += 1,
-        }
-        if self.loot_len > 0 {
-            self.loot_due = Some(self.polled_at);
+            refusal => {
+                self.tally.claim_refused[usize::from(refusal.as_u8())] += 1;
+                false
+            }
         }
     }
 

@@ -30,12 +30,26 @@ use crate::protocol::{
 };
 use crate::rng::Rng;
 use crate::schedule::{Pacer, Schedule, elapsed_us};
+use mmo_core::config::ITEM_KINDS;
 use serde::Serialize;
 use std::time::{Duration, Instant};
+
+/// What a bot trades with.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EconomyMode {
+    /// The economy scenario: working capital granted before play; gifts of gold alternate with
+    /// offers of gold for the taker's items.
+    Capital,
+    /// The raid scenario: only what the bot looted. It offers one item of a kind it claimed
+    /// for some gold (nothing, when it holds no item), and answers offers like any bot.
+    Loot,
+}
 
 /// How a bot trades.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct EconomyPlan {
+    /// What the bot trades with.
+    pub mode: EconomyMode,
     /// Time between intended starts of transactions.
     pub interval: Duration,
     /// Resend an unanswered request after this long.
@@ -63,6 +77,7 @@ pub struct EconomyPlan {
 impl Default for EconomyPlan {
     fn default() -> Self {
         EconomyPlan {
+            mode: EconomyMode::Capital,
             interval: Duration::from_millis(500),
             timeout: Duration::from_millis(200),
             duplicate_ratio: 0.1,
@@ -164,6 +179,8 @@ pub struct EconomyTally {
     pub trade_notices: [u64; 4],
     /// Offers told of but not answered (the answer queue was full).
     pub offers_unanswered: u64,
+    /// Schedule slots with nothing to offer (a looting bot holding no item).
+    pub idle_slots: u64,
     /// Requests sent (first sends, retransmits and deliberate duplicates).
     pub requests_sent: u64,
     /// Resends after a timeout.
@@ -198,6 +215,7 @@ impl EconomyTally {
             *a += b;
         }
         self.offers_unanswered += o.offers_unanswered;
+        self.idle_slots += o.idle_slots;
         self.requests_sent += o.requests_sent;
         self.retransmits += o.retransmits;
         self.deliberate_duplicates += o.deliberate_duplicates;
@@ -241,12 +259,20 @@ pub struct EconomyAgent {
     next_transaction: u64,
     in_flight: Option<InFlight>,
     recent: [Decided; RECENT],
-    /// Offers to answer: (maker, offer id), oldest first.
-    answers: [(u64, u64); ANSWER_QUEUE],
+    /// Offers to answer: (maker, offer id, what the maker gives, decline whatever the dice
+    /// say), oldest first.
+    answers: [(u64, u64, TradeSide, bool); ANSWER_QUEUE],
     answers_head: usize,
     answers_len: usize,
     /// When the oldest queued answer became due.
     answer_due: Instant,
+    /// Items the bot believes it holds, per kind (its loot, what it traded): what a looting
+    /// bot offers. A wrong belief costs a refused offer, nothing else.
+    inventory: [u64; ITEM_KINDS],
+    /// Its own open offer: (offer id, what it gave), to take back on a decline or refusal.
+    open_offer: Option<(u64, TradeSide)>,
+    /// What the offer it is accepting gives it (credited to the inventory once applied).
+    answering: Option<TradeSide>,
     measure_from: Instant,
     /// The ledger.
     pub tally: EconomyTally,
@@ -265,7 +291,10 @@ impl EconomyAgent {
             next_transaction: 1,
             in_flight: None,
             recent: [Decided::default(); RECENT],
-            answers: [(0, 0); ANSWER_QUEUE],
+            answers: [(0, 0, TradeSide::default(), false); ANSWER_QUEUE],
+            inventory: [0; ITEM_KINDS],
+            open_offer: None,
+            answering: None,
             answers_head: 0,
             answers_len: 0,
             answer_due: measure_from,
@@ -295,8 +324,20 @@ impl EconomyAgent {
     pub fn on_trade_notice(&mut self, n: &TradeNotice, now: Instant) {
         self.tally.trade_notices[usize::from(n.event.as_u8()).min(3)] += 1;
         if n.event != TradeEvent::Offered {
+            if let Some((id, give)) = self.open_offer
+                && id == n.offer_id
+            {
+                self.open_offer = None;
+                if n.event == TradeEvent::Declined {
+                    self.take_back(&give);
+                }
+            }
             return;
         }
+        self.queue_answer((n.maker_id, n.offer_id, n.give, false), now);
+    }
+
+    fn queue_answer(&mut self, answer: (u64, u64, TradeSide, bool), now: Instant) {
         if self.answers_len == ANSWER_QUEUE {
             self.tally.offers_unanswered += 1;
             return;
@@ -304,7 +345,7 @@ impl EconomyAgent {
         if self.answers_len == 0 {
             self.answer_due = now;
         }
-        self.answers[(self.answers_head + self.answers_len) % ANSWER_QUEUE] = (n.maker_id, n.offer_id);
+        self.answers[(self.answers_head + self.answers_len) % ANSWER_QUEUE] = answer;
         self.answers_len += 1;
     }
 
@@ -342,7 +383,7 @@ impl EconomyAgent {
             self.abandon_in_flight();
         }
         if self.answers_len > 0 {
-            let (maker_id, offer_id) = self.answers[self.answers_head];
+            let (maker_id, offer_id, give, must_decline) = self.answers[self.answers_head];
             self.answers_head = (self.answers_head + 1) % ANSWER_QUEUE;
             self.answers_len -= 1;
             self.answer_due = now;
@@ -352,15 +393,32 @@ impl EconomyAgent {
                 transaction_id: self.take_transaction_id(),
                 maker_id,
                 offer_id,
-                accept: rng.chance(self.plan.accept_ratio),
+                accept: !must_decline && rng.chance(self.plan.accept_ratio),
             };
+            self.answering = answer.accept.then_some(give);
             return self.start(Request::Answer(answer), now, now, rng);
         }
         let Some((k, intended)) = self.pacer.take_due(now) else {
             return [None, None];
         };
-        let request = self.build(k, rng, peers);
-        self.start(request, intended, now, rng)
+        match self.build(k, rng, peers) {
+            Some(request) => self.start(request, intended, now, rng),
+            None => {
+                self.tally.idle_slots += 1;
+                [None, None]
+            }
+        }
+    }
+
+    /// Loot the bot claimed: items it may offer.
+    pub fn on_loot(&mut self, item_kind: u16, item_count: u32) {
+        if let Some(held) = self.inventory.get_mut(usize::from(item_kind)) {
+            *held += u64::from(item_count);
+        }
+    }
+
+    fn take_back(&mut self, s: &TradeSide) {
+        self.on_loot(s.item_kind, s.item_count.max(0) as u32);
     }
 
     fn take_transaction_id(&mut self) -> u64 {
@@ -369,16 +427,35 @@ impl EconomyAgent {
         id
     }
 
-    fn build(&mut self, k: u64, rng: &mut Rng, peers: &[u64]) -> Request {
-        let transaction_id = self.take_transaction_id();
+    fn build(&mut self, k: u64, rng: &mut Rng, peers: &[u64]) -> Option<Request> {
         let others = peers.iter().filter(|&&p| p != self.player_id).count() as u64;
         let counterparty_id = match others {
             0 => 0, // a lone bot's gift goes nowhere: refused unknown_player, a known outcome
             n => peers.iter().copied().filter(|&p| p != self.player_id).nth(rng.below(n) as usize).unwrap_or(0),
         };
+        if self.plan.mode == EconomyMode::Loot {
+            // One looted item for some gold, to a random other bot; nothing to offer, no offer.
+            let kind = self.inventory.iter().position(|&n| n > 0)?;
+            if others == 0 {
+                return None;
+            }
+            self.inventory[kind] -= 1;
+            let give = TradeSide { gold: 0, item_count: 1, item_kind: kind as u16 };
+            let transaction_id = self.take_transaction_id();
+            self.open_offer = Some((transaction_id, give));
+            return Some(Request::Offer(TradeOffer {
+                player_id: self.player_id,
+                session_token: self.session_token,
+                transaction_id,
+                counterparty_id,
+                give,
+                want: TradeSide { gold: self.plan.trade_gold, item_count: 0, item_kind: 0 },
+            }));
+        }
+        let transaction_id = self.take_transaction_id();
         if k.is_multiple_of(2) || others == 0 {
             let gold = 1 + rng.below(self.plan.transfer_gold_max.max(1) as u64) as i64;
-            return Request::Economy(EconomyRequest {
+            return Some(Request::Economy(EconomyRequest {
                 player_id: self.player_id,
                 session_token: self.session_token,
                 transaction_id,
@@ -387,16 +464,40 @@ impl EconomyAgent {
                 item_count: 0,
                 item_kind: 0,
                 kind: EconomyKind::Transfer,
-            });
+            }));
         }
-        Request::Offer(TradeOffer {
+        Some(Request::Offer(TradeOffer {
             player_id: self.player_id,
             session_token: self.session_token,
             transaction_id,
             counterparty_id,
             give: TradeSide { gold: self.plan.trade_gold, item_count: 0, item_kind: 0 },
             want: TradeSide { gold: 0, item_count: self.plan.trade_items, item_kind: self.plan.item_kind },
-        })
+        }))
+    }
+
+    /// What a decided transaction did to the goods the bot believes it holds: a refused offer's
+    /// give comes back; an applied accept brings the maker's give.
+    fn settle_goods(&mut self, request: &Request, status: EconomyStatus) {
+        match request {
+            Request::Offer(o) if status != EconomyStatus::Applied && self.open_offer.is_some_and(|(id, _)| id == o.transaction_id) => {
+                self.open_offer = None;
+                self.take_back(&o.give);
+            }
+            Request::Answer(a) if a.accept => {
+                let give = self.answering.take();
+                match (status, give) {
+                    (EconomyStatus::Applied, Some(give)) => self.take_back(&give),
+                    // It could not pay: decline, so the maker's escrow goes back now rather
+                    // than at the offer's timeout.
+                    (EconomyStatus::InsufficientFunds | EconomyStatus::InsufficientItems, Some(give)) => {
+                        self.queue_answer((a.maker_id, a.offer_id, give, true), self.answer_due)
+                    }
+                    _ => {}
+                }
+            }
+            _ => {}
+        }
     }
 
     /// Gives up on the transaction in flight: its outcome is unknown unless an answer still
@@ -438,8 +539,9 @@ impl EconomyAgent {
         if let Some(f) = self.in_flight.as_ref().filter(|f| f.request.transaction_id() == r.transaction_id) {
             let first_answers = f.first_answers + u32::from(!r.duplicate);
             let kind = f.request.kind();
-            let intended = f.intended;
+            let (request, intended) = (f.request, f.intended);
             self.in_flight = None;
+            self.settle_goods(&request, r.status);
             self.decide(r.status, kind);
             self.remember(Decided { transaction_id: r.transaction_id, status: Some(r.status), first_answers, kind });
             return (intended >= self.measure_from).then(|| elapsed_us(intended, now));

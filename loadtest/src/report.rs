@@ -10,7 +10,8 @@
 //! `landed`, `kills`, `damage`, `refused` by reason, `unexpected`, `kill_notices`, and their
 //! loot: `claims_sent`, `claim_resends`, `loot_claimed`, `loot_gold`, `loot_items`,
 //! `claim_repeats`, `claim_refused` by reason, `claims_unanswered`, `loot_left`,
-//! `claim_late_answers`); economy and hostile runs add an `economy` or `hostile` object with
+//! `claim_late_answers`), and `loot_trades` (the raid bots' trades of their loot: the economy
+//! ledger below); economy and hostile runs add an `economy` or `hostile` object with
 //! their ledger and their checks.
 
 use crate::bot::FloodTally;
@@ -169,6 +170,9 @@ pub struct Report {
     /// Economy results.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub economy: Option<EconomyReport>,
+    /// The raid bots' trades of their loot (their economy ledger).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub loot_trades: Option<EconomyTally>,
     /// Hostile results.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub hostile: Option<HostileReport>,
@@ -303,6 +307,7 @@ impl Report {
             rtt_us_during_raid: raid.then(|| t.latencies.move_rtt_raid.summary()),
             rtt_us_between_raids: raid.then(|| t.latencies.move_rtt_calm.summary()),
             combat: (raid && t.combat.attacks_sent > 0).then_some(t.combat),
+            loot_trades: (raid && t.economy.started > 0).then_some(t.economy),
             economy: (cli.scenario == crate::cli::Scenario::Economy).then(|| EconomyReport {
                 ledger: t.economy,
                 rtt_us: t.latencies.economy_rtt.summary(),
@@ -432,6 +437,15 @@ impl Report {
                         - c.refused_for(AttackRefusal::Cooldown)
                 ),
             );
+            if let Some(t) = &self.loot_trades {
+                fig(
+                    "loot trades offered / accepted / declined",
+                    format!(
+                        "{} / {} / {} ({} refused, {} resends)",
+                        t.offers_applied, t.accepts_applied, t.declines_applied, t.refused, t.retransmits
+                    ),
+                );
+            }
             fig(
                 "loot claimed / gold / items",
                 format!(

@@ -21,7 +21,7 @@ use crate::checks::{self, Check};
 use crate::cli::{Cli, Scenario};
 use crate::combat::{CombatPlan, CombatTally};
 use crate::driver::{self, Bot, DriverConfig, DriverReport, Played};
-use crate::economy::{EconomyPlan, EconomyTally};
+use crate::economy::{EconomyMode, EconomyPlan, EconomyTally};
 use crate::hostile::{self, HostileKind, HostilePlan, ProbeReport, SentCounts, Victim};
 use crate::metrics::Merged;
 use crate::net::connected_socket;
@@ -378,12 +378,23 @@ pub async fn run(cli: Cli, progress: &Progress) -> anyhow::Result<RunResult> {
     let end = measure_start + cli.duration;
     let live = Arc::new(LiveCounters::default());
     let raid_windows = (scenario == Scenario::Raid).then(|| Arc::new(RaidWindows::default()));
-    let economy = (scenario == Scenario::Economy).then(|| EconomyPlan {
-        interval: Duration::from_millis(cli.economy_interval_ms),
-        timeout: Duration::from_millis(cli.economy_timeout_ms),
-        duplicate_ratio: cli.economy_duplicates,
-        ..EconomyPlan::default()
-    });
+    let economy = match scenario {
+        Scenario::Economy => Some(EconomyPlan {
+            interval: Duration::from_millis(cli.economy_interval_ms),
+            timeout: Duration::from_millis(cli.economy_timeout_ms),
+            duplicate_ratio: cli.economy_duplicates,
+            ..EconomyPlan::default()
+        }),
+        // The raid's bots trade what they loot (and answer the offers they are told of).
+        Scenario::Raid if cli.loot_trade_interval_ms > 0 && cli.attack_range_m > 0.0 => Some(EconomyPlan {
+            mode: EconomyMode::Loot,
+            interval: Duration::from_millis(cli.loot_trade_interval_ms),
+            timeout: Duration::from_millis(cli.economy_timeout_ms),
+            duplicate_ratio: cli.economy_duplicates,
+            ..EconomyPlan::default()
+        }),
+        _ => None,
+    };
     let plan = Arc::new(PlayPlan {
         epoch,
         move_start,
@@ -568,7 +579,12 @@ pub fn judge(r: &RunResult) -> Vec<Check> {
         (Scenario::Economy, Some((before, after))) => {
             checks.extend(checks::economy(before, after, &t.economy, &r.grants.unwrap_or_default()))
         }
-        (Scenario::Raid, Some((before, after))) if cli.attack_range_m > 0.0 => checks.extend(checks::combat(before, after, &t.combat)),
+        (Scenario::Raid, Some((before, after))) if cli.attack_range_m > 0.0 => {
+            checks.extend(checks::combat(before, after, &t.combat));
+            if cli.loot_trade_interval_ms > 0 {
+                checks.extend(checks::loot_trades(before, after, &t.economy, &t.combat));
+            }
+        }
         (Scenario::Hostile, Some((before, after))) => {
             let h = r.hostile.clone().unwrap_or_default();
             let mut by_reason = h.sent.by_reason();

@@ -2,7 +2,7 @@
 //! offers it is told of, and how its ledger records answers (first-time, duplicate, lost,
 //! late, contradictory).
 
-use mmo_loadtest::economy::{ANSWER_QUEUE, EconomyAgent, EconomyPlan, Outgoing, Request};
+use mmo_loadtest::economy::{ANSWER_QUEUE, EconomyAgent, EconomyMode, EconomyPlan, Outgoing, Request};
 use mmo_loadtest::protocol::{EconomyKind, EconomyResult, EconomyStatus, Flags, TradeEvent, TradeNotice, TradeSide};
 use mmo_loadtest::rng::Rng;
 use mmo_loadtest::schedule::Schedule;
@@ -183,4 +183,37 @@ fn a_lone_bot_only_makes_gifts_that_go_nowhere_and_stops_when_told() {
     a.stop_starting();
     assert!(a.settled());
     assert!(a.poll(t0 + 500 * MS, &mut rng, &[10]).iter().all(Option::is_none));
+}
+
+#[test]
+fn a_looting_bot_offers_only_what_it_looted_and_takes_back_what_comes_back() {
+    let t0 = Instant::now();
+    let mut rng = Rng::new(8);
+    let mut a =
+        EconomyAgent::new(EconomyPlan { mode: EconomyMode::Loot, ..plan(0.0) }, 10, 0xAB, Schedule::new(t0, 100 * MS), t0 + 1000 * MS, t0);
+    assert!(sends(&mut a, t0, &mut rng).is_empty(), "nothing looted: nothing to offer");
+    assert_eq!(a.tally.idle_slots, 1);
+    a.on_loot(5, 1);
+    let s = sends(&mut a, t0 + 100 * MS, &mut rng);
+    let Request::Offer(o) = s[0].request else { panic!("{:?}", s[0].request) };
+    assert_eq!((o.give.item_kind, o.give.item_count, o.give.gold), (5, 1, 0));
+    assert!(o.want.gold > 0 && o.want.item_count == 0, "an item for gold");
+    // Refused: the item is back, and offered again at the next slot.
+    a.on_result(t0 + 101 * MS, &result(o.transaction_id, EconomyStatus::OfferPending, false));
+    let s = sends(&mut a, t0 + 200 * MS, &mut rng);
+    let Request::Offer(again) = s[0].request else { panic!() };
+    assert_eq!(again.give.item_kind, 5);
+    a.on_result(t0 + 201 * MS, &result(again.transaction_id, EconomyStatus::Applied, false));
+    // Declined: back again.
+    let declined = TradeNotice {
+        event: TradeEvent::Declined,
+        maker_id: 10,
+        taker_id: 11,
+        offer_id: again.transaction_id,
+        give: TradeSide::default(),
+        want: TradeSide::default(),
+    };
+    a.on_trade_notice(&declined, t0 + 250 * MS);
+    assert!(matches!(sends(&mut a, t0 + 300 * MS, &mut rng)[0].request, Request::Offer(_)));
+    assert_eq!((a.tally.offers_applied, a.tally.refused), (1, 1));
 }

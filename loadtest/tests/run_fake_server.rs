@@ -107,7 +107,16 @@ fn raid_bursts_are_triggered_and_round_trips_split() {
     assert!(r.checks.iter().any(|k| k.name == "kills_match" && k.passed), "{:#?}", r.checks);
     // And claimed what they killed: every kill's loot, counted once, as the fake credited it.
     assert!(c.loot_claimed > 0 && c.loot_claimed <= c.kills && c.loot_gold >= 10 * c.loot_claimed, "{c:?}");
-    for name in ["raid_looted", "loot_claims_legitimate", "loot_claimed_match", "loot_gold_match", "loot_items_match"] {
+    for name in [
+        "raid_looted",
+        "loot_claims_legitimate",
+        "loot_claimed_match",
+        "loot_gold_match",
+        "loot_items_match",
+        "raid_traded",
+        "raid_trades_accepted_match",
+        "raid_minted_only_loot",
+    ] {
         assert!(r.checks.iter().any(|k| k.name == name && k.passed), "{name}: {:#?}", r.checks);
     }
     let raid = r.raid.as_ref().unwrap();

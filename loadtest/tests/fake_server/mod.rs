@@ -110,8 +110,9 @@ struct State {
     adds: Vec<(u64, f32, f32, i32)>,
     /// Loot of killed adds: id -> (killer, claimed).
     loot: HashMap<u64, (u64, bool)>,
-    /// Open offers by maker: (offer id, taker, escrowed gold, items wanted).
-    offers: HashMap<u64, (u64, u64, u64, u64)>,
+    /// Open offers by maker: (offer id, taker, escrowed give, want). One item kind per
+    /// session here, so item stacks are plain counts.
+    offers: HashMap<u64, (u64, u64, TradeSide, TradeSide)>,
 }
 
 const FAKE_ADDS: usize = 64;
@@ -373,7 +374,7 @@ impl State {
                 for (k, v) in &self.counters {
                     text.push_str(&format!("{k} {v}\n"));
                 }
-                let escrowed: u64 = self.offers.values().map(|o| o.2).sum();
+                let escrowed: u64 = self.offers.values().map(|o| o.2.gold.max(0) as u64).sum();
                 text.push_str(&format!(
                     "economy_live_gold {live}\neconomy_escrowed_gold {escrowed}\neconomy_conserved 1\nsessions_live {}\n",
                     self.sessions.len()
@@ -477,6 +478,10 @@ impl State {
             self.bump("engine_loot_claim_repeats", 1);
         } else {
             self.loot.insert(loot_id, (killer, true));
+            let s = self.sessions.get_mut(&id).unwrap();
+            s.gold += gold;
+            s.items += 1;
+            self.bump("economy_minted_gold", gold);
             self.bump("engine_loot_claimed", 1);
             self.bump("engine_loot_gold_claimed", gold);
             self.bump("engine_loot_items_claimed", 1);
@@ -535,18 +540,24 @@ impl State {
         let mut notify = None;
         let o = *o;
         self.reliable(socket, from, id, o.transaction_id, |st| {
-            let gold = o.give.gold.max(0) as u64;
+            let (gold, items) = (o.give.gold.max(0) as u64, o.give.item_count.max(0) as u64);
             if !st.sessions.contains_key(&o.counterparty_id) {
                 return EconomyStatus::UnknownPlayer;
             }
             if st.offers.contains_key(&id) {
                 return EconomyStatus::OfferPending;
             }
-            if st.sessions[&id].gold < gold {
+            let me = &st.sessions[&id];
+            if me.gold < gold {
                 return EconomyStatus::InsufficientFunds;
             }
-            st.sessions.get_mut(&id).unwrap().gold -= gold;
-            st.offers.insert(id, (o.transaction_id, o.counterparty_id, gold, o.want.item_count.max(0) as u64));
+            if me.items < items {
+                return EconomyStatus::InsufficientItems;
+            }
+            let me = st.sessions.get_mut(&id).unwrap();
+            me.gold -= gold;
+            me.items -= items;
+            st.offers.insert(id, (o.transaction_id, o.counterparty_id, o.give, o.want));
             st.bump("engine_trade_offers", 1);
             notify = Some(o.counterparty_id);
             EconomyStatus::Applied
@@ -568,27 +579,36 @@ impl State {
         let mut notify = None;
         let a = *a;
         self.reliable(socket, from, id, a.transaction_id, |st| {
-            let Some(&(offer_id, taker, gold, items)) = st.offers.get(&a.maker_id) else { return EconomyStatus::NoSuchOffer };
+            let Some(&(offer_id, taker, give, want)) = st.offers.get(&a.maker_id) else { return EconomyStatus::NoSuchOffer };
             if offer_id != a.offer_id {
                 return EconomyStatus::NoSuchOffer;
             }
             if taker != id {
                 return EconomyStatus::NotYourOffer;
             }
-            if a.accept && st.sessions[&id].items < items {
+            let n = |v: i64| v.max(0) as u64;
+            let (give_gold, give_items, want_gold, want_items) =
+                (n(give.gold), n(give.item_count.into()), n(want.gold), n(want.item_count.into()));
+            if a.accept && st.sessions[&id].gold < want_gold {
+                return EconomyStatus::InsufficientFunds;
+            }
+            if a.accept && st.sessions[&id].items < want_items {
                 return EconomyStatus::InsufficientItems;
             }
             st.offers.remove(&a.maker_id);
             if a.accept {
-                st.sessions.get_mut(&id).unwrap().items -= items;
-                st.sessions.get_mut(&id).unwrap().gold += gold;
+                let me = st.sessions.get_mut(&id).unwrap();
+                me.gold = me.gold - want_gold + give_gold;
+                me.items = me.items - want_items + give_items;
                 if let Some(m) = st.sessions.get_mut(&a.maker_id) {
-                    m.items += items;
+                    m.gold += want_gold;
+                    m.items += want_items;
                 }
                 st.bump("engine_trades_accepted", 1);
             } else {
                 if let Some(m) = st.sessions.get_mut(&a.maker_id) {
-                    m.gold += gold;
+                    m.gold += give_gold;
+                    m.items += give_items;
                 }
                 st.bump("engine_trades_declined", 1);
             }
