@@ -165,16 +165,7 @@ pub fn economy(before: &ServerStats, after: &ServerStats, tally: &EconomyTally, 
         ),
         (Err(c), _) | (_, Err(c)) => c,
     });
-    for (name, counter, bots) in [
-        ("trade_offers_match", "engine_trade_offers", tally.offers_applied),
-        ("trades_accepted_match", "engine_trades_accepted", tally.accepts_applied),
-        ("trades_declined_match", "engine_trades_declined", tally.declines_applied),
-    ] {
-        checks.push(match delta(before, after, counter) {
-            Ok(d) => Check::new(name, d == i128::from(bots), format!("server {d}; bots saw {bots} applied")),
-            Err(c) => c,
-        });
-    }
+    checks.extend(trades_match(before, after, tally, ""));
     checks.push(Check::new(
         "economy_trades_happened",
         tally.accepts_applied > 0,
@@ -200,6 +191,22 @@ pub fn economy(before: &ServerStats, after: &ServerStats, tally: &EconomyTally, 
     checks
 }
 
+/// The trades the bots saw applied against the server's counters, exactly: offers opened,
+/// accepts, declines (checks named `<prefix>trade_offers_match` and so on).
+fn trades_match(before: &ServerStats, after: &ServerStats, tally: &EconomyTally, prefix: &str) -> Vec<Check> {
+    [
+        ("trade_offers_match", "engine_trade_offers", tally.offers_applied),
+        ("trades_accepted_match", "engine_trades_accepted", tally.accepts_applied),
+        ("trades_declined_match", "engine_trades_declined", tally.declines_applied),
+    ]
+    .into_iter()
+    .map(|(name, counter, bots)| match delta(before, after, counter) {
+        Ok(d) => Check::new(format!("{prefix}{name}"), d == i128::from(bots), format!("server {d}; bots saw {bots} applied")),
+        Err(c) => c,
+    })
+    .collect()
+}
+
 /// The raid's trades of looted items against the server's books: every trade transaction
 /// has a known outcome, at most once; the offers, accepts and declines the bots saw are
 /// exactly the server's, and some trades completed; the books balance with escrow, and the
@@ -221,16 +228,7 @@ pub fn loot_trades(before: &ServerStats, after: &ServerStats, tally: &EconomyTal
             tally.unknown, tally.repeated_first_answers, tally.inconsistent_answers
         ),
     ));
-    for (name, counter, bots) in [
-        ("raid_trade_offers_match", "engine_trade_offers", tally.offers_applied),
-        ("raid_trades_accepted_match", "engine_trades_accepted", tally.accepts_applied),
-        ("raid_trades_declined_match", "engine_trades_declined", tally.declines_applied),
-    ] {
-        checks.push(match delta(before, after, counter) {
-            Ok(d) => Check::new(name, d == i128::from(bots), format!("server {d}; bots saw {bots} applied")),
-            Err(c) => c,
-        });
-    }
+    checks.extend(trades_match(before, after, tally, "raid_"));
     checks.push(match (delta(before, after, "economy_minted_gold"), delta(before, after, "engine_grants")) {
         (Ok(minted), Ok(grants)) => Check::new(
             "raid_minted_only_loot",

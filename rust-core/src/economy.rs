@@ -138,12 +138,6 @@ struct Wallet {
     last_grant: u64,
 }
 
-enum Recall {
-    Decided(Decision),
-    TooOld,
-    New,
-}
-
 impl Wallet {
     fn closed() -> Self {
         Self {
@@ -201,12 +195,17 @@ impl Wallet {
         }
     }
 
-    fn recall(&self, transaction_id: u64) -> Recall {
+    /// The answer already owed to `transaction_id`, if it is not new: the recorded decision
+    /// (`duplicate` set) for an id inside the window, `TransactionTooOld` for one below it.
+    fn earlier(&self, transaction_id: u64) -> Option<Outcome> {
         if self.highest_transaction >= DEDUP_WINDOW as u64 && transaction_id <= self.highest_transaction - DEDUP_WINDOW as u64 {
-            return Recall::TooOld;
+            return Some(Outcome { status: EconomyStatus::TransactionTooOld, duplicate: false, gold_after: 0 });
         }
         let d = self.decisions[(transaction_id % DEDUP_WINDOW as u64) as usize];
-        if d.transaction_id == transaction_id { Recall::Decided(d) } else { Recall::New }
+        (d.transaction_id == transaction_id).then(|| {
+            let status = EconomyStatus::try_from(d.status).expect("recorded statuses are valid");
+            Outcome { status, duplicate: true, gold_after: d.gold_after }
+        })
     }
 
     fn record(&mut self, transaction_id: u64, status: EconomyStatus) {
@@ -508,13 +507,8 @@ impl Economy {
         let Some(me) = me.filter(|w| w.open && w.generation == initiator.generation) else {
             return refuse(EconomyStatus::PlayerDeparted);
         };
-        match me.recall(op.transaction_id) {
-            Recall::Decided(d) => {
-                let status = EconomyStatus::try_from(d.status).expect("recorded statuses are valid");
-                return Outcome { status, duplicate: true, gold_after: d.gold_after };
-            }
-            Recall::TooOld => return refuse(EconomyStatus::TransactionTooOld),
-            Recall::New => {}
+        if let Some(earlier) = me.earlier(op.transaction_id) {
+            return earlier;
         }
         let result = settle(op, me, them, counterparty, other.is_some());
         let status = match result {
@@ -559,13 +553,8 @@ impl Economy {
         let Some(w) = shard.wallets.get_mut(maker.slot as usize).filter(|w| w.open && w.generation == maker.generation) else {
             return refuse(EconomyStatus::PlayerDeparted);
         };
-        match w.recall(offer.transaction_id) {
-            Recall::Decided(d) => {
-                let status = EconomyStatus::try_from(d.status).expect("recorded statuses are valid");
-                return (Outcome { status, duplicate: true, gold_after: d.gold_after }, false);
-            }
-            Recall::TooOld => return refuse(EconomyStatus::TransactionTooOld),
-            Recall::New => {}
+        if let Some(earlier) = w.earlier(offer.transaction_id) {
+            return (earlier, false);
         }
         let closed_expired = w.settle_expired_offer(now_ms);
         if closed_expired {
@@ -636,13 +625,8 @@ impl Economy {
         let Some(w) = w.filter(|w| w.open && w.generation == me.generation) else {
             return refuse(EconomyStatus::PlayerDeparted);
         };
-        match w.recall(answer.transaction_id) {
-            Recall::Decided(d) => {
-                let status = EconomyStatus::try_from(d.status).expect("recorded statuses are valid");
-                return (Outcome { status, duplicate: true, gold_after: d.gold_after }, TradeClose::None);
-            }
-            Recall::TooOld => return refuse(EconomyStatus::TransactionTooOld),
-            Recall::New => {}
+        if let Some(earlier) = w.earlier(answer.transaction_id) {
+            return (earlier, TradeClose::None);
         }
         let cancelling = matches!(maker, Counterparty::Initiator) || maker_h.is_none() && matches!(maker, Counterparty::Wallet(_));
         let decided: Result<TradeClose, EconomyStatus> = (|| {
