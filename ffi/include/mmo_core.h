@@ -192,10 +192,11 @@ enum MmoEconomyKind
  {
   // Move `gold` and/or `item_count` of `item_kind` from the player to the counterparty.
   MMO_ECONOMY_KIND_TRANSFER = 1,
-  // The player pays `gold` to the counterparty and receives `item_count` of `item_kind`
-  // from them: both sides or neither.
+  // Retired: refused `KindRetired`. It took the counterparty's items at the initiator's
+  // price without their consent; trades are now a `TradeOffer` its taker accepts.
   MMO_ECONOMY_KIND_TRADE = 2,
-  // Loot pickup: mint `gold` and/or items into the player's wallet.
+  // Retired: refused `KindRetired`. It minted whatever the client named; loot is now
+  // claimed from a kill (`crate::loot`), value otherwise granted by the admin.
   MMO_ECONOMY_KIND_LOOT_PICKUP = 3,
   // Spend at a vendor: sink `gold` and/or items from the player's wallet.
   MMO_ECONOMY_KIND_SPEND = 4,
