@@ -51,6 +51,8 @@ void visit_settings(Settings& s, V&& v) {
   v(Text{"server", "engine", "--engine", s.engine, "game-state engine: rust, baseline, or null (no game state: the comparison's floor)"});
   v(Number<uint32_t>{"server", "max_players", "--max-players", s.server.max_players, 1, 1 << 24,
                      "players joined at once, at most (also the core's player_capacity)"});
+  v(Number<uint32_t>{"server", "max_sessions_per_host", "--max-sessions-per-host", s.server.max_sessions_per_host, 0, 1 << 24,
+                     "live sessions one source IP address may hold, whatever its ports (0: no limit): one host cannot fill the server"});
   v(Number<unsigned>{"server", "idle_timeout_s", "--idle-timeout-s", s.server.idle_timeout_s, 0, 86400, "end a session silent this long (0: never)"});
   v(Number<double>{"server", "player_rate", "--player-rate", s.server.per_player.rate_per_s, 1, 1e6, "messages per second per player"});
   v(Number<double>{"server", "player_burst", "--player-burst", s.server.per_player.burst, 1, 1e6, "burst allowance per player"});

@@ -173,15 +173,15 @@ JoinCookies::Verdict JoinCookies::verify(SourceAddress source, uint64_t nonce, u
   return Verdict::Valid;
 }
 
-// ---- SessionTable ----
+// ---- KeyIndex and SessionTable ----
 
-SessionTable::Index::Index(size_t slots_pow2) : keys_(slots_pow2, 0), values_(slots_pow2, kNone), mask_(slots_pow2 - 1) {
+KeyIndex::KeyIndex(size_t slots_pow2) : keys_(slots_pow2, 0), values_(slots_pow2, kNone), mask_(slots_pow2 - 1) {
   assert(is_pow2(slots_pow2));
 }
 
-size_t SessionTable::Index::home(uint64_t key) const { return mix(key) & mask_; }
+size_t KeyIndex::home(uint64_t key) const { return mix(key) & mask_; }
 
-uint32_t SessionTable::Index::find(uint64_t key) const {
+uint32_t KeyIndex::find(uint64_t key) const {
   // The table is at most half full, so a probe sequence always meets an empty slot.
   for (size_t i = home(key), n = 0; n <= mask_; i = (i + 1) & mask_, ++n) {
     if (keys_[i] == key) return values_[i];
@@ -190,7 +190,7 @@ uint32_t SessionTable::Index::find(uint64_t key) const {
   return kNone;
 }
 
-void SessionTable::Index::insert(uint64_t key, uint32_t value) {
+void KeyIndex::insert(uint64_t key, uint32_t value) {
   assert(key != 0);
   for (size_t i = home(key), n = 0; n <= mask_; i = (i + 1) & mask_, ++n) {
     if (keys_[i] == 0 || keys_[i] == key) {
@@ -202,7 +202,7 @@ void SessionTable::Index::insert(uint64_t key, uint32_t value) {
   assert(false && "session index full: capacity is sized at twice the pool");
 }
 
-void SessionTable::Index::erase(uint64_t key) {
+void KeyIndex::erase(uint64_t key) {
   size_t i = home(key);
   size_t n = 0;
   for (; n <= mask_; i = (i + 1) & mask_, ++n) {
@@ -283,18 +283,43 @@ bool admin_key_matches(uint64_t expected, uint64_t presented) {
   return expected != 0 && diff == 0;
 }
 
-bool SessionDirectory::add(uint64_t player_id, uint64_t session_token, SourceAddress source) {
+SessionDirectory::SessionDirectory(size_t capacity, uint32_t max_per_host)
+    : max_per_host_(max_per_host), table_(capacity), hosts_(index_slots(capacity)) {}
+
+bool SessionDirectory::host_has_room(SourceAddress source) const {
+  if (max_per_host_ == 0) return true;
+  std::shared_lock lock(mutex_);
+  const uint32_t n = hosts_.find(host_key(source));
+  return n == KeyIndex::kNone || n < max_per_host_;
+}
+
+DirectoryAdd SessionDirectory::add(uint64_t player_id, uint64_t session_token, SourceAddress source) {
   Session s;
   s.player_id = player_id;
   s.session_token = session_token;
   s.source = source;
   std::unique_lock lock(mutex_);
-  return table_.insert(s) != nullptr;
+  const uint32_t held = hosts_.find(host_key(source));
+  const uint32_t n = held == KeyIndex::kNone ? 0 : held;
+  if (max_per_host_ != 0 && n >= max_per_host_) return DirectoryAdd::HostFull;
+  if (table_.insert(s) == nullptr) return DirectoryAdd::Full;
+  hosts_.insert(host_key(source), n + 1);
+  return DirectoryAdd::Added;
 }
 
 void SessionDirectory::remove(uint64_t player_id) {
   std::unique_lock lock(mutex_);
-  if (Session* s = table_.find_player(player_id)) table_.remove(s);
+  Session* s = table_.find_player(player_id);
+  if (s == nullptr) return;
+  const uint64_t host = host_key(s->source);
+  const uint32_t n = hosts_.find(host);
+  assert(n != KeyIndex::kNone && n > 0 && "every directory session is counted on its host");
+  if (n <= 1) {
+    hosts_.erase(host);
+  } else {
+    hosts_.insert(host, n - 1);
+  }
+  table_.remove(s);
 }
 
 std::optional<SourceAddress> SessionDirectory::source_of(uint64_t player_id) const {

@@ -138,6 +138,24 @@ struct Session {
 
 // Sessions of one worker, in a fixed pool with two fixed open-addressing indexes (player id
 // and source address). Linear probing with backward-shift deletion, so no tombstones build up.
+// An open-addressing map from non-zero u64 keys to u32 values, at most half full by the
+// owner's sizing (so every probe run ends), with backward-shift deletion. Fixed at
+// construction: nothing allocates after it.
+class KeyIndex {
+ public:
+  explicit KeyIndex(size_t slots_pow2);
+  uint32_t find(uint64_t key) const;  // kNone if absent
+  void insert(uint64_t key, uint32_t value);
+  void erase(uint64_t key);
+  static constexpr uint32_t kNone = UINT32_MAX;
+
+ private:
+  size_t home(uint64_t key) const;
+  std::vector<uint64_t> keys_;  // 0 = empty
+  std::vector<uint32_t> values_;
+  size_t mask_;
+};
+
 class SessionTable {
  public:
   explicit SessionTable(size_t capacity);
@@ -160,20 +178,7 @@ class SessionTable {
   }
 
  private:
-  class Index {
-   public:
-    explicit Index(size_t slots_pow2);
-    uint32_t find(uint64_t key) const;  // kNone if absent
-    void insert(uint64_t key, uint32_t value);
-    void erase(uint64_t key);
-    static constexpr uint32_t kNone = UINT32_MAX;
-
-   private:
-    size_t home(uint64_t key) const;
-    std::vector<uint64_t> keys_;  // 0 = empty
-    std::vector<uint32_t> values_;
-    size_t mask_;
-  };
+  using Index = KeyIndex;
   std::vector<Session> pool_;
   std::vector<uint8_t> used_;
   std::vector<uint32_t> free_;
@@ -188,10 +193,18 @@ class SessionTable {
 // `address_mismatch`, not `unknown_player`. Written on join and leave; read only when a
 // worker's own table misses. One reader-writer lock: it is never taken on the path of a
 // legitimate move (that one hits its worker's own table).
+// What SessionDirectory::add decided.
+enum class DirectoryAdd { Added, Full, HostFull };
+
 class SessionDirectory {
  public:
-  explicit SessionDirectory(size_t capacity) : table_(capacity) {}
-  bool add(uint64_t player_id, uint64_t session_token, SourceAddress source);
+  // `max_per_host`: live sessions one source IP address may hold, whatever its ports (0: no
+  // limit). Workers see only their own ports' sessions, so the count lives here.
+  SessionDirectory(size_t capacity, uint32_t max_per_host);
+  // Adds a session, unless the table is full or its host already holds max_per_host.
+  DirectoryAdd add(uint64_t player_id, uint64_t session_token, SourceAddress source);
+  // Whether a join from this host could be added now (a cheap early refusal; add() decides).
+  bool host_has_room(SourceAddress source) const;
   void remove(uint64_t player_id);
   // The reason to drop a session message whose player this worker does not hold.
   DropReason classify_foreign(uint64_t player_id, uint64_t session_token, SourceAddress source) const;
@@ -199,8 +212,11 @@ class SessionDirectory {
   std::optional<SourceAddress> source_of(uint64_t player_id) const;
 
  private:
+  static uint64_t host_key(SourceAddress source) { return (uint64_t{1} << 32) | source.ip_be; }
+  uint32_t max_per_host_;
   mutable std::shared_mutex mutex_;
-  mutable SessionTable table_;
+  mutable SessionTable table_;  // guarded by mutex_
+  KeyIndex hosts_;              // host key -> its live sessions; guarded by mutex_
 };
 
 struct AdmissionConfig {

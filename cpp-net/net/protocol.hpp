@@ -245,7 +245,8 @@ struct JoinChallenge {
   uint64_t cookie = 0;
   bool operator==(const JoinChallenge&) const = default;
 };
-enum class JoinStatus : uint8_t { Joined = 0, ServerFull = 1, BadSpawn = 2 };
+// HostFull: the joining source's IP address already holds max_sessions_per_host sessions.
+enum class JoinStatus : uint8_t { Joined = 0, ServerFull = 1, BadSpawn = 2, HostFull = 3 };
 struct JoinAccept {
   uint64_t nonce = 0;
   uint64_t player_id = 0;

@@ -41,6 +41,7 @@ struct ServerConfig {
   unsigned tick_hz = 10;
   int tick_nice = 10;  // the tick thread's niceness (0: the process's)
   uint32_t max_players = 8192;
+  uint32_t max_sessions_per_host = 64;  // live sessions one source IP address may hold (0: no limit)
   uint64_t admin_key = 0;
   RateLimit per_address{400, 800};
   RateLimit per_player{60, 120};
@@ -79,6 +80,8 @@ struct alignas(128) WorkerCounters {
   Counter joins_accepted;
   Counter join_retransmits;
   Counter joins_refused;
+  // Of those, joins from a host already holding max_sessions_per_host sessions.
+  Counter joins_refused_host_full;
   Counter leaves;
   Counter sessions_expired;
   Counter moves_forwarded;

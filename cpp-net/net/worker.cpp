@@ -371,6 +371,14 @@ void Worker::on_join_confirm(const wire::JoinConfirm& m, SourceAddress source, u
     flush_engine_batches(now_ms);
     end_session(existing);
   }
+  if (!server_.directory_.host_has_room(source)) {
+    // One host may not fill the server, however many ports it joins from.
+    reply.status = wire::JoinStatus::HostFull;
+    counters.joins_refused.add();
+    counters.joins_refused_host_full.add();
+    send_reply(source, reply);
+    return;
+  }
   MmoJoinTicket ticket{};
   const MmoStatus status = server_.engine_status("join", server_.engine().join(m.spawn_x_m, m.spawn_y_m, m.faction, ticket), counters);
   if (status == MMO_OK) {
@@ -382,12 +390,15 @@ void Worker::on_join_confirm(const wire::JoinConfirm& m, SourceAddress source, u
     s.last_seen_ms = now_ms;
     s.bucket = admission_.player_bucket(now_us);
     Session* inserted = admission_.sessions().insert(s);
-    if (inserted == nullptr || !server_.directory_.add(s.player_id, s.session_token, s.source)) {
-      // A table is full (or the engine handed out an id still held): undo.
+    const DirectoryAdd added = inserted == nullptr ? DirectoryAdd::Full : server_.directory_.add(s.player_id, s.session_token, s.source);
+    if (added != DirectoryAdd::Added) {
+      // A table is full, the host reached its cap since the early check (another worker's
+      // join), or the engine handed out an id still held: undo.
       if (inserted != nullptr) admission_.sessions().remove(inserted);
       server_.engine_status("leave", server_.engine().leave(ticket.player_id, ticket.session_token), counters);
-      reply.status = wire::JoinStatus::ServerFull;
+      reply.status = added == DirectoryAdd::HostFull ? wire::JoinStatus::HostFull : wire::JoinStatus::ServerFull;
       counters.joins_refused.add();
+      if (added == DirectoryAdd::HostFull) counters.joins_refused_host_full.add();
     } else {
       reply.player_id = ticket.player_id;
       reply.session_token = ticket.session_token;

@@ -2,6 +2,8 @@
 // join cookies (expiry, address binding) and the session table.
 #include <gtest/gtest.h>
 
+#include <arpa/inet.h>
+
 #include <memory>
 #include <random>
 #include <set>
@@ -113,10 +115,32 @@ TEST_F(Fixture, EveryDropReasonInValidationOrder) {
   EXPECT_EQ(seen.size() + 2, kDropReasonCount) << "rate limits are covered by their own tests";
 }
 
+TEST(SessionDirectoryHosts, OneHostHoldsAtMostItsCapWhateverItsPorts) {
+  SessionDirectory directory(64, 3);
+  const auto at = [](uint32_t ip, uint16_t port) { return SourceAddress{htonl(ip), htons(port)}; };
+  const uint32_t host = 0x7F000002, other = 0x7F000003;
+  for (uint16_t port = 1; port <= 3; ++port) {
+    EXPECT_TRUE(directory.host_has_room(at(host, port)));
+    EXPECT_EQ(directory.add(port, 100 + port, at(host, port)), DirectoryAdd::Added);
+  }
+  EXPECT_FALSE(directory.host_has_room(at(host, 9)));
+  EXPECT_EQ(directory.add(4, 104, at(host, 4)), DirectoryAdd::HostFull) << "a fourth port of the same host";
+  EXPECT_EQ(directory.add(5, 105, at(other, 1)), DirectoryAdd::Added) << "another host is not affected";
+  directory.remove(2);
+  EXPECT_TRUE(directory.host_has_room(at(host, 4)));
+  EXPECT_EQ(directory.add(4, 104, at(host, 4)), DirectoryAdd::Added) << "a leave frees the host's slot";
+  EXPECT_EQ(directory.add(6, 106, at(host, 6)), DirectoryAdd::HostFull);
+  for (const uint64_t p : {1, 3, 4}) directory.remove(p);
+  directory.remove(99);  // unknown: nothing
+  for (uint16_t port = 10; port < 13; ++port) EXPECT_EQ(directory.add(port, port, at(host, port)), DirectoryAdd::Added);
+  SessionDirectory unlimited(64, 0);
+  for (uint16_t port = 1; port < 40; ++port) EXPECT_EQ(unlimited.add(port, port, at(host, port)), DirectoryAdd::Added);
+}
+
 TEST_F(Fixture, ASpoofHashedToAnotherWorkerIsStillNamedBySessionDirectory) {
   // Two workers: the victim's session lives on the first; the spoofer's datagrams arrive at
   // the second (SO_REUSEPORT hashes by source), which asks the shared directory.
-  SessionDirectory directory(64);
+  SessionDirectory directory(64, 0);
   Admission owner(config, cookies, &directory);
   Admission other(config, cookies, &directory);
   Session s;
@@ -125,7 +149,7 @@ TEST_F(Fixture, ASpoofHashedToAnotherWorkerIsStillNamedBySessionDirectory) {
   s.source = kAlice;
   s.bucket = owner.player_bucket(0);
   ASSERT_NE(owner.sessions().insert(s), nullptr);
-  ASSERT_TRUE(directory.add(7, 77, kAlice));
+  ASSERT_EQ(directory.add(7, 77, kAlice), DirectoryAdd::Added);
   Decoded<ClientMessage> d;
   EXPECT_EQ(other.admit(encoded(move(7, 78, 1)), kMallory, 1000, d).reason, DropReason::BadSession);
   EXPECT_EQ(other.admit(encoded(move(7, 77, 1)), kMallory, 1000, d).reason, DropReason::AddressMismatch);

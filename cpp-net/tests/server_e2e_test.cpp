@@ -402,6 +402,52 @@ TEST_P(ServerEndToEndEngines, AClockLyingClientGoesNoFasterThanTheSpeedLimit) {
 
 INSTANTIATE_TEST_SUITE_P(Engines, ServerEndToEndEngines, ::testing::Values("rust", "baseline"), [](const auto& info) { return info.param; });
 
+// One host may not fill the server, however many ports it joins from: three sessions from
+// 127.0.0.2, then a 10,000-attempt join flood from 50 more of its ports is refused host_full
+// while joins from other loopback addresses keep succeeding.
+TEST(ServerEndToEnd, OneHostCannotFillTheServerFromManyPorts) {
+  ServerProcess server({"--engine", "rust", "--max-sessions-per-host", "3", "--max-players", "64"});
+  constexpr uint32_t kFlooder = 0x7F000002;
+  std::vector<std::unique_ptr<Client>> held;
+  for (uint64_t i = 0; i < 3; ++i) {
+    held.push_back(std::make_unique<Client>(server.port(), kFlooder));
+    join(*held.back(), 100 + i, 1000, 1000);
+  }
+  size_t host_full = 0, other_joined = 0, attempts = 0;
+  for (uint32_t s = 0; s < 50; ++s) {
+    Client flood(server.port(), kFlooder);
+    constexpr uint64_t kPerPort = 200;
+    for (uint64_t n = 0; n < kPerPort; ++n) flood.send(JoinRequest{s * 1000 + n + 1});
+    for (uint64_t n = 0; n < kPerPort; ++n) {
+      const auto challenge = flood.wait_for<JoinChallenge>(std::chrono::milliseconds(500));
+      if (!challenge) break;
+      flood.send(JoinConfirm{challenge->nonce, challenge->period, 1, challenge->cookie, 1000, 1000});
+      ++attempts;
+    }
+    for (uint64_t n = 0; n < kPerPort; ++n) {
+      const auto accept = flood.wait_for<JoinAccept>(std::chrono::milliseconds(500));
+      if (!accept) break;
+      host_full += accept->status == JoinStatus::HostFull;
+      EXPECT_NE(accept->status, JoinStatus::Joined) << "a fourth session from the flooding host";
+    }
+    if (s % 10 == 9) {
+      // Someone else, from another address, during the flood.
+      Client other(server.port(), 0x7F000010 + s);
+      other_joined += join(other, 7 + s, 1000, 1000).player_id != 0;
+    }
+  }
+  std::cout << "  " << attempts << " join attempts from 50 ports of one host: " << host_full << " refused host_full; " << other_joined
+            << " of 5 joins from other addresses succeeded\n";
+  EXPECT_EQ(attempts, 10'000u);
+  EXPECT_EQ(host_full, attempts) << "every flood join refused host_full";
+  EXPECT_EQ(other_joined, 5u);
+  Client admin(server.port());
+  const auto stats = server_stats(admin, 1);
+  EXPECT_EQ(stats.at("joins_refused_host_full"), host_full);
+  EXPECT_EQ(stats.at("sessions_live"), 3u + 5u);
+  server.terminate();
+}
+
 TEST(ServerEndToEnd, RefusesBadFlagsWithUsage) {
   for (const char* bad : {" --tick-hz 0", " --engine python", " --admin-key banana", " --port 99999"}) {
     const int status = std::system((std::string(MMO_SERVER_BINARY) + bad + " >/dev/null 2>&1").c_str());

@@ -115,11 +115,12 @@ class ServerProcess {
 
 class Client {
  public:
-  explicit Client(uint16_t server_port) {
+  // A client on `local_ip` (host order; any 127.x.y.z reaches the server on Linux).
+  explicit Client(uint16_t server_port, uint32_t local_ip = INADDR_LOOPBACK) {
     fd_ = socket(AF_INET, SOCK_DGRAM, 0);
     sockaddr_in local{};
     local.sin_family = AF_INET;
-    local.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    local.sin_addr.s_addr = htonl(local_ip);
     bind(fd_, reinterpret_cast<sockaddr*>(&local), sizeof(local));
     server_.sin_family = AF_INET;
     server_.sin_addr.s_addr = htonl(INADDR_LOOPBACK);

@@ -28,7 +28,7 @@ use crate::combat::{CombatAgent, CombatPlan, CombatTally};
 use crate::economy::{EconomyAgent, EconomyPlan, EconomyTally};
 use crate::hostile::{CraftContext, HostileKind, SentCounts, Victim, craft};
 use crate::metrics::Merged;
-use crate::net::{connected_socket, is_transient};
+use crate::net::{bot_socket, is_transient};
 use crate::protocol::{
     self, Attack, Flags, JoinConfirm, JoinRequest, JoinStatus, Leave, LootClaim, Message, Move, MoveAck, MoveResult, PAYLOAD_LEN,
 };
@@ -196,7 +196,7 @@ async fn join_inner(
     rng: &mut Rng,
     stats: &mut JoinStats,
 ) -> Result<Session, JoinError> {
-    let socket = connected_socket(plan.server)?;
+    let socket = bot_socket(plan.server, index)?;
     let nonce = rng.next_u64() | 1;
     let clock = Instant::now();
     let mut out = [0u8; 64];

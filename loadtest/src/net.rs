@@ -1,5 +1,8 @@
-//! UDP sockets for bots and admin: each bound to `127.0.0.1:0` (its own port, so the server
-//! sees one address per bot, as it would see one per game client) and connected to the
+//! UDP sockets for bots and admin: each bound to a loopback address and port 0 (its own port,
+//! so the server sees one address per bot, as it would see one per game client; against a
+//! loopback server the bots are spread over [`BOTS_PER_HOST`]-bot groups of loopback
+//! addresses, 127.0.0.1, 127.0.0.2, ..., so a run of thousands of bots stays inside the
+//! server's per-host session cap as real players on many hosts would) and connected to the
 //! server, so `send`/`recv` need no address and the kernel filters out datagrams from
 //! anyone else. For the bot driver threads: kernel receive timestamps, batched receives
 //! (`recvmmsg`) and a readiness set (`epoll`) polled without waiting.
@@ -10,10 +13,28 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::time::{Duration, Instant};
 use tokio::net::UdpSocket;
 
+/// Bots sharing one loopback address: half the server's default `max_sessions_per_host` (64).
+pub const BOTS_PER_HOST: usize = 32;
+
 /// A non-blocking socket on `127.0.0.1:0` connected to `server`. Must be called inside the
 /// tokio runtime.
 pub fn connected_socket(server: SocketAddrV4) -> io::Result<UdpSocket> {
-    let std = StdUdpSocket::bind(SocketAddrV4::new(Ipv4Addr::LOCALHOST, 0))?;
+    socket_on(Ipv4Addr::LOCALHOST, server)
+}
+
+/// Bot `index`'s socket: against a loopback server, on loopback address
+/// `127.0.0.1 + index / BOTS_PER_HOST` (every 127.x.y.z reaches a loopback server on Linux
+/// without set-up); otherwise as [`connected_socket`].
+pub fn bot_socket(server: SocketAddrV4, index: usize) -> io::Result<UdpSocket> {
+    if !server.ip().is_loopback() {
+        return connected_socket(server);
+    }
+    let host = u32::try_from(index / BOTS_PER_HOST).unwrap_or(u32::MAX).min(0x00FF_FFFE);
+    socket_on(Ipv4Addr::from(u32::from(Ipv4Addr::LOCALHOST) + host), server)
+}
+
+fn socket_on(local: Ipv4Addr, server: SocketAddrV4) -> io::Result<UdpSocket> {
+    let std = StdUdpSocket::bind(SocketAddrV4::new(local, 0))?;
     std.connect(server)?;
     std.set_nonblocking(true)?;
     UdpSocket::from_std(std)

@@ -298,6 +298,8 @@ wire_enum! {
         ServerFull = 1,
         /// The spawn point is outside the world.
         SpawnOutsideWorld = 2,
+        /// The source's IP address already holds the server's `max_sessions_per_host`.
+        HostFull = 3,
     }
 }
 
