@@ -24,6 +24,7 @@ const char* drop_reason_name(DropReason reason) {
     case DropReason::BadLength: return "bad_length";
     case DropReason::BadField: return "bad_field";
     case DropReason::RateLimitedAddress: return "rate_limited_address";
+    case DropReason::RateLimitedHost: return "rate_limited_host";
     case DropReason::BadCookie: return "bad_cookie";
     case DropReason::CookieExpired: return "cookie_expired";
     case DropReason::BadAdminKey: return "bad_admin_key";
@@ -340,7 +341,9 @@ DropReason SessionDirectory::classify_foreign(uint64_t player_id, uint64_t sessi
 }
 
 Admission::Admission(const AdmissionConfig& config, const JoinCookies& cookies, const SessionDirectory* directory)
-    : config_(config), cookies_(cookies), directory_(directory), addresses_(config.per_address, config.address_slots_pow2), sessions_(config.max_sessions) {}
+    : config_(config), cookies_(cookies), directory_(directory), addresses_(config.per_address, config.address_slots_pow2),
+      host_joins_(config.per_host_joins, config.address_slots_pow2),
+      sessions_(config.max_sessions) {}
 
 Admitted Admission::session_check(uint64_t player_id, uint64_t token, SourceAddress source, const uint32_t* sequence, uint64_t now_us) {
   Session* s = sessions_.find_player(player_id);
@@ -360,6 +363,10 @@ Admitted Admission::session_check(uint64_t player_id, uint64_t token, SourceAddr
 Admitted Admission::admit(std::span<const uint8_t> datagram, SourceAddress source, uint64_t now_us, wire::Decoded<wire::ClientMessage>& out) {
   if (const auto e = wire::decode_client(datagram, out); e != wire::DecodeError::Ok) return {false, drop_reason_of(e), nullptr};
   if (!addresses_.take(source, now_us)) return {false, DropReason::RateLimitedAddress, nullptr};
+  // A join costs a cookie MAC, a challenge and maybe an engine join: one host, whatever its
+  // ports, gets only so many a second.
+  const bool joining = std::holds_alternative<wire::JoinRequest>(out.message) || std::holds_alternative<wire::JoinConfirm>(out.message);
+  if (joining && !host_joins_.take(SourceAddress{source.ip_be, 0}, now_us)) return {false, DropReason::RateLimitedHost, nullptr};
   const uint64_t now_ms = now_us / 1000;
   if (const auto* m = std::get_if<wire::JoinConfirm>(&out.message)) {
     switch (cookies_.verify(source, m->nonce, m->period, m->cookie, now_ms)) {

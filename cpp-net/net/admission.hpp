@@ -31,6 +31,7 @@ enum class DropReason : uint8_t {
   BadLength,
   BadField,
   RateLimitedAddress,
+  RateLimitedHost,
   BadCookie,
   CookieExpired,
   BadAdminKey,
@@ -40,7 +41,7 @@ enum class DropReason : uint8_t {
   Replayed,
   RateLimitedPlayer,
 };
-inline constexpr size_t kDropReasonCount = 17;
+inline constexpr size_t kDropReasonCount = 18;
 const char* drop_reason_name(DropReason reason);
 DropReason drop_reason_of(wire::DecodeError error);
 
@@ -222,6 +223,8 @@ class SessionDirectory {
 struct AdmissionConfig {
   RateLimit per_address{400, 800};
   RateLimit per_player{60, 120};
+  // JOIN_REQUESTs and JOIN_CONFIRMs per source IP address, whatever the port (per worker).
+  RateLimit per_host_joins{100, 200};
   size_t max_sessions = 8192;
   size_t address_slots_pow2 = 16384;
   // 0: admin messages are always refused.
@@ -253,6 +256,7 @@ class Admission {
   const JoinCookies& cookies_;
   const SessionDirectory* directory_;
   AddressRateLimiter addresses_;
+  AddressRateLimiter host_joins_;  // keyed by the IP address alone
   SessionTable sessions_;
 };
 

@@ -24,6 +24,7 @@ Server::Server(const ServerConfig& config, std::unique_ptr<Engine> engine)
   unsigned threads = config_.threads != 0 ? config_.threads : std::max(1u, std::thread::hardware_concurrency());
   AdmissionConfig ac;
   ac.per_address = config_.per_address;
+  ac.per_host_joins = config_.per_host_joins;
   ac.per_player = config_.per_player;
   ac.max_sessions = config_.max_players;
   ac.admin_key = config_.admin_key;

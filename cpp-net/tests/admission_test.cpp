@@ -112,7 +112,7 @@ TEST_F(Fixture, EveryDropReasonInValidationOrder) {
   expect_drop(encoded(move(7, 77, 1)), DropReason::AddressMismatch, kMallory);
   ASSERT_TRUE(admit(good).ok);
   expect_drop(good, DropReason::Replayed);
-  EXPECT_EQ(seen.size() + 2, kDropReasonCount) << "rate limits are covered by their own tests";
+  EXPECT_EQ(seen.size() + 3, kDropReasonCount) << "rate limits are covered by their own tests";
 }
 
 TEST(SessionDirectoryHosts, OneHostHoldsAtMostItsCapWhateverItsPorts) {
@@ -283,6 +283,22 @@ TEST_F(Fixture, PerAddressRateLimitComesBeforeSessionChecks) {
   EXPECT_TRUE(admit(encoded(Ping{1}), kAlice).ok) << "another address has its own bucket";
   // Bad packets are refused before they cost a token.
   EXPECT_EQ(admit(Bytes(3, 0), kAlice).reason, DropReason::Truncated);
+}
+
+TEST_F(Fixture, JoinsPerHostAreLimitedWhateverThePortOtherMessagesAreNot) {
+  config.per_host_joins = {1, 3};
+  admission = std::make_unique<Admission>(config, cookies);
+  int limited = 0;
+  // Ten joins from ten ports of one host: the host's bucket holds three.
+  for (uint16_t port = 1; port <= 10; ++port) {
+    limited += admit(encoded(JoinRequest{port}), SourceAddress{0x0200007f, port}).reason == DropReason::RateLimitedHost;
+  }
+  EXPECT_EQ(limited, 7);
+  EXPECT_TRUE(admit(encoded(JoinRequest{1}), SourceAddress{0x0300007f, 1}).ok) << "another host has its own bucket";
+  EXPECT_TRUE(admit(encoded(Ping{1}), SourceAddress{0x0200007f, 11}).ok) << "only joins draw on the host's bucket";
+  EXPECT_EQ(admit(encoded(JoinConfirm{1, 0, 1, 0, 1, 1}), SourceAddress{0x0200007f, 12}).reason, DropReason::RateLimitedHost)
+      << "the confirm too, before its cookie is checked";
+  EXPECT_TRUE(admit(encoded(JoinRequest{1}), SourceAddress{0x0200007f, 13}, 60 * kSecondUs).ok) << "the bucket refills";
 }
 
 TEST(AddressRateLimiter, ATableFullOfSpoofedSourcesStaysBounded) {

@@ -406,7 +406,9 @@ INSTANTIATE_TEST_SUITE_P(Engines, ServerEndToEndEngines, ::testing::Values("rust
 // 127.0.0.2, then a 10,000-attempt join flood from 50 more of its ports is refused host_full
 // while joins from other loopback addresses keep succeeding.
 TEST(ServerEndToEnd, OneHostCannotFillTheServerFromManyPorts) {
-  ServerProcess server({"--engine", "rust", "--max-sessions-per-host", "3", "--max-players", "64"});
+  // The host's join rate is lifted here: this test is about the session cap.
+  ServerProcess server({"--engine", "rust", "--max-sessions-per-host", "3", "--max-players", "64", "--host-join-rate", "1000000",
+                        "--host-join-burst", "1000000"});
   constexpr uint32_t kFlooder = 0x7F000002;
   std::vector<std::unique_ptr<Client>> held;
   for (uint64_t i = 0; i < 3; ++i) {
@@ -453,6 +455,30 @@ TEST(ServerEndToEnd, OneHostCannotFillTheServerFromManyPorts) {
   EXPECT_GE(stats.at("joins_refused_host_full"), host_full);
   EXPECT_LE(stats.at("joins_refused_host_full"), attempts);
   EXPECT_EQ(stats.at("sessions_live"), 3u + 5u);
+  server.terminate();
+}
+
+// One host's join messages are rate limited whatever its ports: 2,000 JOIN_REQUESTs from 20
+// ports of 127.0.0.2 get only the host's burst and rate answered, the rest dropped
+// rate_limited_host, while a join from another address succeeds at once.
+TEST(ServerEndToEnd, OneHostsJoinFloodIsRateLimitedAndOthersStillJoin) {
+  ServerProcess server({"--engine", "rust", "--host-join-rate", "50", "--host-join-burst", "100"});
+  size_t challenged = 0;
+  for (uint32_t s = 0; s < 20; ++s) {
+    Client flood(server.port(), 0x7F000002);
+    for (uint64_t n = 0; n < 100; ++n) flood.send(JoinRequest{s * 1000 + n + 1});
+    while (flood.wait_for<JoinChallenge>(std::chrono::milliseconds(50))) ++challenged;
+  }
+  Client other(server.port(), 0x7F000003);
+  EXPECT_NE(join(other, 5, 1000, 1000).player_id, 0u) << "another host joins during the flood";
+  Client admin(server.port());
+  const auto stats = server_stats(admin, 1);
+  std::cout << "  2,000 join requests from one host: " << challenged << " challenged, " << stats.at("drop_rate_limited_host")
+            << " dropped rate_limited_host\n";
+  EXPECT_EQ(challenged + stats.at("drop_rate_limited_host"), 2'000u) << "each request answered or dropped for the host's rate";
+  // Two workers, each with its own bucket for the host (its ports hash across them).
+  EXPECT_LE(challenged, 2u * (100u + 50u * 3u)) << "the burst and at most a few seconds of the rate";
+  EXPECT_GE(stats.at("drop_rate_limited_host"), 1'000u);
   server.terminate();
 }
 

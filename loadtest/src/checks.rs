@@ -246,7 +246,7 @@ pub fn loot_trades(before: &ServerStats, after: &ServerStats, tally: &EconomyTal
 
 /// Drop reasons whose count the hostile scenario predicts exactly (every other reason but
 /// `rate_limited_player` must not move at all).
-pub const EXACT_DROPS: [DropReason; 16] = [
+pub const EXACT_DROPS: [DropReason; 17] = [
     DropReason::Truncated,
     DropReason::Oversized,
     DropReason::BadMagic,
@@ -256,6 +256,7 @@ pub const EXACT_DROPS: [DropReason; 16] = [
     DropReason::BadLength,
     DropReason::BadField,
     DropReason::RateLimitedAddress,
+    DropReason::RateLimitedHost,
     DropReason::BadCookie,
     DropReason::CookieExpired,
     DropReason::BadAdminKey,

@@ -459,6 +459,8 @@ pub enum DropReason {
     BadField,
     /// The source address's token bucket was empty.
     RateLimitedAddress,
+    /// Too many join messages from the source's IP address (whatever the port).
+    RateLimitedHost,
     /// `JOIN_CONFIRM` cookie does not match the source and nonce (or is from the future).
     BadCookie,
     /// `JOIN_CONFIRM` cookie from an older period.
@@ -479,7 +481,7 @@ pub enum DropReason {
 
 impl DropReason {
     /// Every reason, in the order of the protocol's validation table.
-    pub const ALL: [DropReason; 17] = [
+    pub const ALL: [DropReason; 18] = [
         DropReason::Truncated,
         DropReason::Oversized,
         DropReason::BadMagic,
@@ -489,6 +491,7 @@ impl DropReason {
         DropReason::BadLength,
         DropReason::BadField,
         DropReason::RateLimitedAddress,
+        DropReason::RateLimitedHost,
         DropReason::BadCookie,
         DropReason::CookieExpired,
         DropReason::BadAdminKey,
@@ -511,6 +514,7 @@ impl DropReason {
             DropReason::BadLength => "bad_length",
             DropReason::BadField => "bad_field",
             DropReason::RateLimitedAddress => "rate_limited_address",
+            DropReason::RateLimitedHost => "rate_limited_host",
             DropReason::BadCookie => "bad_cookie",
             DropReason::CookieExpired => "cookie_expired",
             DropReason::BadAdminKey => "bad_admin_key",

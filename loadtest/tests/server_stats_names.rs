@@ -42,7 +42,7 @@ fn expected_names_cover_engine_drops_and_the_rest() {
     assert!(names.contains(&"drop_rate_limited_player".to_string()));
     assert!(names.contains(&"economy_conserved".to_string()));
     assert!(names.contains(&"update_latency_us_p999".to_string()));
-    assert_eq!(names.len(), ENGINE_FIELDS.len() + 17 + 22 + 1);
+    assert_eq!(names.len(), ENGINE_FIELDS.len() + 18 + 22 + 1);
 }
 
 #[test]
