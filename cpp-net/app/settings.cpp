@@ -60,6 +60,9 @@ void visit_settings(Settings& s, V&& v) {
   v(Number<double>{"server", "address_burst", "--address-burst", s.server.per_address.burst, 1, 1e7, "burst allowance per source address"});
   v(Number<double>{"server", "host_join_rate", "--host-join-rate", s.server.per_host_joins.rate_per_s, 1, 1e7,
                    "JOIN_REQUESTs and JOIN_CONFIRMs per second per source IP address, whatever the port (per worker)"});
+  v(Number<double>{"server", "join_rate", "--join-rate", s.server.joins.rate_per_s, 1, 1e7,
+                   "sessions the whole server creates per second, all hosts together (past it a join is answered try later)"});
+  v(Number<double>{"server", "join_burst", "--join-burst", s.server.joins.burst, 1, 1e7, "burst allowance of join_rate"});
   v(Number<double>{"server", "host_join_burst", "--host-join-burst", s.server.per_host_joins.burst, 1, 1e7, "burst allowance of host_join_rate"});
   v(Number<uint32_t>{"server", "address_table_slots", "--address-table-slots", s.server.address_table_slots, 64, 1 << 24,
                      "source addresses the rate limiter tracks (a power of two; the quietest are forgotten first)"});

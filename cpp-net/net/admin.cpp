@@ -140,6 +140,7 @@ size_t Server::format_stats(char* out, size_t capacity) const {
   line("", "join_retransmits", total(&WorkerCounters::join_retransmits));
   line("", "joins_refused", total(&WorkerCounters::joins_refused));
   line("", "joins_refused_host_full", total(&WorkerCounters::joins_refused_host_full));
+  line("", "joins_refused_rate", total(&WorkerCounters::joins_refused_rate));
   line("", "leaves", total(&WorkerCounters::leaves));
   line("", "sessions_expired", total(&WorkerCounters::sessions_expired));
   line("", "sessions_live", sessions_live());

@@ -99,6 +99,7 @@ std::string prometheus_text(const Server& s) {
   t.one("mmo_joins_refused_total", "counter", "Joins refused (server full, bad spawn, host full).", total(&WorkerCounters::joins_refused));
   t.one("mmo_joins_refused_host_full_total", "counter", "Joins refused because their host held max_sessions_per_host sessions.",
         total(&WorkerCounters::joins_refused_host_full));
+  t.one("mmo_joins_refused_rate_total", "counter", "Joins past the server's join rate (answered try later).", total(&WorkerCounters::joins_refused_rate));
   t.one("mmo_leaves_total", "counter", "Players who left.", total(&WorkerCounters::leaves));
   t.one("mmo_sessions_expired_total", "counter", "Sessions ended for silence.", total(&WorkerCounters::sessions_expired));
   t.one("mmo_moves_forwarded_total", "counter", "Moves handed to the engine.", total(&WorkerCounters::moves_forwarded));

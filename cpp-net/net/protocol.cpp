@@ -359,7 +359,7 @@ DecodeError decode_server(std::span<const uint8_t> d, Decoded<ServerMessage>& ou
       m.player_id = r.get<uint64_t>();
       m.session_token = r.get<uint64_t>();
       const uint8_t status = r.get<uint8_t>();
-      if (status > 3) r.fail();
+      if (status > 4) r.fail();
       m.status = static_cast<JoinStatus>(status);
       r.reserved(3);
       m.tick_ms = r.get<uint32_t>();

@@ -246,7 +246,9 @@ struct JoinChallenge {
   bool operator==(const JoinChallenge&) const = default;
 };
 // HostFull: the joining source's IP address already holds max_sessions_per_host sessions.
-enum class JoinStatus : uint8_t { Joined = 0, ServerFull = 1, BadSpawn = 2, HostFull = 3 };
+// TryLater: the server admits at most --join-rate joins a second, all hosts together; this
+// confirm found none left (resend it, with the same nonce, later).
+enum class JoinStatus : uint8_t { Joined = 0, ServerFull = 1, BadSpawn = 2, HostFull = 3, TryLater = 4 };
 struct JoinAccept {
   uint64_t nonce = 0;
   uint64_t player_id = 0;

@@ -19,7 +19,8 @@ MmoLatency* new_latency() {
 }
 
 Server::Server(const ServerConfig& config, std::unique_ptr<Engine> engine)
-    : config_(config), engine_(std::move(engine)), cookies_(JoinCookies::with_random_secret()), directory_(config.max_players, config.max_sessions_per_host) {
+    : config_(config), engine_(std::move(engine)), cookies_(JoinCookies::with_random_secret()), directory_(config.max_players, config.max_sessions_per_host),
+      join_rate_(config.joins.rate_per_s, config.joins.burst, 0) {  // now_us() counts from the start
   start_ns_ = monotonic_ns();
   unsigned threads = config_.threads != 0 ? config_.threads : std::max(1u, std::thread::hardware_concurrency());
   AdmissionConfig ac;

@@ -46,6 +46,7 @@ struct ServerConfig {
   RateLimit per_address{400, 800};
   RateLimit per_player{60, 120};
   RateLimit per_host_joins{100, 200};  // join messages per second per source IP address, per worker
+  RateLimit joins{1000, 2000};         // sessions created per second, the whole server
   unsigned idle_timeout_s = 30;
   uint32_t address_table_slots = 16384;     // source addresses the rate limiter tracks (power of two)
   int socket_buffer_bytes = 4 << 20;         // SO_RCVBUF / SO_SNDBUF of each worker socket
@@ -83,6 +84,8 @@ struct alignas(128) WorkerCounters {
   Counter joins_refused;
   // Of those, joins from a host already holding max_sessions_per_host sessions.
   Counter joins_refused_host_full;
+  // Of those, joins past the server's join rate (answered try later).
+  Counter joins_refused_rate;
   Counter leaves;
   Counter sessions_expired;
   Counter moves_forwarded;
@@ -169,6 +172,10 @@ class Server {
   std::unique_ptr<Engine> engine_;
   JoinCookies cookies_;
   SessionDirectory directory_;
+  // Joins the whole server admits a second (--join-rate): taken by a worker before each new
+  // session; a mutex is enough at this rate.
+  std::mutex join_rate_mutex_;
+  TokenBucket join_rate_;  // guarded by join_rate_mutex_
   uint16_t port_ = 0;
   std::vector<std::unique_ptr<Worker>> workers_;
   std::vector<std::thread> threads_;

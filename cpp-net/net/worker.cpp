@@ -379,6 +379,19 @@ void Worker::on_join_confirm(const wire::JoinConfirm& m, SourceAddress source, u
     send_reply(source, reply);
     return;
   }
+  bool admitted = false;
+  {
+    std::lock_guard lock(server_.join_rate_mutex_);
+    admitted = server_.join_rate_.take(now_us);
+  }
+  if (!admitted) {
+    // The whole server admits --join-rate joins a second: the client resends later.
+    reply.status = wire::JoinStatus::TryLater;
+    counters.joins_refused.add();
+    counters.joins_refused_rate.add();
+    send_reply(source, reply);
+    return;
+  }
   MmoJoinTicket ticket{};
   const MmoStatus status = server_.engine_status("join", server_.engine().join(m.spawn_x_m, m.spawn_y_m, m.faction, ticket), counters);
   if (status == MMO_OK) {

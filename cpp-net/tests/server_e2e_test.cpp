@@ -482,6 +482,41 @@ TEST(ServerEndToEnd, OneHostsJoinFloodIsRateLimitedAndOthersStillJoin) {
   server.terminate();
 }
 
+// The whole server admits --join-rate joins a second: ten joins from ten hosts at once with a
+// rate of 1 and a burst of 4 get four sessions and six try-laters; a try-later resent after
+// the bucket refills joins.
+TEST(ServerEndToEnd, JoinsPastTheServersJoinRateAreToldToTryLater) {
+  ServerProcess server({"--engine", "rust", "--join-rate", "1", "--join-burst", "4"});
+  std::vector<std::unique_ptr<Client>> clients;
+  std::vector<std::optional<JoinChallenge>> challenges;
+  for (uint32_t i = 0; i < 10; ++i) {
+    clients.push_back(std::make_unique<Client>(server.port(), 0x7F000020 + i));
+    clients.back()->send(JoinRequest{i + 1});
+    challenges.push_back(clients.back()->wait_for<JoinChallenge>());
+    ASSERT_TRUE(challenges.back());
+  }
+  size_t joined = 0, later = 0;
+  for (uint32_t i = 0; i < 10; ++i) {
+    const JoinChallenge& c = *challenges[i];
+    clients[i]->send(JoinConfirm{c.nonce, c.period, 1, c.cookie, 1000, 1000});
+    const auto accept = clients[i]->wait_for<JoinAccept>();
+    ASSERT_TRUE(accept);
+    joined += accept->status == JoinStatus::Joined;
+    later += accept->status == JoinStatus::TryLater;
+  }
+  EXPECT_EQ(joined, 4u) << "the burst";
+  EXPECT_EQ(later, 6u);
+  std::this_thread::sleep_for(std::chrono::milliseconds(1100));
+  const JoinChallenge& c = *challenges[9];
+  clients[9]->send(JoinConfirm{c.nonce, c.period, 1, c.cookie, 1000, 1000}, kFlagRetransmit);
+  const auto retry = clients[9]->wait_for<JoinAccept>();
+  ASSERT_TRUE(retry);
+  EXPECT_EQ(retry->status, JoinStatus::Joined) << "a second later the bucket holds a token again";
+  Client admin(server.port());
+  EXPECT_EQ(server_stats(admin, 1).at("joins_refused_rate"), 6u);
+  server.terminate();
+}
+
 TEST(ServerEndToEnd, RefusesBadFlagsWithUsage) {
   for (const char* bad : {" --tick-hz 0", " --engine python", " --admin-key banana", " --port 99999"}) {
     const int status = std::system((std::string(MMO_SERVER_BINARY) + bad + " >/dev/null 2>&1").c_str());

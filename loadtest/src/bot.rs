@@ -156,6 +156,8 @@ pub struct JoinStats {
     pub requests: u32,
     /// `JOIN_CONFIRM`s sent.
     pub confirms: u32,
+    /// `JOIN_ACCEPT`s saying try later (the server's join rate was spent).
+    pub try_later: u32,
 }
 
 async fn send(socket: &UdpSocket, bytes: &[u8]) -> bool {
@@ -221,7 +223,7 @@ async fn join_inner(
     let challenge = challenge.ok_or(JoinError::NoChallenge(plan.attempts))?;
     let confirm =
         JoinConfirm { nonce, period: challenge.period, faction, cookie: challenge.cookie, spawn_x_m: spawn.0, spawn_y_m: spawn.1 };
-    for attempt in 0..plan.attempts {
+    'confirms: for attempt in 0..plan.attempts {
         let flags = if attempt == 0 { Flags::NONE } else { Flags::RETRANSMIT };
         let n = protocol::encode(&confirm.into(), flags, &mut out).expect("a join confirm with finite spawn encodes");
         send(&socket, &out[..n]).await;
@@ -232,6 +234,12 @@ async fn join_inner(
                 && let Message::JoinAccept(a) = d.message
                 && a.nonce == nonce
             {
+                if a.status == JoinStatus::TryLater {
+                    // The server's join rate is spent: the same confirm again after the timeout.
+                    stats.try_later += 1;
+                    tokio::time::sleep_until(deadline.into()).await;
+                    continue 'confirms;
+                }
                 if a.status != JoinStatus::Joined {
                     return Err(JoinError::Refused(a.status));
                 }

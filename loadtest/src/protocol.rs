@@ -300,6 +300,8 @@ wire_enum! {
         SpawnOutsideWorld = 2,
         /// The source's IP address already holds the server's `max_sessions_per_host`.
         HostFull = 3,
+        /// The server's join rate is spent for now: resend the confirm later.
+        TryLater = 4,
     }
 }
 
