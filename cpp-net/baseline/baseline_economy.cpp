@@ -130,12 +130,14 @@ void put_in(Wallet& w, const Stack& s) {
   w.gold += s.gold;
   if (s.item_count > 0) w.items[s.item_kind] += s.item_count;
 }
-bool settle_expired_offer(Wallet& w, uint64_t now_ms) {
-  if (!w.offer || now_ms < w.offer->expires_ms) return false;
+// economy.rs Wallet::return_escrow: closes the open offer, if any, its escrow back.
+bool return_escrow(Wallet& w) {
+  if (!w.offer) return false;
   put_in(w, w.offer->give);
   w.offer.reset();
   return true;
 }
+bool settle_expired_offer(Wallet& w, uint64_t now_ms) { return w.offer && now_ms >= w.offer->expires_ms && return_escrow(w); }
 // economy.rs fits_after: `w`, having given `out`, can take `in`.
 bool fits_after(const Wallet& w, const Stack& out, const Stack& in) {
   const bool gold_ok = checked_add(w.gold - out.gold, in.gold).has_value();
@@ -179,11 +181,7 @@ bool Economy::close_wallet(const WalletPtr& wallet) {
   std::lock_guard lock(stripe.mutex);
   if (!wallet->open) return false;
   // An open offer closes with its maker: the escrow goes back into the wallet first.
-  if (wallet->offer) {
-    put_in(*wallet, wallet->offer->give);
-    wallet->offer.reset();
-    --stripe.open_offers;
-  }
+  if (return_escrow(*wallet)) --stripe.open_offers;
   add_wallet(stripe.departed, *wallet);
   wallet->open = false;
   wallet->gold = 0;
@@ -303,8 +301,7 @@ Outcome Economy::answer(const MmoTradeAnswer& answer, const WalletPtr& me, const
         close = TradeClose::kExpired;
         return MMO_ECONOMY_STATUS_OFFER_EXPIRED;
       }
-      put_in(w, w.offer->give);
-      w.offer.reset();
+      return_escrow(w);
       close = TradeClose::kCancelled;
       return MMO_ECONOMY_STATUS_APPLIED;
     }
@@ -318,8 +315,7 @@ Outcome Economy::answer(const MmoTradeAnswer& answer, const WalletPtr& me, const
     }
     if (offer.taker.lock() != me || offer.taker_id != answer.player_id) return MMO_ECONOMY_STATUS_NOT_YOUR_OFFER;
     if (answer.accept == 0) {
-      put_in(*maker_w, offer.give);
-      maker_w->offer.reset();
+      return_escrow(*maker_w);
       close = TradeClose::kDeclined;
       return MMO_ECONOMY_STATUS_APPLIED;
     }

@@ -571,6 +571,10 @@ std::shared_ptr<Player> BaselineEngine::economy_parties(uint64_t player_id, uint
   return player;
 }
 
+void BaselineEngine::count_economy(const Outcome& o) {
+  stats_.bump(o.duplicate ? Counter::economy_duplicates : counter_for_economy(o.status));
+}
+
 static MmoEconomyResult economy_result(uint64_t transaction_id, uint64_t player_id, const Outcome& o) {
   MmoEconomyResult r{};
   r.transaction_id = transaction_id;
@@ -592,7 +596,7 @@ MmoStatus BaselineEngine::trade_offer(const MmoTradeOffer& offer, uint64_t now_m
   }
   bool closed_expired = false;
   const Outcome o = economy_.offer(offer, maker->wallet, taker, now_ms, config_.trade_timeout_ms, waits, closed_expired);
-  stats_.bump(o.duplicate ? Counter::economy_duplicates : counter_for_economy(o.status));
+  count_economy(o);
   if (o.status == MMO_ECONOMY_STATUS_APPLIED && !o.duplicate) stats_.bump(Counter::trade_offers);
   if (closed_expired) stats_.bump(Counter::trades_expired);
   add_lock_waits(Counter::lock_economy_contended, Counter::lock_economy_wait_ns, waits);
@@ -611,7 +615,7 @@ MmoStatus BaselineEngine::trade_answer(const MmoTradeAnswer& answer, uint64_t no
   }
   TradeClose close = TradeClose::kNone;
   const Outcome o = economy_.answer(answer, me->wallet, maker, now_ms, waits, close);
-  stats_.bump(o.duplicate ? Counter::economy_duplicates : counter_for_economy(o.status));
+  count_economy(o);
   switch (close) {
     case TradeClose::kNone: break;
     case TradeClose::kAccepted: stats_.bump(Counter::trades_accepted); break;
@@ -639,7 +643,7 @@ MmoStatus BaselineEngine::grant(uint64_t player_id, uint64_t grant_id, const Mmo
     stats_.add(Counter::grant_gold, static_cast<uint64_t>(stack.gold));
     stats_.add(Counter::grant_items, static_cast<uint32_t>(stack.item_count));
   } else {
-    stats_.bump(o.duplicate ? Counter::economy_duplicates : counter_for_economy(o.status));
+    count_economy(o);
   }
   out = economy_result(grant_id, player_id, o);
   return MMO_OK;
@@ -648,37 +652,13 @@ MmoStatus BaselineEngine::grant(uint64_t player_id, uint64_t grant_id, const Mmo
 // engine.rs economy_one: player and session here, counterparty resolved to a wallet, then
 // the economy decides (and records) the rest.
 MmoEconomyResult BaselineEngine::economy_one(const MmoEconomyOp& op, LockWaits& waits) {
-  MmoEconomyResult result{};
-  result.transaction_id = op.transaction_id;
-  result.player_id = op.player_id;
-  const auto player = find_player(op.player_id);
-  if (!player) {
-    stats_.bump(Counter::economy_unknown_player);
-    result.status = MMO_ECONOMY_STATUS_UNKNOWN_PLAYER;
-    return result;
-  }
-  if (player->session_token != op.session_token) {
-    stats_.bump(Counter::economy_wrong_session);
-    result.status = MMO_ECONOMY_STATUS_WRONG_SESSION;
-    return result;
-  }
   Counterparty counterparty;
-  if (op.counterparty_id == 0) {
-    counterparty.kind = Counterparty::Kind::kAbsent;
-  } else if (op.counterparty_id == op.player_id) {
-    counterparty.kind = Counterparty::Kind::kInitiator;
-  } else if (const auto other = find_player(op.counterparty_id)) {
-    counterparty.kind = Counterparty::Kind::kWallet;
-    counterparty.wallet = other->wallet;
-  } else {
-    counterparty.kind = Counterparty::Kind::kUnknown;
-  }
+  uint8_t refusal = 0;
+  const auto player = economy_parties(op.player_id, op.session_token, op.counterparty_id, counterparty, refusal);
+  if (!player) return economy_result(op.transaction_id, op.player_id, Outcome{refusal, false, 0});
   const Outcome outcome = economy_.execute(op, player->wallet, counterparty, waits);
-  stats_.bump(outcome.duplicate ? Counter::economy_duplicates : counter_for_economy(outcome.status));
-  result.status = outcome.status;
-  result.duplicate = outcome.duplicate ? 1 : 0;
-  result.gold_balance = outcome.gold_after;
-  return result;
+  count_economy(outcome);
+  return economy_result(op.transaction_id, op.player_id, outcome);
 }
 
 std::shared_ptr<const WorldSnapshot> BaselineEngine::current_snapshot() const {

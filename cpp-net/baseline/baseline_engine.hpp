@@ -183,6 +183,8 @@ class BaselineEngine final : public Engine {
   // session, counted) and `other_id` resolved into `other`.
   std::shared_ptr<Player> economy_parties(uint64_t player_id, uint64_t session_token, uint64_t other_id, Counterparty& other,
                                           uint8_t& refusal);
+  // Counts an economy decision: the duplicate counter, or its status's (stats.rs for_economy).
+  void count_economy(const Outcome& o);
   MmoEconomyResult economy_one(const MmoEconomyOp& op, LockWaits& waits);
   // The tick's copy of the world, published for area-of-interest readers.
   void publish_snapshot(uint32_t tick, uint64_t now_ms, LockWaits& waits);

@@ -177,6 +177,7 @@ void Worker::tell_kill(uint64_t killer_id, uint64_t target_id, uint8_t target_ki
 
 namespace {
 MmoTradeStack abi_side(const wire::TradeSide& s) { return MmoTradeStack{s.gold, s.item_count, s.item_kind, 0}; }
+wire::EconomyResult wire_result(const MmoEconomyResult& r) { return wire::EconomyResult{r.transaction_id, r.gold_balance, r.status, r.duplicate}; }
 }  // namespace
 
 void Worker::on_trade_offer(const wire::TradeOffer& m, SourceAddress source, uint64_t now_ms) {
@@ -185,7 +186,7 @@ void Worker::on_trade_offer(const wire::TradeOffer& m, SourceAddress source, uin
   const MmoTradeOffer offer{m.player_id, m.session_token, m.transaction_id, m.counterparty_id, abi_side(m.give), abi_side(m.want)};
   MmoEconomyResult r{};
   if (server_.engine_status("trade_offer", server_.engine().trade_offer(offer, now_ms, r), counters) != MMO_OK) return;
-  send_reply(source, wire::EconomyResult{r.transaction_id, r.gold_balance, r.status, r.duplicate});
+  send_reply(source, wire_result(r));
   counters.trades_answered.add();
   // A new offer (not a retransmit's answer) is news for its taker.
   if (r.status == MMO_ECONOMY_STATUS_APPLIED && r.duplicate == 0) {
@@ -198,7 +199,7 @@ void Worker::on_trade_answer(const wire::TradeAnswer& m, SourceAddress source, u
   const MmoTradeAnswer answer{m.player_id, m.session_token, m.transaction_id, m.maker_id, m.offer_id, m.accept, {}};
   MmoEconomyResult r{};
   if (server_.engine_status("trade_answer", server_.engine().trade_answer(answer, now_ms, r), counters) != MMO_OK) return;
-  send_reply(source, wire::EconomyResult{r.transaction_id, r.gold_balance, r.status, r.duplicate});
+  send_reply(source, wire_result(r));
   counters.trades_answered.add();
   // The taker's accept or decline is news for the maker (a maker's own cancel is not).
   if (r.status == MMO_ECONOMY_STATUS_APPLIED && r.duplicate == 0 && m.maker_id != m.player_id) {
@@ -329,10 +330,9 @@ void Worker::handle(const wire::ClientMessage& message, SourceAddress source, Se
           on_trade_answer(m, source, now_ms);
         } else if constexpr (std::is_same_v<T, wire::Grant>) {
           // Admin: answered at once (admission checked the key).
-          MmoTradeStack stack{m.stack.gold, m.stack.item_count, m.stack.item_kind, 0};
           MmoEconomyResult r{};
-          if (server_.engine_status("grant", server_.engine().grant(m.player_id, m.grant_id, stack, r), counters) != MMO_OK) return;
-          send_reply(source, wire::EconomyResult{r.transaction_id, r.gold_balance, r.status, r.duplicate});
+          if (server_.engine_status("grant", server_.engine().grant(m.player_id, m.grant_id, abi_side(m.stack), r), counters) != MMO_OK) return;
+          send_reply(source, wire_result(r));
           counters.grants_answered.add();
         } else if constexpr (std::is_same_v<T, wire::Leave>) {
           // Moves and trades earlier in this batch go first, in arrival order.
@@ -482,7 +482,7 @@ void Worker::flush_engine_batches(uint64_t now_ms) {
     if (status == MMO_OK) {
       for (size_t i = 0; i < written; ++i) {
         const MmoEconomyResult& r = results_[i];
-        send_reply(op_replies_[i], wire::EconomyResult{r.transaction_id, r.gold_balance, r.status, r.duplicate});
+        send_reply(op_replies_[i], wire_result(r));
       }
     }
     op_count_ = 0;

@@ -79,6 +79,11 @@ impl Holdings {
         }
     }
 
+    fn add_stack(&mut self, s: &Stack) {
+        self.gold += u128::from(s.gold);
+        self.items[s.item_kind] += u128::from(s.item_count);
+    }
+
     fn add_wallet(&mut self, w: &Wallet) {
         self.gold += u128::from(w.gold);
         for (a, &b) in self.items.iter_mut().zip(&w.items) {
@@ -182,17 +187,22 @@ impl Wallet {
         }
     }
 
-    /// Closes its open offer if it timed out by `now_ms`, the escrow back in the wallet (it
-    /// came from here, so it fits). Returns whether it did.
-    fn settle_expired_offer(&mut self, now_ms: u64) -> bool {
-        match self.offer {
-            Some(o) if now_ms >= o.expires_ms => {
+    /// Closes its open offer, if any, the escrow back in the wallet (it came from here, so it
+    /// fits). Returns whether there was one.
+    fn return_escrow(&mut self) -> bool {
+        match self.offer.take() {
+            Some(o) => {
                 self.put_in(&o.give);
-                self.offer = None;
                 true
             }
-            _ => false,
+            None => false,
         }
+    }
+
+    /// Closes its open offer if it timed out by `now_ms`, the escrow back in the wallet.
+    /// Returns whether it did.
+    fn settle_expired_offer(&mut self, now_ms: u64) -> bool {
+        self.offer.is_some_and(|o| now_ms >= o.expires_ms) && self.return_escrow()
     }
 
     /// The answer already owed to `transaction_id`, if it is not new: the recorded decision
@@ -443,8 +453,7 @@ impl Economy {
             return false;
         };
         // An open offer closes with its maker: the escrow goes back into the wallet first.
-        if let Some(o) = w.offer.take() {
-            w.put_in(&o.give);
+        if w.return_escrow() {
             shard.open_offers -= 1;
         }
         shard.departed.add_wallet(w);
@@ -642,8 +651,7 @@ impl Economy {
                         w.settle_expired_offer(now_ms);
                         return Ok(TradeClose::Expired);
                     }
-                    w.put_in(&offer.give);
-                    w.offer = None;
+                    w.return_escrow();
                     return Ok(TradeClose::Cancelled);
                 }
                 (_, None) => return Err(EconomyStatus::PlayerDeparted),
@@ -658,8 +666,7 @@ impl Economy {
                 return Err(EconomyStatus::NotYourOffer);
             }
             if answer.accept == 0 {
-                maker_w.put_in(&offer.give);
-                maker_w.offer = None;
+                maker_w.return_escrow();
                 return Ok(TradeClose::Declined);
             }
             w.has(&offer.want)?;
@@ -747,11 +754,9 @@ impl Economy {
         }
         w.put_in(&s);
         w.last_grant = grant_id;
-        let mut minted = Holdings { gold: u128::from(s.gold), ..Holdings::default() };
-        minted.items[s.item_kind] = u128::from(s.item_count);
         let gold_after = w.gold;
-        shard.minted.add(&minted);
-        shard.minted_by_grant.add(&minted);
+        shard.minted.add_stack(&s);
+        shard.minted_by_grant.add_stack(&s);
         Outcome { status: EconomyStatus::Applied, duplicate: false, gold_after }
     }
 
@@ -773,20 +778,19 @@ impl Economy {
         if loot.item_count > 0 && kind >= ITEM_KINDS {
             return Err(LootCreditError::Full); // not a table's roll; refuse rather than index out of bounds
         }
+        let s = Stack { gold: loot.gold, item_kind: kind, item_count: u64::from(loot.item_count) };
         let Some(w) = shard.wallet_mut(handle) else { return Err(LootCreditError::Departed) };
-        let gold = w.gold.checked_add(loot.gold);
-        let items = w.items[kind].checked_add(u64::from(loot.item_count));
-        let (Some(gold), Some(items)) = (gold, items) else { return Err(LootCreditError::Full) };
+        if !w.can_take(&s) {
+            return Err(LootCreditError::Full);
+        }
         if !take() {
             return Ok(LootCredit { gold_after: w.gold, credited: false });
         }
-        w.gold = gold;
-        w.items[kind] = items;
-        let mut minted = Holdings { gold: u128::from(loot.gold), ..Holdings::default() };
-        minted.items[kind] = u128::from(loot.item_count);
-        shard.minted.add(&minted);
-        shard.minted_by_loot.add(&minted);
-        Ok(LootCredit { gold_after: gold, credited: true })
+        w.put_in(&s);
+        let gold_after = w.gold;
+        shard.minted.add_stack(&s);
+        shard.minted_by_loot.add_stack(&s);
+        Ok(LootCredit { gold_after, credited: true })
     }
 
     /// Locks every shard in ascending order and reads the whole economy at one instant.
@@ -798,8 +802,7 @@ impl Economy {
                 audit.live.add_wallet(w);
                 audit.open_wallets += 1;
                 if let Some(o) = &w.offer {
-                    audit.escrowed.gold += u128::from(o.give.gold);
-                    audit.escrowed.items[o.give.item_kind] += u128::from(o.give.item_count);
+                    audit.escrowed.add_stack(&o.give);
                     audit.open_offers += 1;
                 }
             }

@@ -753,33 +753,15 @@ impl Engine {
     }
 
     fn economy_one(&self, op: &EconomyOp, waits: &mut LockWaits) -> EconomyResult {
-        use crate::records::EconomyStatus;
-        let result = |status: EconomyStatus, duplicate: bool, gold_balance: u64| EconomyResult {
-            transaction_id: op.transaction_id,
-            player_id: op.player_id,
-            gold_balance,
-            status: status as u8,
-            duplicate: duplicate as u8,
-            _reserved: [0; 6],
+        let (status, duplicate, gold_after) = match self.economy_parties(op.player_id, op.session_token, op.counterparty_id) {
+            Err(status) => (status, false, 0),
+            Ok((initiator, counterparty)) => {
+                let outcome = self.economy.execute(op, initiator, counterparty, waits);
+                self.count_economy(&outcome);
+                (outcome.status, outcome.duplicate, outcome.gold_after)
+            }
         };
-        let Some(player) = self.players.get(op.player_id) else {
-            self.stats.bump(Counter::EconomyUnknownPlayer);
-            return result(EconomyStatus::UnknownPlayer, false, 0);
-        };
-        if player.session_token != op.session_token {
-            self.stats.bump(Counter::EconomyWrongSession);
-            return result(EconomyStatus::WrongSession, false, 0);
-        }
-        let initiator = player.wallet;
-        drop(player);
-        let counterparty = match op.counterparty_id {
-            0 => Counterparty::Absent,
-            id if id == op.player_id => Counterparty::Initiator,
-            id => self.players.get(id).map_or(Counterparty::Unknown, |c| Counterparty::Wallet(c.wallet)),
-        };
-        let outcome = self.economy.execute(op, initiator, counterparty, waits);
-        self.count_economy(&outcome);
-        result(outcome.status, outcome.duplicate, outcome.gold_after)
+        economy_result(op.transaction_id, op.player_id, status, duplicate, gold_after)
     }
 
     /// Resolves the initiator of an economy request (live, right session) to its wallet, and
