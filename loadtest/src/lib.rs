@@ -18,6 +18,7 @@
 //! - [`combat`]: the raid's bots attacking the adds they see, and their tally.
 //! - [`raid`]: raid triggers and the during/between-raid windows.
 //! - [`hostile`]: malformed and spoofed traffic, one known drop reason each.
+//! - [`token`]: connect tokens: minting (the backend's side, `mmo-token`), key files.
 //! - [`admin`]: `STATS_REQUEST` and `RAID_TRIGGER` over the admin socket.
 //! - [`server_stats`]: the server's `name value` figures.
 //! - [`checks`]: pass/fail verdicts against bounds and the server's figures.
@@ -49,4 +50,5 @@ pub mod schedule;
 pub mod server_stats;
 pub mod system;
 pub mod timer;
+pub mod token;
 pub mod walk;
