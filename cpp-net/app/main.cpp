@@ -114,6 +114,25 @@ int main(int argc, char** argv) {
     std::fputs(mmo::app::to_toml(settings).c_str(), stdout);
     return 0;
   }
+  // The connect-token key: the operator's (the backend keeps the private half), or else a
+  // development pair in the data directory that the bundled load tester mints with.
+  {
+    std::string error;
+    const bool development = settings.token_public_key_path.empty();
+    const auto key = development ? mmo::net::development_token_key(settings.data_dir, error)
+                                 : mmo::net::read_token_public_key(settings.token_public_key_path, error);
+    if (!key) {
+      std::fprintf(stderr, "mmo-server: %s\n", error.c_str());
+      return kExitSettings;
+    }
+    settings.server.token_public_key = *key;
+    if (development) {
+      std::fprintf(stderr,
+                   "mmo-server: warning: development setup: admitting connect tokens signed with %s/dev-token.secret; "
+                   "give --token-public-key the backend's key in production\n",
+                   settings.data_dir.c_str());
+    }
+  }
   settings.core.fault_injection = inject_panic_after_moves != 0 ? 1 : 0;
   settings.server.inject_panic_after_moves = inject_panic_after_moves;
 

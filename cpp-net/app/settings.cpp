@@ -3,6 +3,8 @@
 #include "app/settings.hpp"
 
 #include <CLI/CLI.hpp>
+#include <arpa/inet.h>
+
 #include <cmath>
 #include <cstdio>
 #include <limits>
@@ -68,6 +70,17 @@ void visit_settings(Settings& s, V&& v) {
                      "source addresses the rate limiter tracks (a power of two; the quietest are forgotten first)"});
   v(Number<int>{"server", "socket_buffer_bytes", "--socket-buffer-bytes", s.server.socket_buffer_bytes, 65536, 1 << 30,
                 "each worker socket's kernel receive and send buffers (capped by net.core.[rw]mem_max)"});
+  v(Text{"server", "token_public_key", "--token-public-key", s.token_public_key_path,
+         "file holding the backend's Ed25519 public key that signs connect tokens (mmo-token keygen's .pub; empty: a development key pair in data_dir)"});
+  v(Text{"server", "data_dir", "--data-dir", s.data_dir, "directory for the server's files (the development token key pair)"});
+  v(Text{"server", "public_address", "--public-address", s.public_address_text,
+         "IPv4:port a connect token must name to admit here (empty: the bind address and the bound port)"});
+  v(Number<uint32_t>{"server", "token_max_lifetime_s", "--token-max-lifetime-s", s.token_max_lifetime_s, 1, 86400,
+                     "a connect token expiring further ahead than this is refused as expired (used token ids are remembered this long)"});
+  v(Text{"server", "spawn_points", "--spawn-points", s.spawn_points_text,
+         "starting zones as x,y,radius metres separated by ';': a new account of faction f appears in zone f % count"});
+  v(Number<uint32_t>{"server", "saved_positions", "--saved-positions", s.server.saved_positions, 1, 1 << 24,
+                     "accounts whose last position the server remembers as their next spawn (in memory; rounded up to a power of two)"});
   v(Text{"server", "admin_key", "--admin-key", s.admin_key_text, "key for RAID_TRIGGER and STATS_REQUEST (decimal or 0x hex; 0 disables admin messages)"});
   v(Number<unsigned>{"server", "stats_interval_s", "--stats-interval-s", s.stats_interval_s, 0, 86400, "seconds between stats lines (0: none)"});
   v(Text{"server", "metrics_bind", "--metrics-bind", s.metrics_bind, "serve Prometheus metrics at http://ADDRESS:PORT/metrics (empty: off)"});
@@ -260,6 +273,44 @@ void Settings::finish() {
   }
   core.player_capacity = server.max_players;
   core.tick_ms = 1000 / server.tick_hz;
+  server.token_max_lifetime_ms = uint64_t{token_max_lifetime_s} * 1000;
+  server.public_ip_be = 0;
+  server.public_port = 0;
+  if (!public_address_text.empty()) {
+    const auto colon = public_address_text.rfind(':');
+    in_addr ip{};
+    size_t used = 0;
+    unsigned long port = 0;
+    try {
+      if (colon != std::string::npos) port = std::stoul(public_address_text.substr(colon + 1), &used, 10);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (colon == std::string::npos || used != public_address_text.size() - colon - 1 || port == 0 || port > 65535 ||
+        inet_pton(AF_INET, public_address_text.substr(0, colon).c_str(), &ip) != 1) {
+      throw SettingsError("server.public_address = \"" + public_address_text + "\" must be IPv4:port, e.g. 203.0.113.7:7777");
+    }
+    server.public_ip_be = ip.s_addr;
+    server.public_port = static_cast<uint16_t>(port);
+  }
+  server.spawn_points.clear();
+  std::istringstream points(spawn_points_text);
+  std::string point;
+  while (std::getline(points, point, ';')) {
+    net::SpawnPoint p;
+    char comma1 = 0, comma2 = 0;
+    std::istringstream in(point);
+    if (!(in >> p.x_m >> comma1 >> p.y_m >> comma2 >> p.radius_m) || comma1 != ',' || comma2 != ',' || !(in >> std::ws).eof() ||
+        !std::isfinite(p.x_m) || !std::isfinite(p.y_m) || !std::isfinite(p.radius_m) || p.radius_m < 0 || p.x_m - p.radius_m < 0 ||
+        p.y_m - p.radius_m < 0 || p.x_m + p.radius_m >= core.world_size_m || p.y_m + p.radius_m >= core.world_size_m) {
+      throw SettingsError("server.spawn_points: \"" + point + "\" must be x,y,radius in metres, the whole disc inside the world [0, " +
+                          show(core.world_size_m) + ")");
+    }
+    server.spawn_points.push_back(p);
+  }
+  if (server.spawn_points.empty() || server.spawn_points.size() > 256) {
+    throw SettingsError("server.spawn_points = \"" + spawn_points_text + "\" must list 1 to 256 zones as x,y,radius;x,y,radius...");
+  }
 }
 
 void load_file(const std::string& path, Settings& s) {

@@ -33,11 +33,20 @@ struct Settings {
   std::string admin_key_text = "0";
   // "host:port" of the Prometheus endpoint; empty: none.
   std::string metrics_bind;
+  // Connect tokens: the public key file (empty: the development key pair in data_dir), the
+  // address tokens must name (empty: the bind address and bound port), the longest lifetime.
+  std::string token_public_key_path;
+  std::string data_dir = "mmo-data";
+  std::string public_address_text;
+  uint32_t token_max_lifetime_s = 120;
+  // Starting zones, "x,y,radius;..." (parsed into server.spawn_points by finish()).
+  std::string spawn_points_text = "2048,2048,1900";
 
   // The defaults: the front's, and mmo_config_default()'s for the core.
   static Settings defaults();
   // Fills what is derived from other settings (core.player_capacity from server.max_players,
-  // core.tick_ms from server.tick_hz, the admin key from its text). Throws SettingsError.
+  // core.tick_ms from server.tick_hz, the admin key, public address and spawn points from
+  // their text). Throws SettingsError. (The token key file is read by main, not here.)
   void finish();
 };
 

@@ -141,6 +141,13 @@ size_t Server::format_stats(char* out, size_t capacity) const {
   line("", "joins_refused", total(&WorkerCounters::joins_refused));
   line("", "joins_refused_host_full", total(&WorkerCounters::joins_refused_host_full));
   line("", "joins_refused_rate", total(&WorkerCounters::joins_refused_rate));
+  line("", "joins_refused_token_malformed", total(&WorkerCounters::joins_refused_token_malformed));
+  line("", "joins_refused_token_bad_signature", total(&WorkerCounters::joins_refused_token_bad_signature));
+  line("", "joins_refused_token_expired", total(&WorkerCounters::joins_refused_token_expired));
+  line("", "joins_refused_token_wrong_server", total(&WorkerCounters::joins_refused_token_wrong_server));
+  line("", "joins_refused_account_live", total(&WorkerCounters::joins_refused_account_live));
+  line("", "joins_refused_token_used", total(&WorkerCounters::joins_refused_token_used));
+  line("", "joins_at_saved_position", total(&WorkerCounters::joins_at_saved_position));
   line("", "leaves", total(&WorkerCounters::leaves));
   line("", "sessions_expired", total(&WorkerCounters::sessions_expired));
   line("", "sessions_live", sessions_live());

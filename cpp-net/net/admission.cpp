@@ -284,31 +284,88 @@ bool admin_key_matches(uint64_t expected, uint64_t presented) {
   return expected != 0 && diff == 0;
 }
 
-SessionDirectory::SessionDirectory(size_t capacity, uint32_t max_per_host)
-    : max_per_host_(max_per_host), table_(capacity), hosts_(index_slots(capacity)) {}
-
-bool SessionDirectory::host_has_room(SourceAddress source) const {
-  if (max_per_host_ == 0) return true;
-  std::shared_lock lock(mutex_);
-  const uint32_t n = hosts_.find(host_key(source));
-  return n == KeyIndex::kNone || n < max_per_host_;
+UsedTokens::UsedTokens(size_t slots_pow2) : slots_(slots_pow2), mask_(slots_pow2 - 1) {
+  assert(slots_pow2 >= kProbes && (slots_pow2 & (slots_pow2 - 1)) == 0);
 }
 
-DirectoryAdd SessionDirectory::add(uint64_t player_id, uint64_t session_token, SourceAddress source) {
-  Session s;
-  s.player_id = player_id;
-  s.session_token = session_token;
-  s.source = source;
-  std::unique_lock lock(mutex_);
-  const uint32_t held = hosts_.find(host_key(source));
-  const uint32_t n = held == KeyIndex::kNone ? 0 : held;
-  if (max_per_host_ != 0 && n >= max_per_host_) return DirectoryAdd::HostFull;
-  if (table_.insert(s) == nullptr) return DirectoryAdd::Full;
-  hosts_.insert(host_key(source), n + 1);
+bool UsedTokens::used(uint64_t token_id, uint64_t now_unix_ms) const {
+  const size_t home = mix(token_id) & mask_;
+  for (size_t i = 0; i < kProbes; ++i) {
+    const Slot& s = slots_[(home + i) & mask_];
+    if (s.token_id == token_id && s.expires_unix_ms > now_unix_ms) return true;
+  }
+  return false;
+}
+
+bool UsedTokens::record(uint64_t token_id, uint64_t expires_unix_ms, uint64_t now_unix_ms) {
+  const size_t home = mix(token_id) & mask_;
+  for (size_t i = 0; i < kProbes; ++i) {
+    Slot& s = slots_[(home + i) & mask_];
+    if (s.token_id == 0 || s.expires_unix_ms <= now_unix_ms || s.token_id == token_id) {
+      s = Slot{token_id, expires_unix_ms};
+      return true;
+    }
+  }
+  return false;
+}
+
+SavedPositions::SavedPositions(size_t slots_pow2) : slots_(slots_pow2), mask_(slots_pow2 - 1) {
+  assert(slots_pow2 > 0 && (slots_pow2 & (slots_pow2 - 1)) == 0);
+}
+
+void SavedPositions::save(uint64_t account_id, float x_m, float y_m) { slots_[mix(account_id) & mask_] = Slot{account_id, x_m, y_m}; }
+
+bool SavedPositions::find(uint64_t account_id, float& x_m, float& y_m) const {
+  const Slot& s = slots_[mix(account_id) & mask_];
+  if (s.account_id != account_id || account_id == 0) return false;
+  x_m = s.x_m;
+  y_m = s.y_m;
+  return true;
+}
+
+SessionDirectory::SessionDirectory(const DirectoryLimits& limits)
+    : max_per_host_(limits.max_per_host), table_(limits.capacity), hosts_(index_slots(limits.capacity)),
+      accounts_(index_slots(limits.capacity)), used_tokens_(limits.used_token_slots_pow2), positions_(limits.saved_position_slots_pow2) {}
+
+DirectoryAdd SessionDirectory::check_locked(SourceAddress source, uint64_t account_id, uint64_t token_id, uint64_t now_unix_ms) const {
+  if (max_per_host_ != 0) {
+    const uint32_t n = hosts_.find(host_key(source));
+    if (n != KeyIndex::kNone && n >= max_per_host_) return DirectoryAdd::HostFull;
+  }
+  if (account_id != 0 && accounts_.find(account_id) != KeyIndex::kNone) return DirectoryAdd::AccountLiveElsewhere;
+  if (token_id != 0 && used_tokens_.used(token_id, now_unix_ms)) return DirectoryAdd::TokenUsed;
   return DirectoryAdd::Added;
 }
 
-void SessionDirectory::remove(uint64_t player_id) {
+DirectoryAdd SessionDirectory::precheck(SourceAddress source, uint64_t account_id, uint64_t token_id, uint64_t now_unix_ms) const {
+  std::shared_lock lock(mutex_);
+  return check_locked(source, account_id, token_id, now_unix_ms);
+}
+
+DirectoryAdd SessionDirectory::add(const DirectoryJoin& join, uint64_t now_unix_ms) {
+  Session s;
+  s.player_id = join.player_id;
+  s.session_token = join.session_token;
+  s.source = join.source;
+  s.account_id = join.account_id;
+  s.token_id = join.token_id;
+  std::unique_lock lock(mutex_);
+  if (const DirectoryAdd refusal = check_locked(join.source, join.account_id, join.token_id, now_unix_ms); refusal != DirectoryAdd::Added) {
+    return refusal;
+  }
+  Session* inserted = table_.insert(s);
+  if (inserted == nullptr) return DirectoryAdd::Full;
+  if (join.token_id != 0 && !used_tokens_.record(join.token_id, join.token_expires_unix_ms, now_unix_ms)) {
+    table_.remove(inserted);
+    return DirectoryAdd::TokenTableFull;
+  }
+  const uint32_t held = hosts_.find(host_key(join.source));
+  hosts_.insert(host_key(join.source), held == KeyIndex::kNone ? 1 : held + 1);
+  if (join.account_id != 0) accounts_.insert(join.account_id, table_.slot_of(inserted));
+  return DirectoryAdd::Added;
+}
+
+void SessionDirectory::remove(uint64_t player_id, float x_m, float y_m) {
   std::unique_lock lock(mutex_);
   Session* s = table_.find_player(player_id);
   if (s == nullptr) return;
@@ -320,7 +377,17 @@ void SessionDirectory::remove(uint64_t player_id) {
   } else {
     hosts_.insert(host, n - 1);
   }
+  if (s->account_id != 0) {
+    assert(accounts_.find(s->account_id) == table_.slot_of(s) && "an account maps to its one live session");
+    accounts_.erase(s->account_id);
+    positions_.save(s->account_id, x_m, y_m);
+  }
   table_.remove(s);
+}
+
+bool SessionDirectory::saved_position(uint64_t account_id, float& x_m, float& y_m) const {
+  std::shared_lock lock(mutex_);
+  return positions_.find(account_id, x_m, y_m);
 }
 
 std::optional<SourceAddress> SessionDirectory::source_of(uint64_t player_id) const {

@@ -131,8 +131,16 @@ struct Session {
   uint64_t player_id = 0;
   uint64_t session_token = 0;
   uint64_t join_nonce = 0;
+  // The connect token's account and id (the token that admitted this session).
+  uint64_t account_id = 0;
+  uint64_t token_id = 0;
+  uint8_t faction = 0;
   SourceAddress source;
   uint64_t last_seen_ms = 0;
+  // Where the engine last put the player (its spawn, then each applied move): saved for the
+  // account when the session ends. Written by the owning worker only.
+  float x_m = 0;
+  float y_m = 0;
   ReplayWindow replay;
   TokenBucket bucket;
 };
@@ -170,6 +178,9 @@ class SessionTable {
   // The session in pool slot `i` (i < capacity()), or nullptr if the slot is free: lets a
   // caller walk the table in steps, resuming where it stopped.
   Session* at(size_t i) { return used_[i] ? &pool_[i] : nullptr; }
+  const Session* at(size_t i) const { return used_[i] ? &pool_[i] : nullptr; }
+  // The pool slot of a session of this table.
+  uint32_t slot_of(const Session* session) const { return static_cast<uint32_t>(session - pool_.data()); }
   // Visits every live session (up to capacity() of them).
   template <typename F>
   void for_each(F&& f) {
@@ -194,19 +205,89 @@ class SessionTable {
 // `address_mismatch`, not `unknown_player`. Written on join and leave; read only when a
 // worker's own table misses. One reader-writer lock: it is never taken on the path of a
 // legitimate move (that one hits its worker's own table).
-// What SessionDirectory::add decided.
-enum class DirectoryAdd { Added, Full, HostFull };
+// What SessionDirectory::add (and its early look, precheck) decided.
+enum class DirectoryAdd { Added, Full, HostFull, AccountLiveElsewhere, TokenUsed, TokenTableFull };
+
+// Connect token ids that admitted a session, each remembered until its token expires (a used
+// token is refused; an expired one is refused anyway, so forgetting it then is safe). A fixed
+// open-addressing table: an id sits in one of kProbes slots from its home; a slot whose token
+// has expired is free. Nothing allocates after construction.
+class UsedTokens {
+ public:
+  static constexpr size_t kProbes = 16;
+  explicit UsedTokens(size_t slots_pow2);
+  bool used(uint64_t token_id, uint64_t now_unix_ms) const;
+  // Records an id; false when every probed slot holds an unexpired token (the caller answers
+  // try later: the table is sized for the join rate times the longest token lifetime).
+  bool record(uint64_t token_id, uint64_t expires_unix_ms, uint64_t now_unix_ms);
+
+ private:
+  struct Slot {
+    uint64_t token_id = 0;
+    uint64_t expires_unix_ms = 0;
+  };
+  std::vector<Slot> slots_;
+  size_t mask_;
+};
+
+// Each account's last position, saved when its session ends and used as its next spawn: a
+// fixed direct-mapped table (an account whose slot another account has taken since spawns at
+// a spawn point instead). In memory only: it does not outlive the process.
+class SavedPositions {
+ public:
+  explicit SavedPositions(size_t slots_pow2);
+  void save(uint64_t account_id, float x_m, float y_m);
+  bool find(uint64_t account_id, float& x_m, float& y_m) const;
+
+ private:
+  struct Slot {
+    uint64_t account_id = 0;
+    float x_m = 0;
+    float y_m = 0;
+  };
+  std::vector<Slot> slots_;
+  size_t mask_;
+};
+
+// A join as the directory records it.
+struct DirectoryJoin {
+  uint64_t player_id = 0;
+  uint64_t session_token = 0;
+  SourceAddress source;
+  uint64_t account_id = 0;
+  uint64_t token_id = 0;
+  uint64_t token_expires_unix_ms = 0;
+};
+
+struct DirectoryLimits {
+  size_t capacity = 8192;
+  // Live sessions one source IP address may hold, whatever its ports (0: no limit). Workers
+  // see only their own ports' sessions, so the count lives here.
+  uint32_t max_per_host = 64;
+  size_t used_token_slots_pow2 = 1 << 12;
+  size_t saved_position_slots_pow2 = 1 << 12;
+};
 
 class SessionDirectory {
  public:
-  // `max_per_host`: live sessions one source IP address may hold, whatever its ports (0: no
-  // limit). Workers see only their own ports' sessions, so the count lives here.
-  SessionDirectory(size_t capacity, uint32_t max_per_host);
-  // Adds a session, unless the table is full or its host already holds max_per_host.
-  DirectoryAdd add(uint64_t player_id, uint64_t session_token, SourceAddress source);
-  // Whether a join from this host could be added now (a cheap early refusal; add() decides).
-  bool host_has_room(SourceAddress source) const;
-  void remove(uint64_t player_id);
+  explicit SessionDirectory(const DirectoryLimits& limits);
+  SessionDirectory(size_t capacity, uint32_t max_per_host) : SessionDirectory(DirectoryLimits{capacity, max_per_host}) {}
+  // Adds a session, unless the table is full, its host already holds max_per_host, its
+  // account has a live session (from any address: the caller ends a session of the same
+  // address first), or its token already admitted one (checked in that order).
+  DirectoryAdd add(const DirectoryJoin& join, uint64_t now_unix_ms);
+  // The same checks as add() but the table's, without adding (a cheap early refusal before the
+  // engine is asked; add() decides).
+  DirectoryAdd precheck(SourceAddress source, uint64_t account_id, uint64_t token_id, uint64_t now_unix_ms) const;
+  // A session with no account (tests of the host cap).
+  DirectoryAdd add(uint64_t player_id, uint64_t session_token, SourceAddress source) { return add(DirectoryJoin{player_id, session_token, source}, 0); }
+  // Whether a join from this host could be added now.
+  bool host_has_room(SourceAddress source) const { return precheck(source, 0, 0, 0) != DirectoryAdd::HostFull; }
+  // Ends a session; its account's position is saved.
+  void remove(uint64_t player_id, float x_m, float y_m);
+  void remove(uint64_t player_id) { remove(player_id, 0, 0); }
+  // The account's saved position, if the table still has it.
+  bool saved_position(uint64_t account_id, float& x_m, float& y_m) const;
   // The reason to drop a session message whose player this worker does not hold.
   DropReason classify_foreign(uint64_t player_id, uint64_t session_token, SourceAddress source) const;
   // The address of a player's session, whichever worker owns it (kill notices).
@@ -214,10 +295,14 @@ class SessionDirectory {
 
  private:
   static uint64_t host_key(SourceAddress source) { return (uint64_t{1} << 32) | source.ip_be; }
+  DirectoryAdd check_locked(SourceAddress source, uint64_t account_id, uint64_t token_id, uint64_t now_unix_ms) const;
   uint32_t max_per_host_;
   mutable std::shared_mutex mutex_;
   mutable SessionTable table_;  // guarded by mutex_
   KeyIndex hosts_;              // host key -> its live sessions; guarded by mutex_
+  KeyIndex accounts_;           // account id -> its session's slot in table_; guarded by mutex_
+  UsedTokens used_tokens_;      // guarded by mutex_
+  SavedPositions positions_;    // guarded by mutex_
 };
 
 struct AdmissionConfig {

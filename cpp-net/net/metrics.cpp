@@ -96,10 +96,21 @@ std::string prometheus_text(const Server& s) {
   t.one("mmo_join_challenges_sent_total", "counter", "Join challenges sent.", total(&WorkerCounters::challenges_sent));
   t.one("mmo_joins_accepted_total", "counter", "Joins accepted.", total(&WorkerCounters::joins_accepted));
   t.one("mmo_join_retransmits_total", "counter", "Join confirms resent by clients and answered again.", total(&WorkerCounters::join_retransmits));
-  t.one("mmo_joins_refused_total", "counter", "Joins refused (server full, bad spawn, host full).", total(&WorkerCounters::joins_refused));
+  t.one("mmo_joins_refused_total", "counter", "Joins refused, for every reason (JOIN_ACCEPT status not 0).", total(&WorkerCounters::joins_refused));
   t.one("mmo_joins_refused_host_full_total", "counter", "Joins refused because their host held max_sessions_per_host sessions.",
         total(&WorkerCounters::joins_refused_host_full));
   t.one("mmo_joins_refused_rate_total", "counter", "Joins past the server's join rate (answered try later).", total(&WorkerCounters::joins_refused_rate));
+  t.header("mmo_joins_refused_token_total", "counter", "Joins refused for their connect token or account, by reason (docs/protocol.md).");
+  for (const auto& [reason, field] : {std::pair{"token_malformed", &WorkerCounters::joins_refused_token_malformed},
+                                      std::pair{"token_bad_signature", &WorkerCounters::joins_refused_token_bad_signature},
+                                      std::pair{"token_expired", &WorkerCounters::joins_refused_token_expired},
+                                      std::pair{"token_wrong_server", &WorkerCounters::joins_refused_token_wrong_server},
+                                      std::pair{"account_live_elsewhere", &WorkerCounters::joins_refused_account_live},
+                                      std::pair{"token_used", &WorkerCounters::joins_refused_token_used}}) {
+    t.sample("mmo_joins_refused_token_total", std::string("reason=\"") + reason + "\"", static_cast<double>(total(field)));
+  }
+  t.one("mmo_joins_at_saved_position_total", "counter", "Joins that spawned at the account's saved position.",
+        total(&WorkerCounters::joins_at_saved_position));
   t.one("mmo_leaves_total", "counter", "Players who left.", total(&WorkerCounters::leaves));
   t.one("mmo_sessions_expired_total", "counter", "Sessions ended for silence.", total(&WorkerCounters::sessions_expired));
   t.one("mmo_moves_forwarded_total", "counter", "Moves handed to the engine.", total(&WorkerCounters::moves_forwarded));

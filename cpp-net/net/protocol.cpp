@@ -141,7 +141,7 @@ DecodeError check_header(std::span<const uint8_t> d, size_t max_size, uint8_t& t
   Reader r(d, 0);
   if (r.get<uint16_t>() != kMagic) return DecodeError::BadMagic;
   if (const uint8_t version = r.get<uint8_t>(); version != kVersion) {
-    return version == kObsoleteVersion ? DecodeError::ObsoleteVersion : DecodeError::BadVersion;
+    return version >= 1 && version < kVersion ? DecodeError::ObsoleteVersion : DecodeError::BadVersion;
   }
   type = r.get<uint8_t>();
   length = r.get<uint16_t>();
@@ -180,12 +180,9 @@ DecodeError decode_client(std::span<const uint8_t> d, Decoded<ClientMessage>& ou
       JoinConfirm m;
       m.nonce = r.get<uint64_t>();
       m.period = r.get<uint32_t>();
-      m.faction = r.get<uint8_t>();
-      r.reserved(3);
+      r.reserved(4);
       m.cookie = r.get<uint64_t>();
-      m.spawn_x_m = r.finite();
-      m.spawn_y_m = r.finite();
-      r.reserved(24);
+      r.copy(m.token.data(), m.token.size());
       out.message = m;
       break;
     }
@@ -359,11 +356,15 @@ DecodeError decode_server(std::span<const uint8_t> d, Decoded<ServerMessage>& ou
       m.player_id = r.get<uint64_t>();
       m.session_token = r.get<uint64_t>();
       const uint8_t status = r.get<uint8_t>();
-      if (status > 4) r.fail();
+      if (status > kJoinStatusMax) r.fail();
       m.status = static_cast<JoinStatus>(status);
-      r.reserved(3);
+      m.faction = r.get<uint8_t>();
+      r.reserved(2);
       m.tick_ms = r.get<uint32_t>();
       m.server_time_ms = r.get<uint64_t>();
+      m.spawn_x_m = r.finite();
+      m.spawn_y_m = r.finite();
+      r.reserved(8);
       out.message = m;
       break;
     }
@@ -514,12 +515,9 @@ size_t encode(const JoinConfirm& m, std::span<uint8_t> out, uint16_t flags) {
   if (begin(out, MsgType::JoinConfirm, kJoinConfirmSize, flags, w) == 0) return 0;
   w.put(m.nonce);
   w.put(m.period);
-  w.put(m.faction);
-  w.zeros(3);
+  w.zeros(4);
   w.put(m.cookie);
-  w.put(m.spawn_x_m);
-  w.put(m.spawn_y_m);
-  w.zeros(24);
+  w.bytes(m.token.data(), m.token.size());
   return w.pos();
 }
 
@@ -719,9 +717,13 @@ size_t encode(const JoinAccept& m, std::span<uint8_t> out, uint16_t flags) {
   w.put(m.player_id);
   w.put(m.session_token);
   w.put(static_cast<uint8_t>(m.status));
-  w.zeros(3);
+  w.put(m.faction);
+  w.zeros(2);
   w.put(m.tick_ms);
   w.put(m.server_time_ms);
+  w.put(m.spawn_x_m);
+  w.put(m.spawn_y_m);
+  w.zeros(8);
   return w.pos();
 }
 

@@ -1,10 +1,10 @@
-// protocol.hpp: the wire protocol v2 codec (docs/protocol.md), the server's side.
+// protocol.hpp: the wire protocol v3 codec (docs/protocol.md), the server's side.
 //
 // Every decoder takes a borrowed byte span and either fills a plain struct or returns the
 // reason it refused; nothing throws and nothing allocates. Every encoder writes into a
 // caller-provided span and returns the bytes written, or 0 if the span is too small. The
 // same layouts are encoded by the Rust codec in loadtest/src/protocol.rs; both are tested
-// against docs/protocol-vectors-v2.txt.
+// against docs/protocol-vectors-v3.txt.
 #pragma once
 
 #include <array>
@@ -21,10 +21,11 @@ static_assert(std::endian::native == std::endian::little,
               "the codec copies little-endian fields with memcpy; a big-endian port needs byte swaps");
 
 inline constexpr uint16_t kMagic = 0x4F4D;  // the bytes "MO"
-inline constexpr uint8_t kVersion = 2;
-// The version before this one: its datagrams are dropped as `obsolete_version`, counted apart
-// from garbage, so an operator sees old clients.
-inline constexpr uint8_t kObsoleteVersion = 1;
+inline constexpr uint8_t kVersion = 3;
+// Earlier versions (1 up to kVersion - 1): their datagrams are dropped as `obsolete_version`,
+// counted apart from garbage, so an operator sees old clients.
+inline constexpr uint8_t kObsoleteVersion = 2;  // the latest of them, for tests
+inline constexpr size_t kConnectTokenSize = 128;
 inline constexpr size_t kHeaderSize = 8;
 inline constexpr uint16_t kFlagRetransmit = 0x0001;
 inline constexpr uint16_t kKnownFlags = kFlagRetransmit;
@@ -68,7 +69,7 @@ enum class MsgType : uint8_t {
 
 // Fixed sizes (for MOVE_ACK, AOI_SNAPSHOT and STATS_REPLY: the part before the list).
 inline constexpr size_t kJoinRequestSize = 64;
-inline constexpr size_t kJoinConfirmSize = 64;
+inline constexpr size_t kJoinConfirmSize = 160;
 inline constexpr size_t kMoveSize = 80;
 inline constexpr size_t kEconomyRequestSize = 56;
 inline constexpr size_t kLeaveSize = 32;
@@ -81,7 +82,7 @@ inline constexpr size_t kTradeOfferSize = 72;
 inline constexpr size_t kTradeAnswerSize = 56;
 inline constexpr size_t kGrantSize = 48;
 inline constexpr size_t kJoinChallengeSize = 32;
-inline constexpr size_t kJoinAcceptSize = 48;
+inline constexpr size_t kJoinAcceptSize = 64;
 inline constexpr size_t kMoveAckFixedSize = 20;
 inline constexpr size_t kContactSize = 16;
 inline constexpr size_t kAoiFixedSize = 24;
@@ -110,7 +111,7 @@ enum class DecodeError : uint8_t {
   Oversized,    // longer than kClientDatagramMax (client messages)
   BadMagic,
   BadVersion,       // neither this version nor the previous one
-  ObsoleteVersion,  // the previous version (kObsoleteVersion)
+  ObsoleteVersion,  // an earlier version (1 up to kVersion - 1)
   UnknownType,  // not a type of the expected direction
   BadLength,    // `length` is not the datagram's size, or the size is not the type's
   BadField,     // non-zero reserved bytes or flags, a non-finite float, an enum out of range
@@ -120,13 +121,13 @@ struct JoinRequest {
   uint64_t nonce = 0;
   bool operator==(const JoinRequest&) const = default;
 };
+// The token's bytes are opaque here: net/connect_token.hpp reads and verifies them after the
+// cookie (a malformed token is a refusal the client is told, not a drop).
 struct JoinConfirm {
   uint64_t nonce = 0;
   uint32_t period = 0;
-  uint8_t faction = 0;
   uint64_t cookie = 0;
-  float spawn_x_m = 0;
-  float spawn_y_m = 0;
+  std::array<uint8_t, kConnectTokenSize> token{};
   bool operator==(const JoinConfirm&) const = default;
 };
 struct Move {
@@ -246,16 +247,37 @@ struct JoinChallenge {
   bool operator==(const JoinChallenge&) const = default;
 };
 // HostFull: the joining source's IP address already holds max_sessions_per_host sessions.
-// TryLater: the server admits at most --join-rate joins a second, all hosts together; this
-// confirm found none left (resend it, with the same nonce, later).
-enum class JoinStatus : uint8_t { Joined = 0, ServerFull = 1, BadSpawn = 2, HostFull = 3, TryLater = 4 };
+// TryLater: the server admits at most --join-rate joins a second, all hosts together, or its
+// table of used token ids has no room; this confirm found none left (resend it later).
+// SpawnRefused: the engine refused the server's own spawn point (a configuration error).
+// Token*: the connect token was refused (docs/protocol.md, "Connect tokens").
+// AccountLiveElsewhere: the token's account has a live session from another address.
+// TokenUsed: the token already admitted a session (one session per token).
+enum class JoinStatus : uint8_t {
+  Joined = 0,
+  ServerFull = 1,
+  SpawnRefused = 2,
+  HostFull = 3,
+  TryLater = 4,
+  TokenMalformed = 5,
+  TokenBadSignature = 6,
+  TokenExpired = 7,
+  TokenWrongServer = 8,
+  AccountLiveElsewhere = 9,
+  TokenUsed = 10,
+};
+inline constexpr uint8_t kJoinStatusMax = 10;
+// The server picks where a player appears and on which side: the accept says where.
 struct JoinAccept {
   uint64_t nonce = 0;
   uint64_t player_id = 0;
   uint64_t session_token = 0;
   JoinStatus status = JoinStatus::Joined;
+  uint8_t faction = 0;
   uint32_t tick_ms = 0;
   uint64_t server_time_ms = 0;
+  float spawn_x_m = 0;
+  float spawn_y_m = 0;
   bool operator==(const JoinAccept&) const = default;
 };
 struct Contact {

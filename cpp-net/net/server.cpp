@@ -4,6 +4,7 @@
 #include "net/server.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <stdexcept>
 #include <thread>
 
@@ -18,9 +19,41 @@ MmoLatency* new_latency() {
   return h;
 }
 
+namespace {
+
+size_t pow2_at_least(double n) {
+  size_t p = 1;
+  while (static_cast<double>(p) < n && p < (size_t{1} << 30)) p <<= 1;
+  return p;
+}
+
+DirectoryLimits directory_limits(const ServerConfig& c) {
+  DirectoryLimits l;
+  l.capacity = c.max_players;
+  l.max_per_host = c.max_sessions_per_host;
+  // Every used token id is remembered until it expires: at most the join rate's tokens over the
+  // longest lifetime, plus a burst, plus the live sessions; twice that keeps probe runs short.
+  const double lifetime_s = static_cast<double>(c.token_max_lifetime_ms) / 1000.0;
+  l.used_token_slots_pow2 = std::max<size_t>(UsedTokens::kProbes, pow2_at_least(2.0 * (c.joins.rate_per_s * lifetime_s + c.joins.burst + c.max_players)));
+  l.saved_position_slots_pow2 = pow2_at_least(std::max<uint32_t>(1, c.saved_positions));
+  return l;
+}
+
+// SplitMix64's finaliser: the account's place in its zone.
+uint64_t scatter(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+}  // namespace
+
 Server::Server(const ServerConfig& config, std::unique_ptr<Engine> engine)
-    : config_(config), engine_(std::move(engine)), cookies_(JoinCookies::with_random_secret()), directory_(config.max_players, config.max_sessions_per_host),
+    : config_(config), engine_(std::move(engine)), cookies_(JoinCookies::with_random_secret()), directory_(directory_limits(config)),
       join_rate_(config.joins.rate_per_s, config.joins.burst, 0) {  // now_us() counts from the start
+  if (config_.spawn_points.empty()) throw std::invalid_argument("no spawn point");
+  if (!token_crypto_ready()) throw std::runtime_error("libsodium failed to initialise");
   start_ns_ = monotonic_ns();
   unsigned threads = config_.threads != 0 ? config_.threads : std::max(1u, std::thread::hardware_concurrency());
   AdmissionConfig ac;
@@ -40,6 +73,22 @@ Server::Server(const ServerConfig& config, std::unique_ptr<Engine> engine)
     workers_.push_back(std::make_unique<Worker>(*this, fd, ac));
   }
   port_ = port;
+  const TokenServer self{config_.public_ip_be != 0 ? config_.public_ip_be : bind_ip_be(config_.bind_address),
+                         config_.public_port != 0 ? config_.public_port : port_};
+  tokens_ = std::make_unique<TokenVerifier>(config_.token_public_key, self, config_.token_max_lifetime_ms);
+}
+
+bool Server::spawn_for(uint64_t account_id, uint8_t faction, float& x_m, float& y_m) const {
+  if (directory_.saved_position(account_id, x_m, y_m)) return true;
+  const SpawnPoint& p = config_.spawn_points[faction % config_.spawn_points.size()];
+  // Uniform in the disc: radius from the square root of a uniform draw, angle uniform.
+  const uint64_t h = scatter(account_id);
+  const double u = static_cast<double>(h >> 40) / static_cast<double>(uint64_t{1} << 24);
+  const double a = static_cast<double>(h & 0xffffff) / static_cast<double>(uint64_t{1} << 24) * 6.283185307179586;
+  const double r = static_cast<double>(p.radius_m) * std::sqrt(u);
+  x_m = static_cast<float>(p.x_m + r * std::cos(a));
+  y_m = static_cast<float>(p.y_m + r * std::sin(a));
+  return false;
 }
 
 Server::~Server() {

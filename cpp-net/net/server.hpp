@@ -19,6 +19,7 @@
 //   workers' latency histograms under each worker's latency mutex.
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -30,9 +31,19 @@
 #include <vector>
 
 #include "net/admission.hpp"
+#include "net/connect_token.hpp"
 #include "engine/engine.hpp"
 
 namespace mmo::net {
+
+// A starting zone: a player of faction f with no saved position appears in spawn point
+// f % count, uniformly in its disc (where, from the account id: the same account, the same
+// place).
+struct SpawnPoint {
+  float x_m = 2048;
+  float y_m = 2048;
+  float radius_m = 1900;
+};
 
 struct ServerConfig {
   std::string bind_address = "127.0.0.1";
@@ -51,6 +62,15 @@ struct ServerConfig {
   uint32_t address_table_slots = 16384;     // source addresses the rate limiter tracks (power of two)
   int socket_buffer_bytes = 4 << 20;         // SO_RCVBUF / SO_SNDBUF of each worker socket
   uint32_t inject_panic_after_moves = 0;     // test hook: poison the engine after this many moves (0: never)
+  // Connect tokens: the backend's public key, the address tokens must name (public_ip_be 0:
+  // any of this host's addresses; public_port 0: the port bound), and the longest lifetime a
+  // token may claim (it also bounds how long used token ids are remembered).
+  std::array<uint8_t, kTokenPublicKeySize> token_public_key{};
+  uint32_t public_ip_be = 0;
+  uint16_t public_port = 0;
+  uint64_t token_max_lifetime_ms = 120'000;
+  std::vector<SpawnPoint> spawn_points{SpawnPoint{}};
+  uint32_t saved_positions = 65536;  // accounts whose last position is remembered (a power of two)
 };
 
 // Engine statuses counted by kind: slot (status - 1000) for the error codes 1001..1099, slot
@@ -84,8 +104,20 @@ struct alignas(128) WorkerCounters {
   Counter joins_refused;
   // Of those, joins from a host already holding max_sessions_per_host sessions.
   Counter joins_refused_host_full;
-  // Of those, joins past the server's join rate (answered try later).
+  // Of those, joins past the server's join rate, or with the used-token table full (answered
+  // try later).
   Counter joins_refused_rate;
+  // Of those, joins whose connect token was refused, by reason (malformed, bad signature,
+  // expired, wrong server), whose account had a live session from another address, and whose
+  // token had already admitted a session.
+  Counter joins_refused_token_malformed;
+  Counter joins_refused_token_bad_signature;
+  Counter joins_refused_token_expired;
+  Counter joins_refused_token_wrong_server;
+  Counter joins_refused_account_live;
+  Counter joins_refused_token_used;
+  // Joins that spawned at the account's saved position (the others at a spawn point).
+  Counter joins_at_saved_position;
   Counter leaves;
   Counter sessions_expired;
   Counter moves_forwarded;
@@ -136,6 +168,9 @@ class Server {
   unsigned threads() const { return static_cast<unsigned>(workers_.size()); }
   Engine& engine() { return *engine_; }
   uint64_t now_us() const;
+  // Where a joining account appears: its saved position, else its faction's spawn point.
+  // Returns whether the position was the saved one.
+  bool spawn_for(uint64_t account_id, uint8_t faction, float& x_m, float& y_m) const;
   // Every engine call's status goes through here: a non-OK one is counted by kind (`counters`
   // is the calling thread's block), and MMO_ERR_PANIC or MMO_ERR_POISONED marks the engine
   // poisoned with a reason. Returns `status`.
@@ -172,6 +207,8 @@ class Server {
   std::unique_ptr<Engine> engine_;
   JoinCookies cookies_;
   SessionDirectory directory_;
+  // Checks connect tokens (set once at construction, read by the workers).
+  std::unique_ptr<TokenVerifier> tokens_;
   // Joins the whole server admits a second (--join-rate): taken by a worker before each new
   // session; a mutex is enough at this rate.
   std::mutex join_rate_mutex_;

@@ -40,6 +40,11 @@ int open_socket(const std::string& address, uint16_t port, int buffer_bytes) {
   return fd;
 }
 
+uint32_t bind_ip_be(const std::string& address) {
+  in_addr a{};
+  return inet_pton(AF_INET, address.c_str(), &a) == 1 ? a.s_addr : 0;
+}
+
 uint16_t bound_port(int fd) {
   sockaddr_in sa{};
   socklen_t len = sizeof(sa);

@@ -33,6 +33,8 @@ uint64_t monotonic_ns();
 int open_socket(const std::string& address, uint16_t port, int buffer_bytes);
 // The port a socket is bound to.
 uint16_t bound_port(int fd);
+// An IPv4 address's bytes in network order (0 for 0.0.0.0 or anything unparsable).
+uint32_t bind_ip_be(const std::string& address);
 sockaddr_in to_sockaddr(SourceAddress a);
 
 // Outgoing datagrams of one batch, flushed with sendmmsg. Preallocated; at most kBatchMax.

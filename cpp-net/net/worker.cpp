@@ -279,6 +279,7 @@ void Worker::handle(const wire::ClientMessage& message, SourceAddress source, Se
           r.facing_rad = m.facing_rad;
           std::memcpy(r.payload, m.payload.data(), wire::kPayloadSize);
           move_replies_[move_count_] = source;
+          move_sessions_[move_count_] = session;
           move_arrival_ns_[move_count_] = arrival_ns;
           ++move_count_;
           counters.moves_forwarded.add();
@@ -357,76 +358,113 @@ void Worker::handle(const wire::ClientMessage& message, SourceAddress source, Se
 
 void Worker::on_join_confirm(const wire::JoinConfirm& m, SourceAddress source, uint64_t now_us) {
   const uint64_t now_ms = now_us / 1000;
-  wire::JoinAccept reply{m.nonce, 0, 0, wire::JoinStatus::Joined, 1000 / std::max(1u, server_.config_.tick_hz), now_ms};
-  if (Session* existing = admission_.sessions().find_source(source)) {
-    if (existing->join_nonce == m.nonce) {
-      // The accept was lost and the client asked again: same session, same answer.
-      reply.player_id = existing->player_id;
-      reply.session_token = existing->session_token;
-      send_reply(source, reply);
-      counters.join_retransmits.add();
-      return;
-    }
-    // The client restarted on the same address: its old session ends first.
+  wire::JoinAccept reply;
+  reply.nonce = m.nonce;
+  reply.tick_ms = 1000 / std::max(1u, server_.config_.tick_hz);
+  reply.server_time_ms = now_ms;
+  const auto refuse = [&](wire::JoinStatus status, Counter* reason) {
+    reply.status = status;
+    counters.joins_refused.add();
+    if (reason != nullptr) reason->add();
+    send_reply(source, reply);
+  };
+  Session* existing = admission_.sessions().find_source(source);
+  if (existing != nullptr && existing->join_nonce == m.nonce) {
+    // The accept was lost and the client asked again (the cookie proved the address): same
+    // session, same answer, whatever its token's expiry since.
+    reply.player_id = existing->player_id;
+    reply.session_token = existing->session_token;
+    reply.faction = existing->faction;
+    reply.spawn_x_m = existing->x_m;
+    reply.spawn_y_m = existing->y_m;
+    send_reply(source, reply);
+    counters.join_retransmits.add();
+    return;
+  }
+  // One host may not fill the server, however many ports it joins from: refused before the
+  // signature is checked, the costliest step of a join (a restart frees its own place).
+  if (existing == nullptr && !server_.directory_.host_has_room(source)) return refuse(wire::JoinStatus::HostFull, &counters.joins_refused_host_full);
+  // The backend's word: who this is, on which side, until when, for which server.
+  const uint64_t now_unix_ms = realtime_ns() / 1'000'000;
+  TokenClaims claims;
+  switch (server_.tokens_->verify(m.token, now_unix_ms, claims)) {
+    case TokenVerdict::Valid: break;
+    case TokenVerdict::Malformed: return refuse(wire::JoinStatus::TokenMalformed, &counters.joins_refused_token_malformed);
+    case TokenVerdict::Expired: return refuse(wire::JoinStatus::TokenExpired, &counters.joins_refused_token_expired);
+    case TokenVerdict::WrongServer: return refuse(wire::JoinStatus::TokenWrongServer, &counters.joins_refused_token_wrong_server);
+    case TokenVerdict::BadSignature: return refuse(wire::JoinStatus::TokenBadSignature, &counters.joins_refused_token_bad_signature);
+  }
+  if (existing != nullptr) {
+    // The client restarted on the same address with a fresh token: its old session ends first.
     flush_engine_batches(now_ms);
     end_session(existing);
   }
-  if (!server_.directory_.host_has_room(source)) {
-    // One host may not fill the server, however many ports it joins from.
-    reply.status = wire::JoinStatus::HostFull;
-    counters.joins_refused.add();
-    counters.joins_refused_host_full.add();
-    send_reply(source, reply);
-    return;
+  const auto directory_refusal = [&](DirectoryAdd why) {
+    switch (why) {
+      case DirectoryAdd::HostFull: return refuse(wire::JoinStatus::HostFull, &counters.joins_refused_host_full);
+      case DirectoryAdd::AccountLiveElsewhere: return refuse(wire::JoinStatus::AccountLiveElsewhere, &counters.joins_refused_account_live);
+      case DirectoryAdd::TokenUsed: return refuse(wire::JoinStatus::TokenUsed, &counters.joins_refused_token_used);
+      case DirectoryAdd::TokenTableFull: return refuse(wire::JoinStatus::TryLater, &counters.joins_refused_rate);
+      case DirectoryAdd::Full: return refuse(wire::JoinStatus::ServerFull, nullptr);
+      case DirectoryAdd::Added: break;
+    }
+  };
+  // A cheap early look (one host may not fill the server; one live session per account; one
+  // session per token) before the join rate and the engine; add() below decides under the lock.
+  if (const DirectoryAdd early = server_.directory_.precheck(source, claims.account_id, claims.token_id, now_unix_ms); early != DirectoryAdd::Added) {
+    return directory_refusal(early);
   }
   bool admitted = false;
   {
     std::lock_guard lock(server_.join_rate_mutex_);
     admitted = server_.join_rate_.take(now_us);
   }
-  if (!admitted) {
-    // The whole server admits --join-rate joins a second: the client resends later.
-    reply.status = wire::JoinStatus::TryLater;
-    counters.joins_refused.add();
-    counters.joins_refused_rate.add();
-    send_reply(source, reply);
-    return;
-  }
+  // The whole server admits --join-rate joins a second: the client resends later.
+  if (!admitted) return refuse(wire::JoinStatus::TryLater, &counters.joins_refused_rate);
+  float x_m = 0, y_m = 0;
+  const bool saved = server_.spawn_for(claims.account_id, claims.faction, x_m, y_m);
   MmoJoinTicket ticket{};
-  const MmoStatus status = server_.engine_status("join", server_.engine().join(m.spawn_x_m, m.spawn_y_m, m.faction, ticket), counters);
-  if (status == MMO_OK) {
-    Session s;
-    s.player_id = ticket.player_id;
-    s.session_token = ticket.session_token;
-    s.join_nonce = m.nonce;
-    s.source = source;
-    s.last_seen_ms = now_ms;
-    s.bucket = admission_.player_bucket(now_us);
-    Session* inserted = admission_.sessions().insert(s);
-    const DirectoryAdd added = inserted == nullptr ? DirectoryAdd::Full : server_.directory_.add(s.player_id, s.session_token, s.source);
-    if (added != DirectoryAdd::Added) {
-      // A table is full, the host reached its cap since the early check (another worker's
-      // join), or the engine handed out an id still held: undo.
-      if (inserted != nullptr) admission_.sessions().remove(inserted);
-      server_.engine_status("leave", server_.engine().leave(ticket.player_id, ticket.session_token), counters);
-      reply.status = added == DirectoryAdd::HostFull ? wire::JoinStatus::HostFull : wire::JoinStatus::ServerFull;
-      counters.joins_refused.add();
-      if (added == DirectoryAdd::HostFull) counters.joins_refused_host_full.add();
-    } else {
-      reply.player_id = ticket.player_id;
-      reply.session_token = ticket.session_token;
-      counters.joins_accepted.add();
-    }
-  } else {
-    reply.status = status == MMO_ERR_OUT_OF_BOUNDS ? wire::JoinStatus::BadSpawn : wire::JoinStatus::ServerFull;
-    counters.joins_refused.add();
+  const MmoStatus status = server_.engine_status("join", server_.engine().join(x_m, y_m, claims.faction, ticket), counters);
+  if (status != MMO_OK) {
+    return refuse(status == MMO_ERR_OUT_OF_BOUNDS ? wire::JoinStatus::SpawnRefused : wire::JoinStatus::ServerFull, nullptr);
   }
+  Session s;
+  s.player_id = ticket.player_id;
+  s.session_token = ticket.session_token;
+  s.join_nonce = m.nonce;
+  s.account_id = claims.account_id;
+  s.token_id = claims.token_id;
+  s.faction = claims.faction;
+  s.source = source;
+  s.last_seen_ms = now_ms;
+  s.x_m = x_m;
+  s.y_m = y_m;
+  s.bucket = admission_.player_bucket(now_us);
+  Session* inserted = admission_.sessions().insert(s);
+  const DirectoryAdd added =
+      inserted == nullptr ? DirectoryAdd::Full
+                          : server_.directory_.add(DirectoryJoin{s.player_id, s.session_token, source, claims.account_id, claims.token_id, claims.expires_unix_ms},
+                                                   now_unix_ms);
+  if (added != DirectoryAdd::Added) {
+    // A table is full, or another worker's join took the host's last place, the account or
+    // the token since the early look: undo.
+    if (inserted != nullptr) admission_.sessions().remove(inserted);
+    server_.engine_status("leave", server_.engine().leave(ticket.player_id, ticket.session_token), counters);
+    return directory_refusal(added);
+  }
+  reply.player_id = ticket.player_id;
+  reply.session_token = ticket.session_token;
+  reply.faction = claims.faction;
+  reply.spawn_x_m = x_m;
+  reply.spawn_y_m = y_m;
+  counters.joins_accepted.add();
+  if (saved) counters.joins_at_saved_position.add();
   send_reply(source, reply);
 }
 
 void Worker::end_session(Session* session) {
   server_.engine_status("leave", server_.engine().leave(session->player_id, session->session_token), counters);
-  server_.directory_.remove(session->player_id);
+  server_.directory_.remove(session->player_id, session->x_m, session->y_m);
   admission_.sessions().remove(session);
 }
 
@@ -463,6 +501,11 @@ void Worker::flush_engine_batches(uint64_t now_ms) {
           ++e;
         } else if (e < written && events_[e].kind == MMO_EVENT_KIND_ACK) {
           ++e;
+          // Applied: where the player now is (saved for its account when the session ends).
+          // Every session with a move in the batch is still live: leaves and restarts flush
+          // the batch before they end a session.
+          move_sessions_[r]->x_m = moves_[r].x_m;
+          move_sessions_[r]->y_m = moves_[r].y_m;
           while (e < written && events_[e].kind == MMO_EVENT_KIND_CONTACT) {
             if (ack.contact_count < wire::kContactsMax) {
               ack.contacts[ack.contact_count++] = {events_[e].other_id, events_[e].distance_m, events_[e].detail};

@@ -108,6 +108,8 @@ class Worker {
   // The batch's moves and economy requests, and who to answer.
   std::array<MmoMoveRecord, kBatchMax> moves_{};
   std::array<SourceAddress, kBatchMax> move_replies_{};
+  // Each move's session (admission found it; live until the batch is flushed).
+  std::array<Session*, kBatchMax> move_sessions_{};
   // Each move's datagram's kernel receive time (CLOCK_REALTIME, ns): its latency starts there.
   std::array<uint64_t, kBatchMax> move_arrival_ns_{};
   size_t move_count_ = 0;

@@ -102,9 +102,9 @@ TEST_F(Fixture, EveryDropReasonInValidationOrder) {
   b = good;
   b[45] = 1;
   expect_drop(b, DropReason::BadField);
-  expect_drop(encoded(JoinConfirm{1, JoinCookies::period_at(50'000), 0, 12345, 0, 0}), DropReason::BadCookie);
+  expect_drop(encoded(JoinConfirm{1, JoinCookies::period_at(50'000), 12345, {}}), DropReason::BadCookie);
   const uint32_t old_period = JoinCookies::period_at(20'000);
-  expect_drop(encoded(JoinConfirm{1, old_period, 0, cookies.mac(kAlice, 1, old_period), 0, 0}), DropReason::CookieExpired);
+  expect_drop(encoded(JoinConfirm{1, old_period, cookies.mac(kAlice, 1, old_period), {}}), DropReason::CookieExpired);
   expect_drop(encoded(RaidTrigger{kAdminKey + 1, 1, 10, 5, 5, 5, 100, 1, 1, 2, 0}), DropReason::BadAdminKey);
   expect_drop(encoded(StatsRequest{0, 1}), DropReason::BadAdminKey);
   expect_drop(encoded(move(8, 77, 1)), DropReason::UnknownPlayer);
@@ -296,7 +296,7 @@ TEST_F(Fixture, JoinsPerHostAreLimitedWhateverThePortOtherMessagesAreNot) {
   EXPECT_EQ(limited, 7);
   EXPECT_TRUE(admit(encoded(JoinRequest{1}), SourceAddress{0x0300007f, 1}).ok) << "another host has its own bucket";
   EXPECT_TRUE(admit(encoded(Ping{1}), SourceAddress{0x0200007f, 11}).ok) << "only joins draw on the host's bucket";
-  EXPECT_EQ(admit(encoded(JoinConfirm{1, 0, 1, 0, 1, 1}), SourceAddress{0x0200007f, 12}).reason, DropReason::RateLimitedHost)
+  EXPECT_EQ(admit(encoded(JoinConfirm{1, 0, 0, {}}), SourceAddress{0x0200007f, 12}).reason, DropReason::RateLimitedHost)
       << "the confirm too, before its cookie is checked";
   EXPECT_TRUE(admit(encoded(JoinRequest{1}), SourceAddress{0x0200007f, 13}, 60 * kSecondUs).ok) << "the bucket refills";
 }

@@ -1,4 +1,4 @@
-// The C++ wire codec against docs/protocol-vectors-v2.txt (the bytes the Rust codec is held
+// The C++ wire codec against docs/protocol-vectors-v3.txt (the bytes the Rust codec is held
 // to as well), round trips, and hostile input.
 #include <gtest/gtest.h>
 
@@ -80,8 +80,10 @@ std::map<std::string, std::function<void(const Bytes&)>> vector_checks() {
   const uint64_t object = (uint64_t{1} << 63) | 5;
   client("join_request", JoinRequest{nonce});
   server("join_challenge", JoinChallenge{nonce, 170000, 0x0123456789abcdefULL});
-  client("join_confirm", JoinConfirm{nonce, 170000, 2, 0x0123456789abcdefULL, 100.5f, 2048.25f});
-  server("join_accept", JoinAccept{nonce, 42, token, JoinStatus::Joined, 50, 123456789});
+  JoinConfirm confirm{nonce, 170000, 0x0123456789abcdefULL, {}};
+  for (size_t i = 0; i < confirm.token.size(); ++i) confirm.token[i] = static_cast<uint8_t>(i);
+  client("join_confirm", confirm);
+  server("join_accept", JoinAccept{nonce, 42, token, JoinStatus::Joined, 2, 50, 123456789, 100.5f, 2048.25f});
   client("move", vector_move());
   server("move_ack_rejected", MoveAck{7, 90210, 4, 0, {}});
   MoveAck contacts{8, 90310, 0, 2, {}};
@@ -158,9 +160,11 @@ TEST(ProtocolDecode, EachHeaderFaultHasItsOwnError) {
     return decode_client(b, d);
   };
   EXPECT_EQ(with(0, 0x00), DecodeError::BadMagic);
-  EXPECT_EQ(with(2, 3), DecodeError::BadVersion);
+  EXPECT_EQ(with(2, 4), DecodeError::BadVersion) << "a version from the future is garbage";
   EXPECT_EQ(with(2, 0), DecodeError::BadVersion);
-  EXPECT_EQ(with(2, 1), DecodeError::ObsoleteVersion) << "v1: its own reason";
+  EXPECT_EQ(with(2, 0xff), DecodeError::BadVersion);
+  EXPECT_EQ(with(2, 1), DecodeError::ObsoleteVersion) << "v1: old clients, counted apart";
+  EXPECT_EQ(with(2, 2), DecodeError::ObsoleteVersion) << "v2: old clients, counted apart";
   EXPECT_EQ(with(3, 0x83), DecodeError::UnknownType) << "a server type from a client";
   EXPECT_EQ(with(3, 0x0E), DecodeError::UnknownType);
   EXPECT_EQ(with(3, 0x0A), DecodeError::BadLength) << "LOOT_CLAIM is 32 bytes";

@@ -38,14 +38,19 @@ using namespace mmo::test;
 class ServerEndToEndEngines : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(ServerEndToEndEngines, PlayContactsAoiHostileTrafficAndCleanShutdown) {
-  ServerProcess server({"--engine", GetParam()});
+  // The server picks where players appear: one zone of radius 0 per faction puts each test
+  // player exactly where the test needs it (faction f in zone f % 4).
+  ServerProcess server({"--engine", GetParam(), "--spawn-points", "500,500,0;1000,1000,0;1010,1000,0;3000,3000,0"});
   ASSERT_NE(server.port(), 0) << "no port in the first line: '" << server.first_line() << "'";
   EXPECT_NE(server.first_line().find("engine=" + GetParam()), std::string::npos) << server.first_line();
 
   Client a(server.port()), b(server.port()), far(server.port()), mallory(server.port()), admin(server.port());
-  const Joined ja = join(a, 101, 1000, 1000);
-  const Joined jb = join(b, 202, 1010, 1000, 2);
-  const Joined jf = join(far, 303, 3000, 3000);
+  const Joined ja = join(a, 101, 1);
+  const Joined jb = join(b, 202, 2);
+  const Joined jf = join(far, 303, 3);
+  EXPECT_EQ(ja.x_m, 1000.0f);
+  EXPECT_EQ(jb.x_m, 1010.0f);
+  EXPECT_EQ(jf.y_m, 3000.0f);
   ASSERT_NE(ja.player_id, 0u);
   ASSERT_NE(jb.player_id, 0u);
   ASSERT_NE(jf.player_id, 0u);
@@ -53,15 +58,15 @@ TEST_P(ServerEndToEndEngines, PlayContactsAoiHostileTrafficAndCleanShutdown) {
   // A retransmitted confirm (same address, same nonce) gets the same player, not a new one.
   {
     Client again(server.port());
-    const Joined first = join(again, 404, 500, 500);
-    again.send(JoinRequest{404});
-    const auto ch = again.wait_for<JoinChallenge>();
-    ASSERT_TRUE(ch);
-    again.send(JoinConfirm{404, ch->period, 1, ch->cookie, 500, 500});
-    const auto acc = again.wait_for<JoinAccept>();
+    const auto token = mint_token(TokenSpec{.faction = 0}, server.port());
+    const auto first = join_with(again, 404, token);
+    ASSERT_TRUE(first && first->status == JoinStatus::Joined);
+    const auto acc = join_with(again, 404, token);
     ASSERT_TRUE(acc);
-    EXPECT_EQ(acc->player_id, first.player_id);
-    EXPECT_EQ(acc->session_token, first.token);
+    EXPECT_EQ(acc->status, JoinStatus::Joined);
+    EXPECT_EQ(acc->player_id, first->player_id);
+    EXPECT_EQ(acc->session_token, first->session_token);
+    EXPECT_EQ(acc->spawn_x_m, 500.0f);
   }
 
   // A moves 2 m away from B: applied, no contact (12 m apart).
@@ -162,7 +167,7 @@ TEST_P(ServerEndToEndEngines, PlayContactsAoiHostileTrafficAndCleanShutdown) {
   encode(Move{ja.player_id + 1000, 5, 1, 1030, 998, 1000, 0, {}}, nobody);
   hostile(mallory, nobody, "unknown_player");
   Bytes forged_cookie(kJoinConfirmSize);
-  encode(JoinConfirm{9, 0, 1, 0xdeadbeef, 1, 1}, forged_cookie);
+  encode(JoinConfirm{9, 0, 0xdeadbeef, mint_token({}, server.port())}, forged_cookie);
   hostile(mallory, forged_cookie, "bad_cookie");
   Bytes raid(kRaidTriggerSize);
   encode(RaidTrigger{kAdminKey ^ 1, 1, 100, 1000, 1000, 10, 1000, 10, 1, 2, 9}, raid);
@@ -366,10 +371,10 @@ TEST_P(ServerEndToEndEngines, PlayContactsAoiHostileTrafficAndCleanShutdown) {
 // clock were believed). Whatever it claims, the distance the server applies over the whole
 // run is bounded by 12 m/s times the time that passed plus the 3.5 m allowance.
 TEST_P(ServerEndToEndEngines, AClockLyingClientGoesNoFasterThanTheSpeedLimit) {
-  ServerProcess server({"--engine", GetParam()});
+  ServerProcess server({"--engine", GetParam(), "--spawn-points", "2000,2000,0"});
   ASSERT_NE(server.port(), 0);
   Client c(server.port());
-  const Joined j = join(c, 505, 2000, 2000);
+  const Joined j = join(c, 505);
   ASSERT_NE(j.player_id, 0u);
   float x = 2000.0f;
   double covered_m = 0.0;
@@ -413,7 +418,7 @@ TEST(ServerEndToEnd, OneHostCannotFillTheServerFromManyPorts) {
   std::vector<std::unique_ptr<Client>> held;
   for (uint64_t i = 0; i < 3; ++i) {
     held.push_back(std::make_unique<Client>(server.port(), kFlooder));
-    join(*held.back(), 100 + i, 1000, 1000);
+    join(*held.back(), 100 + i);
   }
   size_t host_full = 0, other_joined = 0, attempts = 0;
   for (uint32_t s = 0; s < 50; ++s) {
@@ -427,7 +432,7 @@ TEST(ServerEndToEnd, OneHostCannotFillTheServerFromManyPorts) {
       for (; confirmed < kBatch; ++confirmed) {
         const auto challenge = flood.wait_for<JoinChallenge>(std::chrono::milliseconds(500));
         if (!challenge) break;
-        flood.send(JoinConfirm{challenge->nonce, challenge->period, 1, challenge->cookie, 1000, 1000});
+        flood.send(JoinConfirm{challenge->nonce, challenge->period, challenge->cookie, mint_token({}, server.port())});
         ++attempts;
       }
       for (uint64_t n = 0; n < confirmed; ++n) {
@@ -440,7 +445,7 @@ TEST(ServerEndToEnd, OneHostCannotFillTheServerFromManyPorts) {
     if (s % 10 == 9) {
       // Someone else, from another address, during the flood.
       Client other(server.port(), 0x7F000010 + s);
-      other_joined += join(other, 7 + s, 1000, 1000).player_id != 0;
+      other_joined += join(other, 7 + s).player_id != 0;
     }
   }
   std::cout << "  " << attempts << " join attempts from 50 ports of one host: " << host_full << " refused host_full; " << other_joined
@@ -470,7 +475,7 @@ TEST(ServerEndToEnd, OneHostsJoinFloodIsRateLimitedAndOthersStillJoin) {
     while (flood.wait_for<JoinChallenge>(std::chrono::milliseconds(50))) ++challenged;
   }
   Client other(server.port(), 0x7F000003);
-  EXPECT_NE(join(other, 5, 1000, 1000).player_id, 0u) << "another host joins during the flood";
+  EXPECT_NE(join(other, 5).player_id, 0u) << "another host joins during the flood";
   Client admin(server.port());
   const auto stats = server_stats(admin, 1);
   std::cout << "  2,000 join requests from one host: " << challenged << " challenged, " << stats.at("drop_rate_limited_host")
@@ -496,9 +501,11 @@ TEST(ServerEndToEnd, JoinsPastTheServersJoinRateAreToldToTryLater) {
     ASSERT_TRUE(challenges.back());
   }
   size_t joined = 0, later = 0;
+  std::vector<std::array<uint8_t, kConnectTokenSize>> tokens;
   for (uint32_t i = 0; i < 10; ++i) {
     const JoinChallenge& c = *challenges[i];
-    clients[i]->send(JoinConfirm{c.nonce, c.period, 1, c.cookie, 1000, 1000});
+    tokens.push_back(mint_token({}, server.port()));
+    clients[i]->send(JoinConfirm{c.nonce, c.period, c.cookie, tokens.back()});
     const auto accept = clients[i]->wait_for<JoinAccept>();
     ASSERT_TRUE(accept);
     joined += accept->status == JoinStatus::Joined;
@@ -508,7 +515,7 @@ TEST(ServerEndToEnd, JoinsPastTheServersJoinRateAreToldToTryLater) {
   EXPECT_EQ(later, 6u);
   std::this_thread::sleep_for(std::chrono::milliseconds(1100));
   const JoinChallenge& c = *challenges[9];
-  clients[9]->send(JoinConfirm{c.nonce, c.period, 1, c.cookie, 1000, 1000}, kFlagRetransmit);
+  clients[9]->send(JoinConfirm{c.nonce, c.period, c.cookie, tokens[9]}, kFlagRetransmit);
   const auto retry = clients[9]->wait_for<JoinAccept>();
   ASSERT_TRUE(retry);
   EXPECT_EQ(retry->status, JoinStatus::Joined) << "a second later the bucket holds a token again";

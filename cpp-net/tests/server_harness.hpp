@@ -1,10 +1,14 @@
 // server_harness.hpp: what the end-to-end tests use to drive the real mmo-server binary: the
-// process (started on a free port, its stdout and stderr read back), a UDP client speaking the
-// wire protocol, the join handshake, and the admin stats request.
+// process (started on a free port, its stdout and stderr read back, with the tests' token
+// public key), a UDP client speaking the wire protocol, connect tokens minted as the game's
+// backend would (libsodium signs here; the product mints in Rust, loadtest/src/token.rs, and
+// both are held to docs/connect-token-vectors.txt), the join handshake, and the admin stats
+// request.
 #pragma once
 
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <sodium.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
@@ -12,8 +16,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <array>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <fstream>
 #include <cstring>
 #include <functional>
 #include <map>
@@ -24,6 +31,7 @@
 #include <vector>
 
 #include "mmo_core.h"
+#include "net/connect_token.hpp"
 #include "net/protocol.hpp"
 
 namespace mmo::test {
@@ -34,11 +42,83 @@ using Clock = std::chrono::steady_clock;
 
 constexpr uint64_t kAdminKey = 0xa11ce5ec2e7ULL;
 
-// The server process: started with --port 0 (and the extra arguments); the port is read from
-// its first output line.
+// The tests' backend key pair: drawn once per test process; the public half is written to a
+// file every ServerProcess is started with (--token-public-key).
+struct TestTokenKeys {
+  std::array<uint8_t, crypto_sign_PUBLICKEYBYTES> public_key{};
+  std::array<uint8_t, crypto_sign_SECRETKEYBYTES> secret_key{};
+  std::string public_key_path;
+};
+inline const TestTokenKeys& test_token_keys() {
+  static const TestTokenKeys keys = [] {
+    TestTokenKeys k;
+    if (sodium_init() < 0) std::abort();
+    crypto_sign_keypair(k.public_key.data(), k.secret_key.data());
+    k.public_key_path = ::testing::TempDir() + "mmo-test-token-" + std::to_string(getpid()) + ".pub";
+    std::array<char, crypto_sign_PUBLICKEYBYTES * 2 + 1> hex{};
+    sodium_bin2hex(hex.data(), hex.size(), k.public_key.data(), k.public_key.size());
+    std::ofstream(k.public_key_path) << hex.data() << "\n";
+    return k;
+  }();
+  return keys;
+}
+
+inline uint64_t unix_now_ms() {
+  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count());
+}
+
+// What a test's token says (docs/protocol.md, "Connect tokens"); zeros mean: a fresh account,
+// a random token id, the server on 127.0.0.1 and the client's port.
+struct TokenSpec {
+  uint64_t account_id = 0;
+  uint8_t faction = 1;
+  int64_t ttl_ms = 60'000;
+  uint64_t token_id = 0;
+  uint16_t server_port = 0;
+  uint32_t server_ip_be = 0;
+};
+
+inline uint64_t next_test_account() {
+  static std::atomic<uint64_t> next{1000};
+  return next.fetch_add(1);
+}
+
+// (Re)signs a token's claims with the tests' key (after a test edits them).
+inline void sign_token(std::array<uint8_t, kConnectTokenSize>& t) {
+  std::array<uint8_t, net::kTokenSigningContext.size() + net::kTokenClaimsSize> message{};
+  std::memcpy(message.data(), net::kTokenSigningContext.data(), net::kTokenSigningContext.size());
+  std::memcpy(message.data() + net::kTokenSigningContext.size(), t.data(), net::kTokenClaimsSize);
+  crypto_sign_detached(t.data() + net::kTokenClaimsSize, nullptr, message.data(), message.size(), test_token_keys().secret_key.data());
+}
+
+// Mints a token as the backend would: the claims laid out, then Ed25519 over the context
+// string and the claims, with the tests' secret key.
+inline std::array<uint8_t, kConnectTokenSize> mint_token(const TokenSpec& spec, uint16_t port) {
+  std::array<uint8_t, kConnectTokenSize> t{};
+  const uint64_t account = spec.account_id != 0 ? spec.account_id : next_test_account();
+  const uint64_t expires = static_cast<uint64_t>(static_cast<int64_t>(unix_now_ms()) + spec.ttl_ms);
+  uint64_t token_id = spec.token_id;
+  while (token_id == 0) randombytes_buf(&token_id, sizeof token_id);
+  std::memcpy(t.data(), &account, 8);
+  std::memcpy(t.data() + 8, &expires, 8);
+  std::memcpy(t.data() + 16, &token_id, 8);
+  t[24] = spec.faction;
+  t[25] = 1;
+  const uint32_t ip = spec.server_ip_be != 0 ? spec.server_ip_be : htonl(INADDR_LOOPBACK);
+  const uint16_t server_port = spec.server_port != 0 ? spec.server_port : port;
+  std::memcpy(t.data() + 32, &ip, 4);
+  t[36] = static_cast<uint8_t>(server_port & 0xff);
+  t[37] = static_cast<uint8_t>(server_port >> 8);
+  sign_token(t);
+  return t;
+}
+
+// The server process: started with --port 0, the tests' token public key (and the extra
+// arguments); the port is read from its first output line.
 class ServerProcess {
  public:
   explicit ServerProcess(std::vector<std::string> extra_args) {
+    (void)test_token_keys();  // written before the fork
     int out[2];
     if (pipe(out) != 0) return;
     pid_ = fork();
@@ -48,7 +128,7 @@ class ServerProcess {
       close(out[0]);
       close(out[1]);
       std::vector<std::string> args = {MMO_SERVER_BINARY, "--port", "0", "--threads", "2", "--admin-key", std::to_string(kAdminKey),
-                                       "--stats-interval-s", "0", "--tick-hz", "20"};
+                                       "--stats-interval-s", "0", "--tick-hz", "20", "--token-public-key", test_token_keys().public_key_path};
       args.insert(args.end(), extra_args.begin(), extra_args.end());
       std::vector<char*> argv;
       for (auto& a : args) argv.push_back(a.data());
@@ -127,6 +207,7 @@ class Client {
     server_.sin_port = htons(server_port);
   }
   ~Client() { close(fd_); }
+  uint16_t server_port() const { return ntohs(server_.sin_port); }
   void send_raw(const Bytes& b) { sendto(fd_, b.data(), b.size(), 0, reinterpret_cast<sockaddr*>(&server_), sizeof(server_)); }
   template <typename M>
   Bytes send(const M& m, uint16_t flags = 0) {
@@ -163,21 +244,32 @@ class Client {
 struct Joined {
   uint64_t player_id = 0;
   uint64_t token = 0;
+  float x_m = 0;
+  float y_m = 0;
 };
 
-inline Joined join(Client& c, uint64_t nonce, float x, float y, uint8_t faction = 1) {
+// The handshake with a given token: the server's answer (any status), or nothing.
+inline std::optional<JoinAccept> join_with(Client& c, uint64_t nonce, const std::array<uint8_t, kConnectTokenSize>& token) {
   c.send(JoinRequest{nonce});
   const auto challenge = c.wait_for<JoinChallenge>();
   EXPECT_TRUE(challenge.has_value());
-  if (!challenge) return {};
+  if (!challenge) return std::nullopt;
   EXPECT_EQ(challenge->nonce, nonce);
-  c.send(JoinConfirm{nonce, challenge->period, faction, challenge->cookie, x, y});
-  const auto accept = c.wait_for<JoinAccept>();
+  JoinConfirm confirm{nonce, challenge->period, challenge->cookie, token};
+  c.send(confirm);
+  return c.wait_for<JoinAccept>();
+}
+
+// Joins with a fresh token for a new account of `faction`; the server picks where (the tests
+// place players with --spawn-points: faction f's zone is f % count).
+inline Joined join(Client& c, uint64_t nonce, uint8_t faction = 1) {
+  const auto accept = join_with(c, nonce, mint_token(TokenSpec{.faction = faction}, c.server_port()));
   EXPECT_TRUE(accept.has_value());
   if (!accept) return {};
   EXPECT_EQ(accept->status, JoinStatus::Joined);
   EXPECT_NE(accept->player_id, 0u);
-  return {accept->player_id, accept->session_token};
+  EXPECT_EQ(accept->faction, faction);
+  return {accept->player_id, accept->session_token, accept->spawn_x_m, accept->spawn_y_m};
 }
 
 inline std::map<std::string, uint64_t> server_stats(Client& admin, uint32_t request_id) {

@@ -144,13 +144,13 @@ std::string http_get(const std::string& url) {
 }
 
 TEST(ServerOperations, MetricsAreServedInThePrometheusTextFormat) {
-  ServerProcess server({"--metrics-bind", "127.0.0.1:0"});
+  ServerProcess server({"--metrics-bind", "127.0.0.1:0", "--spawn-points", "1000,1000,0"});
   ASSERT_NE(server.port(), 0) << server.first_line();
   const auto at = server.first_line().find("metrics=http://");
   ASSERT_NE(at, std::string::npos) << server.first_line();
   const std::string url = server.first_line().substr(at + 8, server.first_line().find_first_of(" \n", at) - at - 8);
   Client a(server.port());
-  const Joined ja = join(a, 7, 1000, 1000);
+  const Joined ja = join(a, 7);
   a.send(move(ja, 1, 100, 1001, 1000));
   ASSERT_TRUE(a.wait_for<MoveAck>());
   Bytes bad(kMoveSize);
@@ -175,10 +175,10 @@ TEST(ServerOperations, MetricsAreServedInThePrometheusTextFormat) {
 }
 
 TEST(ServerOperations, APoisonedEngineStopsTheServerWithItsReason) {
-  ServerProcess server({"--engine", "rust", "--debug-inject-panic-after-moves", "3"});
+  ServerProcess server({"--engine", "rust", "--debug-inject-panic-after-moves", "3", "--spawn-points", "1000,1000,0"});
   ASSERT_NE(server.port(), 0) << server.first_line();
   Client a(server.port());
-  const Joined ja = join(a, 9, 1000, 1000);
+  const Joined ja = join(a, 9);
   for (uint32_t seq = 1; seq <= 3; ++seq) a.send(move(ja, seq, seq * 100, 1000, 1000));
   const auto [status, rest] = server.wait_exit(std::chrono::milliseconds(5000));
   ASSERT_NE(status, -1) << "the server kept running with a poisoned engine";
@@ -191,12 +191,12 @@ TEST(ServerOperations, APoisonedEngineStopsTheServerWithItsReason) {
 
 TEST(ServerOperations, TheNullEngineAcknowledgesMovesAndSendsEmptyAreasOfInterest) {
   // The comparison's floor row: the same front, no game state behind it.
-  ServerProcess server({"--engine", "null"});
+  ServerProcess server({"--engine", "null", "--spawn-points", "1000,1000,0"});
   ASSERT_NE(server.port(), 0) << server.first_line();
   EXPECT_NE(server.first_line().find("engine=null"), std::string::npos) << server.first_line();
   Client a(server.port()), b(server.port());
-  const Joined ja = join(a, 11, 1000, 1000);
-  const Joined jb = join(b, 12, 1001, 1000);
+  const Joined ja = join(a, 11);
+  const Joined jb = join(b, 12);
   EXPECT_NE(ja.player_id, jb.player_id);
   a.send(move(ja, 1, 100, 1001, 1000));
   const auto ack = a.wait_for<MoveAck>();

@@ -8,7 +8,7 @@
 //!
 //! Modules, one per concern:
 //! - [`protocol`]: the wire protocol v2 codec (`docs/protocol.md`), held to the committed byte
-//!   vectors in `docs/protocol-vectors-v2.txt`.
+//!   vectors in `docs/protocol-vectors-v3.txt`.
 //! - [`schedule`]: intended send times, catch-up without coordinated omission, stagger.
 //! - [`bot`]: one bot: join handshake, play ([`bot::Player`]), leave; the flood bot.
 //! - [`driver`]: threads that each play many bots from one loop, on time to tens of µs.

@@ -1,5 +1,5 @@
 //! The wire protocol v2 codec (`docs/protocol.md`), the load tester's half of the two codecs
-//! held to the committed byte vectors in `docs/protocol-vectors-v2.txt` (the other half is the
+//! held to the committed byte vectors in `docs/protocol-vectors-v3.txt` (the other half is the
 //! server's C++ codec).
 //!
 //! Why it looks the way it does:

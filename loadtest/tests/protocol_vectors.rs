@@ -1,4 +1,4 @@
-//! The committed byte vectors (`docs/protocol-vectors-v2.txt`): for each vector, the message
+//! The committed byte vectors (`docs/protocol-vectors-v3.txt`): for each vector, the message
 //! its comment line describes encodes to exactly its bytes, and its bytes decode back to that
 //! message. A vector this test does not know fails it, so a new vector cannot be skipped.
 

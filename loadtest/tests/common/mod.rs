@@ -1,4 +1,4 @@
-//! Shared by the protocol tests: reads `docs/protocol-vectors-v2.txt` and builds, for each named
+//! Shared by the protocol tests: reads `docs/protocol-vectors-v3.txt` and builds, for each named
 //! vector, the message its comment line describes.
 
 #![allow(dead_code)] // each test file uses a different part of this module
@@ -8,7 +8,7 @@ use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet};
 
 /// The committed vectors file, read at test time so a new or changed vector is seen.
-pub const VECTORS_PATH: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/protocol-vectors-v2.txt");
+pub const VECTORS_PATH: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/protocol-vectors-v3.txt");
 
 /// One vector: its name, the comment line above it, and its bytes.
 #[derive(Clone, Debug)]
