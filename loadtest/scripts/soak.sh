@@ -27,9 +27,12 @@ rm -f "$out"/heaptrack.*
 loadtest_bin="$out/mmo-loadtest"
 cp target/release/mmo-loadtest "$loadtest_bin"
 
+# Connect tokens: a key pair for this soak (the load tester mints with the private half).
+rm -rf "$out/keys"
+target/release/mmo-token keygen --out-dir "$out/keys" --name token >/dev/null
 log="$out/server.log"
 heaptrack -o "$out/heaptrack" "$server_bin" --port 0 --engine rust --admin-key "$admin_key" --stats-interval-s 60 \
-  --max-players 2048 >"$log" 2>&1 &
+  --max-players 2048 --token-public-key "$out/keys/token.pub" --spawn-points "$("$loadtest_bin" --print-spawn-points)" >"$log" 2>&1 &
 wrapper_pid=$!
 port=""
 for _ in $(seq 1 200); do
@@ -42,7 +45,7 @@ server_pid=$(pgrep -n -f "^$server_bin --port 0 --engine rust --admin-key $admin
 echo "soak: mmo-server pid $server_pid on port $port for ${duration_s} s (RSS every ${sample_s} s, warm-up ${warmup_s} s)"
 
 # The load: 600 players in raids (11,000-object bursts every 10 s), 400 players trading.
-common=(--server "127.0.0.1:$port" --admin-key "$admin_key" --quiet --warmup 5s)
+common=(--server "127.0.0.1:$port" --admin-key "$admin_key" --token-secret-key "$out/keys/token.secret" --quiet --warmup 5s)
 "$loadtest_bin" "${common[@]}" --scenario raid --players 600 --duration "${duration_s}s" --raid-every 10s --raid-objects 11000 \
   --json "$out/raid.json" >"$out/raid.log" 2>&1 &
 raid_pid=$!

@@ -48,7 +48,7 @@ use tokio::net::UdpSocket;
 const RECV_BUF: usize = crate::net::RX_BUF;
 
 /// How to join.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone)]
 pub struct JoinPlan {
     /// The server.
     pub server: SocketAddrV4,
@@ -56,6 +56,10 @@ pub struct JoinPlan {
     pub attempt_timeout: Duration,
     /// Sends of each of `JOIN_REQUEST` and `JOIN_CONFIRM` before giving up.
     pub attempts: u32,
+    /// Mints each bot's connect token, as the game's backend would.
+    pub tokens: Arc<crate::token::Issuer>,
+    /// The side the bots' accounts are on (the server maps it to a starting zone).
+    pub faction: u8,
 }
 
 /// A joined bot. Its socket is tokio's while joining and leaving, a plain non-blocking one
@@ -69,7 +73,7 @@ pub struct Session<S = UdpSocket> {
     pub player_id: u64,
     /// Its session token.
     pub session_token: u64,
-    /// Where it entered the world.
+    /// Where the server put it (`JOIN_ACCEPT`).
     pub spawn: (f32, f32),
     /// The server's clock at the accept: (when the accept arrived, `server_time_ms`).
     pub server_clock: (Instant, u64),
@@ -182,26 +186,20 @@ async fn recv_until(socket: &UdpSocket, buf: &mut [u8], deadline: Instant) -> st
 }
 
 /// Joins through the handshake: `JOIN_REQUEST` until a `JOIN_CHALLENGE` for our nonce, then
-/// `JOIN_CONFIRM` until a `JOIN_ACCEPT` for it. A resent confirm (same nonce, same address)
-/// gets the same session back, so a lost accept never makes a second player.
-pub async fn join(index: usize, plan: &JoinPlan, spawn: (f32, f32), faction: u8, rng: &mut Rng) -> (Result<Session, JoinError>, JoinStats) {
+/// `JOIN_CONFIRM` with a fresh connect token until a `JOIN_ACCEPT` for it. A resent confirm
+/// (same nonce, same address) gets the same session back, so a lost accept never makes a
+/// second player. The server decides where the player appears: the session's `spawn`.
+pub async fn join(index: usize, plan: &JoinPlan, rng: &mut Rng) -> (Result<Session, JoinError>, JoinStats) {
     let mut stats = JoinStats::default();
-    let result = join_inner(index, plan, spawn, faction, rng, &mut stats).await;
+    let result = join_inner(index, plan, rng, &mut stats).await;
     (result, stats)
 }
 
-async fn join_inner(
-    index: usize,
-    plan: &JoinPlan,
-    spawn: (f32, f32),
-    faction: u8,
-    rng: &mut Rng,
-    stats: &mut JoinStats,
-) -> Result<Session, JoinError> {
+async fn join_inner(index: usize, plan: &JoinPlan, rng: &mut Rng, stats: &mut JoinStats) -> Result<Session, JoinError> {
     let socket = bot_socket(plan.server, index)?;
     let nonce = rng.next_u64() | 1;
     let clock = Instant::now();
-    let mut out = [0u8; 64];
+    let mut out = [0u8; protocol::CLIENT_DATAGRAM_MAX];
     let mut buf = [0u8; RECV_BUF];
     let mut challenge = None;
     'requests: for attempt in 0..plan.attempts {
@@ -221,11 +219,11 @@ async fn join_inner(
         }
     }
     let challenge = challenge.ok_or(JoinError::NoChallenge(plan.attempts))?;
-    let confirm =
-        JoinConfirm { nonce, period: challenge.period, faction, cookie: challenge.cookie, spawn_x_m: spawn.0, spawn_y_m: spawn.1 };
+    let token = plan.tokens.token_for(index, plan.faction);
+    let confirm = JoinConfirm { nonce, period: challenge.period, cookie: challenge.cookie, token };
     'confirms: for attempt in 0..plan.attempts {
         let flags = if attempt == 0 { Flags::NONE } else { Flags::RETRANSMIT };
-        let n = protocol::encode(&confirm.into(), flags, &mut out).expect("a join confirm with finite spawn encodes");
+        let n = protocol::encode(&confirm.into(), flags, &mut out).expect("a join confirm always encodes");
         send(&socket, &out[..n]).await;
         stats.confirms += 1;
         let deadline = Instant::now() + plan.attempt_timeout;
@@ -250,7 +248,7 @@ async fn join_inner(
                     socket,
                     player_id: a.player_id,
                     session_token: a.session_token,
-                    spawn,
+                    spawn: (a.spawn_x_m, a.spawn_y_m),
                     server_clock: (now, a.server_time_ms),
                     clock,
                     next_sequence: 1,

@@ -129,6 +129,26 @@ pub struct Cli {
     #[arg(long, default_value_t = 10)]
     pub join_attempts: u32,
 
+    /// The backend's private key the bots' connect tokens are signed with (`mmo-token
+    /// keygen`'s .secret; the default is the development pair mmo-server creates in its data
+    /// directory when started without --token-public-key).
+    #[arg(long, default_value = "mmo-data/dev-token.secret")]
+    pub token_secret_key: std::path::PathBuf,
+
+    /// Bot i plays account ACCOUNT_BASE + i (default: a random base, so runs do not share
+    /// accounts).
+    #[arg(long)]
+    pub account_base: Option<u64>,
+
+    /// How long each bot's connect token admits (at most the server's token_max_lifetime_s).
+    #[arg(long, default_value = "60s", value_parser = parse_duration)]
+    pub token_ttl: Duration,
+
+    /// Print the starting zones a load test expects the server to have (for
+    /// `mmo-server --spawn-points`) and exit.
+    #[arg(long)]
+    pub print_spawn_points: bool,
+
     /// Bot driver threads, each playing its share of the bots from one loop. 0 (the
     /// default): one per 4,000 bots, at most one per core (one thread keeps 2,000 bots at
     /// 10 Hz within tens of microseconds of their schedule here, at a fraction of a core).

@@ -239,13 +239,12 @@ pub fn craft(kind: HostileKind, variant: u64, ctx: &CraftContext, out: &mut [u8]
             n
         }
         HostileKind::BadCookie => {
+            // The cookie is checked before the token: a forged cookie with no token at all.
             let confirm = JoinConfirm {
                 nonce: fake,
                 period: ctx.period,
-                faction: 1,
                 cookie: variant.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1,
-                spawn_x_m: 100.0,
-                spawn_y_m: 100.0,
+                token: [0; protocol::CONNECT_TOKEN_SIZE],
             };
             protocol::encode(&confirm.into(), Flags::NONE, out).unwrap_or(0)
         }

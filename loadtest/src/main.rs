@@ -22,6 +22,10 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    if cli.print_spawn_points {
+        println!("{}", mmo_loadtest::run::LOADTEST_SPAWN_POINTS);
+        return ExitCode::SUCCESS;
+    }
     // One tokio thread runs joins, leaves, the admin side and the progress bar; the bots play
     // on their own driver threads (`--threads`).
     let runtime = match tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build() {

@@ -1,4 +1,4 @@
-//! The wire protocol v2 codec (`docs/protocol.md`), the load tester's half of the two codecs
+//! The wire protocol v3 codec (`docs/protocol.md`), the load tester's half of the two codecs
 //! held to the committed byte vectors in `docs/protocol-vectors-v3.txt` (the other half is the
 //! server's C++ codec).
 //!
@@ -30,9 +30,12 @@ use std::fmt;
 /// `magic`: the bytes `4d 4f` ("MO") read as a little-endian `u16`.
 pub const MAGIC: u16 = 0x4F4D;
 /// The protocol version this codec speaks.
-pub const VERSION: u8 = 2;
-/// The version before [`VERSION`]: the server drops its datagrams as `obsolete_version`.
-pub const OBSOLETE_VERSION: u8 = 1;
+pub const VERSION: u8 = 3;
+/// The latest version before [`VERSION`]: the server drops datagrams of every earlier version
+/// (1 up to this) as `obsolete_version`.
+pub const OBSOLETE_VERSION: u8 = 2;
+/// The connect token a `JOIN_CONFIRM` carries ([`crate::token`]).
+pub const CONNECT_TOKEN_SIZE: usize = 128;
 /// Size of the header every message starts with.
 pub const HEADER_LEN: usize = 8;
 /// The largest datagram a client may send (`CLIENT_DATAGRAM_MAX`); larger ones are dropped
@@ -164,7 +167,8 @@ impl MessageType {
     /// part (a datagram shorter than this is `truncated`).
     pub fn base_size(self) -> usize {
         match self {
-            MessageType::JoinRequest | MessageType::JoinConfirm => 64,
+            MessageType::JoinRequest => 64,
+            MessageType::JoinConfirm => 160,
             MessageType::Move => 80,
             MessageType::EconomyRequest | MessageType::RaidTrigger => 56,
             MessageType::Leave
@@ -179,7 +183,7 @@ impl MessageType {
             MessageType::TradeAnswer => 56,
             MessageType::Grant => 48,
             MessageType::Ping | MessageType::StatsRequest | MessageType::Pong => 24,
-            MessageType::JoinAccept => 48,
+            MessageType::JoinAccept => 64,
             MessageType::MoveAck => MOVE_ACK_BASE,
             MessageType::AoiSnapshot => AOI_BASE,
             MessageType::LeaveAck | MessageType::StatsReply => 16,
@@ -296,12 +300,24 @@ wire_enum! {
         Joined = 0,
         /// The server is full.
         ServerFull = 1,
-        /// The spawn point is outside the world.
-        SpawnOutsideWorld = 2,
+        /// The engine refused the server's own spawn point (a configuration error).
+        SpawnRefused = 2,
         /// The source's IP address already holds the server's `max_sessions_per_host`.
         HostFull = 3,
         /// The server's join rate is spent for now: resend the confirm later.
         TryLater = 4,
+        /// The connect token is not the documented layout.
+        TokenMalformed = 5,
+        /// The connect token's signature is not the backend's.
+        TokenBadSignature = 6,
+        /// The connect token has expired (or claims a lifetime past the server's longest).
+        TokenExpired = 7,
+        /// The connect token does not name this server.
+        TokenWrongServer = 8,
+        /// The token's account has a live session from another address.
+        AccountLiveElsewhere = 9,
+        /// The token already admitted a session.
+        TokenUsed = 10,
     }
 }
 
@@ -451,7 +467,7 @@ pub enum DropReason {
     BadMagic,
     /// Neither this version nor the previous one.
     BadVersion,
-    /// The previous protocol version ([`OBSOLETE_VERSION`]): an old client.
+    /// An earlier protocol version (1 up to [`OBSOLETE_VERSION`]): an old client.
     ObsoleteVersion,
     /// Not a client-to-server type.
     UnknownType,
@@ -539,7 +555,7 @@ impl fmt::Display for DropReason {
 // Errors
 // ---------------------------------------------------------------------------------------------
 
-/// Why bytes are not a valid v2 datagram. Each variant is one of the server's drop reasons
+/// Why bytes are not a valid v3 datagram. Each variant is one of the server's drop reasons
 /// (see [`DecodeError::drop_reason`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum DecodeError {
@@ -553,11 +569,11 @@ pub enum DecodeError {
     /// `magic` is not [`MAGIC`].
     #[error("bad magic {0:#06x}")]
     BadMagic(u16),
-    /// `version` is neither [`VERSION`] nor [`OBSOLETE_VERSION`].
+    /// `version` is neither [`VERSION`] nor an earlier one.
     #[error("bad version {0}")]
     BadVersion(u8),
-    /// `version` is [`OBSOLETE_VERSION`].
-    #[error("obsolete protocol version {OBSOLETE_VERSION}")]
+    /// `version` is an earlier one (1 up to [`OBSOLETE_VERSION`]).
+    #[error("obsolete protocol version (1 to {OBSOLETE_VERSION})")]
     ObsoleteVersion,
     /// `type` is not a known type ([`decode`]) or not a client-to-server type
     /// ([`decode_client`]).
@@ -876,25 +892,23 @@ pub struct JoinChallenge {
     pub cookie: u64,
 }
 
-/// `JOIN_CONFIRM` (0x02, 64 bytes): answers the challenge and asks to enter the world.
-#[derive(Clone, Copy, Debug, PartialEq)]
+/// `JOIN_CONFIRM` (0x02, 160 bytes): answers the challenge and presents the backend's
+/// connect token. Where the player appears and on which side are the server's to decide.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct JoinConfirm {
     /// As in the request.
     pub nonce: u64,
     /// From the challenge.
     pub period: u32,
-    /// The player's faction.
-    pub faction: u8,
     /// From the challenge.
     pub cookie: u64,
-    /// Where to enter the world, metres (finite).
-    pub spawn_x_m: f32,
-    /// Where to enter the world, metres (finite).
-    pub spawn_y_m: f32,
+    /// The connect token, opaque to the codec ([`crate::token`] mints it).
+    pub token: [u8; CONNECT_TOKEN_SIZE],
 }
 
-/// `JOIN_ACCEPT` (0x82, 48 bytes): the session, or why there is none.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// `JOIN_ACCEPT` (0x82, 64 bytes): the session and where the server put the player, or why
+/// there is no session.
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub struct JoinAccept {
     /// The confirm's nonce.
     pub nonce: u64,
@@ -904,10 +918,16 @@ pub struct JoinAccept {
     pub session_token: u64,
     /// Joined, or why not.
     pub status: JoinStatus,
+    /// The player's side (the token's; 0 unless joined).
+    pub faction: u8,
     /// The server's tick period, milliseconds.
     pub tick_ms: u32,
     /// Milliseconds since the server started.
     pub server_time_ms: u64,
+    /// Where the server put the player, metres (0 unless joined).
+    pub spawn_x_m: f32,
+    /// Where the server put the player, metres (0 unless joined).
+    pub spawn_y_m: f32,
 }
 
 /// `MOVE` (0x03, 80 bytes): a position update.
@@ -1248,7 +1268,7 @@ pub struct TradeNotice {
     pub want: TradeSide,
 }
 
-/// Any v2 message. Variable-length replies borrow their lists from the datagram (decoded) or
+/// Any v3 message. Variable-length replies borrow their lists from the datagram (decoded) or
 /// from the caller (to encode).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Message<'a> {
@@ -1450,18 +1470,18 @@ pub fn encode(message: &Message<'_>, flags: Flags, out: &mut [u8]) -> Result<usi
         Message::JoinConfirm(m) => {
             put(b, 8, &m.nonce.to_le_bytes());
             put(b, 16, &m.period.to_le_bytes());
-            put(b, 20, &[m.faction]);
             put(b, 24, &m.cookie.to_le_bytes());
-            put(b, 32, &m.spawn_x_m.to_le_bytes());
-            put(b, 36, &m.spawn_y_m.to_le_bytes());
+            put(b, 32, &m.token);
         }
         Message::JoinAccept(m) => {
             put(b, 8, &m.nonce.to_le_bytes());
             put(b, 16, &m.player_id.to_le_bytes());
             put(b, 24, &m.session_token.to_le_bytes());
-            put(b, 32, &[m.status.as_u8()]);
+            put(b, 32, &[m.status.as_u8(), m.faction]);
             put(b, 36, &m.tick_ms.to_le_bytes());
             put(b, 40, &m.server_time_ms.to_le_bytes());
+            put(b, 48, &m.spawn_x_m.to_le_bytes());
+            put(b, 52, &m.spawn_y_m.to_le_bytes());
         }
         Message::Move(m) => {
             put(b, 8, &m.player_id.to_le_bytes());
@@ -1634,7 +1654,7 @@ fn validate_list<T: WireRecord>(list: &WireList<'_, T>, field: &'static str, max
 /// Refuses what [`decode`] would refuse, so that encode success implies decode success.
 fn validate(message: &Message<'_>) -> Result<(), EncodeError> {
     match message {
-        Message::JoinConfirm(m) => {
+        Message::JoinAccept(m) => {
             check_finite(m.spawn_x_m, "spawn_x_m")?;
             check_finite(m.spawn_y_m, "spawn_y_m")
         }
@@ -1704,7 +1724,7 @@ fn decode_with(buf: &[u8], max: usize, client_only: bool) -> Result<Decoded<'_>,
     }
     match u8_at(buf, 2) {
         VERSION => {}
-        OBSOLETE_VERSION => return Err(DecodeError::ObsoleteVersion),
+        1..=OBSOLETE_VERSION => return Err(DecodeError::ObsoleteVersion),
         other => return Err(DecodeError::BadVersion(other)),
     }
     let type_byte = u8_at(buf, 3);
@@ -1742,26 +1762,27 @@ fn decode_body(t: MessageType, b: &[u8], count: usize) -> Result<Message<'_>, De
             Message::JoinChallenge(JoinChallenge { nonce: u64_at(b, 8), period: u32_at(b, 16), cookie: u64_at(b, 24) })
         }
         MessageType::JoinConfirm => {
-            reserved(b, 21, 24)?;
-            reserved(b, 40, 64)?;
+            reserved(b, 20, 24)?;
             Message::JoinConfirm(JoinConfirm {
                 nonce: u64_at(b, 8),
                 period: u32_at(b, 16),
-                faction: u8_at(b, 20),
                 cookie: u64_at(b, 24),
-                spawn_x_m: finite_at(b, 32, "spawn_x_m")?,
-                spawn_y_m: finite_at(b, 36, "spawn_y_m")?,
+                token: b[32..32 + CONNECT_TOKEN_SIZE].try_into().expect("the size was checked"),
             })
         }
         MessageType::JoinAccept => {
-            reserved(b, 33, 36)?;
+            reserved(b, 34, 36)?;
+            reserved(b, 56, 64)?;
             Message::JoinAccept(JoinAccept {
                 nonce: u64_at(b, 8),
                 player_id: u64_at(b, 16),
                 session_token: u64_at(b, 24),
                 status: enum_at(b, 32, "status")?,
+                faction: u8_at(b, 33),
                 tick_ms: u32_at(b, 36),
                 server_time_ms: u64_at(b, 40),
+                spawn_x_m: finite_at(b, 48, "spawn_x_m")?,
+                spawn_y_m: finite_at(b, 52, "spawn_y_m")?,
             })
         }
         MessageType::Move => {
@@ -1987,7 +2008,7 @@ mod tests {
             sizes,
             [
                 (0x01, 64),
-                (0x02, 64),
+                (0x02, 160),
                 (0x03, 80),
                 (0x04, 56),
                 (0x05, 32),
@@ -2000,7 +2021,7 @@ mod tests {
                 (0x0C, 56),
                 (0x0D, 48),
                 (0x81, 32),
-                (0x82, 48),
+                (0x82, 64),
                 (0x83, 20),
                 (0x84, 24),
                 (0x85, 32),

@@ -33,6 +33,7 @@ use crate::rng::Rng;
 use crate::schedule::Epoch;
 use crate::server_stats::ServerStats;
 use crate::system::{ProcessUsage, UdpCounters, raise_nofile};
+use crate::token::{self, TokenMinter};
 use crate::walk::{Area, Walk};
 use anyhow::{Context, bail};
 use std::collections::BTreeMap;
@@ -40,8 +41,16 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-/// The faction every bot joins with.
-pub const PLAYER_FACTION: u8 = 1;
+/// The side the raid scenario's bots' accounts are on: the server's starting zone for it
+/// ([`LOADTEST_SPAWN_POINTS`]: zone 1) lies inside the raid area.
+pub const RAID_FACTION: u8 = 1;
+/// The side every other scenario's bots are on: zone 0 of [`LOADTEST_SPAWN_POINTS`], the
+/// whole default world (steady play spreads over it).
+pub const PLAYER_FACTION: u8 = 2;
+/// The server's starting zones a load test expects (`mmo-server --spawn-points`; faction f
+/// starts in zone f % 2): the world for steady play, the raid area for the raid's bots.
+/// `mmo-loadtest --print-spawn-points` prints it for the scripts that start servers.
+pub const LOADTEST_SPAWN_POINTS: &str = "2048,2048,1900;2048,2048,95";
 
 /// Every bot's report, merged.
 #[derive(Clone, Debug, Default)]
@@ -289,28 +298,38 @@ pub async fn run(cli: Cli, progress: &Progress) -> anyhow::Result<RunResult> {
 
     // Joins, staggered.
     progress.phase(&format!("joining {total_bots} bots"));
-    let join_plan = JoinPlan { server: cli.server, attempt_timeout: cli.join_timeout, attempts: cli.join_attempts };
+    let minter =
+        TokenMinter::from_file(&cli.token_secret_key).context("the load tester mints its bots' connect tokens (--token-secret-key)")?;
+    let account_base = cli.account_base.unwrap_or_else(|| token::random_token_id() >> 24);
+    let issuer = token::Issuer::new(minter, account_base, cli.server, cli.token_ttl);
+    let faction = if scenario == Scenario::Raid { RAID_FACTION } else { PLAYER_FACTION };
+    let join_plan =
+        JoinPlan { server: cli.server, attempt_timeout: cli.join_timeout, attempts: cli.join_attempts, tokens: Arc::new(issuer), faction };
     let join_start = Instant::now();
     let mut handles = Vec::with_capacity(total_bots);
     for i in 0..total_bots {
         let mut rng = Rng::for_index(cli.seed, i as u64);
-        let walk = Walk::new(area, step_m, &mut rng);
         let delay = Duration::from_secs_f64(i as f64 / cli.join_rate.max(1.0));
+        let plan = join_plan.clone();
         handles.push(tokio::spawn(async move {
             tokio::time::sleep_until((join_start + delay).into()).await;
-            let (result, stats) = bot::join(i, &join_plan, walk.position(), PLAYER_FACTION, &mut rng).await;
-            (result, stats, walk, rng)
+            let (result, stats) = bot::join(i, &plan, &mut rng).await;
+            (result, stats, rng)
         }));
     }
     let mut sessions: Vec<(Session, Walk, Rng)> = Vec::with_capacity(total_bots);
     let mut flood_session = None;
     let mut join_failures: BTreeMap<String, u64> = BTreeMap::new();
     let mut join_us = Merged::new();
+    let mut outside_area = 0usize;
     for h in handles {
-        let (result, stats, walk, rng) = h.await.context("a join task panicked")?;
+        let (result, stats, mut rng) = h.await.context("a join task panicked")?;
         match result {
             Ok(s) => {
                 join_us.record(stats.handshake_us);
+                // The server put the player somewhere: the walk starts there.
+                outside_area += usize::from(!area.contains(s.spawn.0, s.spawn.1));
+                let walk = Walk::at(area, s.spawn, step_m, &mut rng);
                 if hostile && s.index == players {
                     flood_session = Some(s);
                 } else {
@@ -321,6 +340,12 @@ pub async fn run(cli: Cli, progress: &Progress) -> anyhow::Result<RunResult> {
         }
     }
     let joined = sessions.len();
+    if outside_area > 0 {
+        bail!(
+            "{outside_area} bots were put outside the scenario's area ({area:?}) by the server; start mmo-server with \
+             --spawn-points \"{LOADTEST_SPAWN_POINTS}\" (faction {RAID_FACTION}'s starting zone inside the raid's --raid-radius)"
+        );
+    }
     progress.note(&format!("joined {joined} of {players} bots in {:.1} s", join_start.elapsed().as_secs_f64()));
     if joined == 0 {
         let why = join_failures.keys().next().cloned().unwrap_or_default();

@@ -191,6 +191,36 @@ impl TokenMinter {
     }
 }
 
+/// The load tester's stand-in for a login service: mints each bot's connect token.
+pub struct Issuer {
+    minter: TokenMinter,
+    /// Bot `i` plays account `account_base + i`.
+    pub account_base: u64,
+    /// The game server the tokens name.
+    pub server: SocketAddrV4,
+    /// How long each token admits, from when it is minted.
+    pub ttl: std::time::Duration,
+}
+
+impl Issuer {
+    /// An issuer for accounts `account_base + i` (non-zero), valid for `server`.
+    pub fn new(minter: TokenMinter, account_base: u64, server: SocketAddrV4, ttl: std::time::Duration) -> Issuer {
+        Issuer { minter, account_base: account_base.max(1), server, ttl }
+    }
+
+    /// A fresh token (a new token id) for bot `index`'s account, on `faction`'s side.
+    pub fn token_for(&self, index: usize, faction: u8) -> [u8; TOKEN_SIZE] {
+        let claims = Claims {
+            account_id: self.account_base.wrapping_add(index as u64).max(1),
+            expires_unix_ms: unix_now_ms().saturating_add(self.ttl.as_millis() as u64),
+            token_id: random_token_id(),
+            faction,
+            servers: vec![self.server],
+        };
+        self.minter.mint(&claims).expect("an account id and a token id that are non-zero, one server")
+    }
+}
+
 /// Reads a public key file (`mmo-token keygen`'s `.pub`).
 pub fn read_public_key(path: &Path) -> anyhow::Result<[u8; 32]> {
     let text = std::fs::read_to_string(path).map_err(|e| anyhow::anyhow!("reading the token public key {}: {e}", path.display()))?;
@@ -333,7 +363,9 @@ mod tests {
         // docs/connect-token-vectors.txt: the C++ verifier accepts the same bytes.
         let text = include_str!("../../docs/connect-token-vectors.txt");
         let value = |name: &str| {
-            text.lines().find_map(|l| l.strip_prefix(name).and_then(|rest| rest.strip_prefix(' '))).unwrap_or_else(|| panic!("{name} in the vectors"))
+            text.lines()
+                .find_map(|l| l.strip_prefix(name).and_then(|rest| rest.strip_prefix(' ')))
+                .unwrap_or_else(|| panic!("{name} in the vectors"))
         };
         let minter = TokenMinter::from_seed(parse_hex::<32>(value("secret_seed")).unwrap());
         assert_eq!(hex(&minter.public_key()), value("public_key"));

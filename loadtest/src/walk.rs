@@ -85,7 +85,13 @@ impl Walk {
     /// A walker at a random point of `area` that moves `step_m` metres per step.
     pub fn new(area: Area, step_m: f32, rng: &mut Rng) -> Walk {
         let (x, y) = area.random_point(rng);
-        Walk { area, x, y, heading: rng.range_f32(-PI, PI), step_m }
+        Walk::at(area, (x, y), step_m, rng)
+    }
+
+    /// A walker at `start` (where the server put the player; inside `area`) that moves
+    /// `step_m` metres per step.
+    pub fn at(area: Area, start: (f32, f32), step_m: f32, rng: &mut Rng) -> Walk {
+        Walk { area, x: start.0, y: start.1, heading: rng.range_f32(-PI, PI), step_m }
     }
 
     /// The current position.

@@ -140,6 +140,8 @@ fn finds_the_fake_servers_capacity_end_to_end() {
         "--admin-key",
         "0xa11ce",
         "--find-capacity",
+        "--token-secret-key",
+        &server.token_secret_key,
         "--warmup",
         "200ms",
         "--drain",

@@ -154,8 +154,8 @@ fn with_u8(name: &str, offset: usize, value: u8) -> Vec<u8> {
 #[test]
 fn non_finite_floats_and_out_of_range_enums_are_bad_fields() {
     let floats = [
-        ("join_confirm", 32, "spawn_x_m"),
-        ("join_confirm", 36, "spawn_y_m"),
+        ("join_accept", 48, "spawn_x_m"),
+        ("join_accept", 52, "spawn_y_m"),
         ("move", 32, "x_m"),
         ("move", 36, "y_m"),
         ("move", 40, "facing_rad"),
@@ -172,7 +172,7 @@ fn non_finite_floats_and_out_of_range_enums_are_bad_fields() {
         }
     }
     let enums: [(&str, usize, &[u8], &str); 9] = [
-        ("join_accept", 32, &[5, 0xFF], "status"),
+        ("join_accept", 32, &[11, 0xFF], "status"),
         ("move_ack_rejected", 16, &[6, 0xFF], "result"),
         ("economy_request", 54, &[0, 5, 0xFF], "kind"),
         ("economy_result", 24, &[18, 0xFF], "status"),

@@ -44,21 +44,25 @@ fn fixed_message() -> impl Strategy<Value = Message<'static>> {
     prop_oneof![
         any::<u64>().prop_map(|nonce| JoinRequest { nonce }.into()),
         (any::<u64>(), any::<u32>(), any::<u64>()).prop_map(|(nonce, period, cookie)| JoinChallenge { nonce, period, cookie }.into()),
-        (any::<u64>(), any::<u32>(), any::<u8>(), any::<u64>(), finite(), finite()).prop_map(
-            |(nonce, period, faction, cookie, spawn_x_m, spawn_y_m)| JoinConfirm { nonce, period, faction, cookie, spawn_x_m, spawn_y_m }
-                .into()
+        (any::<u64>(), any::<u32>(), any::<u64>(), any::<[u8; 32]>(), any::<[u8; 32]>(), any::<[u8; 32]>(), any::<[u8; 32]>()).prop_map(
+            |(nonce, period, cookie, a, b, c, d)| {
+                let token = std::array::from_fn(|i| [a, b, c, d][i / 32][i % 32]);
+                JoinConfirm { nonce, period, cookie, token }.into()
+            }
         ),
-        (any::<u64>(), any::<u64>(), any::<u64>(), pick(JoinStatus::ALL), any::<u32>(), any::<u64>()).prop_map(
-            |(nonce, player_id, session_token, status, tick_ms, server_time_ms)| JoinAccept {
+        (any::<u64>(), any::<u64>(), any::<u64>(), pick(JoinStatus::ALL), any::<u8>(), any::<u32>(), any::<u64>(), finite(), finite())
+            .prop_map(|(nonce, player_id, session_token, status, faction, tick_ms, server_time_ms, spawn_x_m, spawn_y_m)| JoinAccept {
                 nonce,
                 player_id,
                 session_token,
                 status,
+                faction,
                 tick_ms,
-                server_time_ms
+                server_time_ms,
+                spawn_x_m,
+                spawn_y_m,
             }
-            .into()
-        ),
+            .into()),
         (any::<u64>(), any::<u64>(), any::<u32>(), any::<u32>(), finite(), finite(), finite(), any::<[u8; 32]>()).prop_map(
             |(player_id, session_token, sequence, client_time_ms, x_m, y_m, facing_rad, payload)| Move {
                 player_id,
@@ -252,8 +256,18 @@ fn a_raid_of_players_and_non_finite_floats_are_refused_by_encode() {
     assert_eq!(encode(&trigger.into(), Flags::NONE, &mut out), Err(EncodeError::InvalidField("kind")));
     let trigger = RaidTrigger { kind: EntityKind::Add, half_extent_m: f32::INFINITY, ..trigger };
     assert_eq!(encode(&trigger.into(), Flags::NONE, &mut out), Err(EncodeError::InvalidField("half_extent_m")));
-    let confirm = JoinConfirm { nonce: 1, period: 1, faction: 1, cookie: 1, spawn_x_m: f32::NEG_INFINITY, spawn_y_m: 0.0 };
-    assert_eq!(encode(&confirm.into(), Flags::NONE, &mut out), Err(EncodeError::InvalidField("spawn_x_m")));
+    let accept = JoinAccept {
+        nonce: 1,
+        player_id: 1,
+        session_token: 1,
+        status: JoinStatus::Joined,
+        faction: 1,
+        tick_ms: 50,
+        server_time_ms: 1,
+        spawn_x_m: f32::NEG_INFINITY,
+        spawn_y_m: 0.0,
+    };
+    assert_eq!(encode(&accept.into(), Flags::NONE, &mut out), Err(EncodeError::InvalidField("spawn_x_m")));
     let entries = [AoiEntry { entity_id: 1, x_m: f32::NAN, y_m: 0.0, kind: EntityKind::Player }];
     let snapshot = AoiSnapshot { tick: 1, server_time_ms: 1, entries: WireList::from_items(&entries) };
     let mut big = [0u8; 128];

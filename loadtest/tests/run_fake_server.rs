@@ -14,7 +14,20 @@ use mmo_loadtest::run::{RunResult, run};
 
 fn run_against(server: &FakeServer, args: &[&str]) -> RunResult {
     let addr = server.addr.to_string();
-    let mut argv = vec!["mmo-loadtest", "--server", &addr, "--quiet", "--admin-key", "0xa11ce", "--warmup", "300ms", "--drain", "300ms"];
+    let mut argv = vec![
+        "mmo-loadtest",
+        "--server",
+        &addr,
+        "--quiet",
+        "--admin-key",
+        "0xa11ce",
+        "--warmup",
+        "300ms",
+        "--drain",
+        "300ms",
+        "--token-secret-key",
+        &server.token_secret_key,
+    ];
     argv.extend_from_slice(args);
     let cli = Cli::parse_from(argv);
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
@@ -82,7 +95,8 @@ fn a_server_that_applies_a_resend_twice_fails_the_economy_checks() {
 
 #[test]
 fn raid_bursts_are_triggered_and_round_trips_split() {
-    let server = FakeServer::start(FakeConfig::default());
+    // The server puts the raid's bots in a zone inside the raid's 10 m radius.
+    let server = FakeServer::start(FakeConfig { raid_zone_m: 9.0, ..FakeConfig::default() });
     let r = run_against(
         &server,
         &[
@@ -153,10 +167,46 @@ fn scenarios_that_judge_the_server_need_the_admin_key() {
 #[test]
 fn no_server_is_a_setup_error_not_a_pass() {
     // Nothing listens on this fake's port once it is dropped.
-    let addr = FakeServer::start(FakeConfig::default()).addr.to_string();
-    let cli =
-        Cli::parse_from(["mmo-loadtest", "--server", &addr, "--quiet", "--players", "3", "--join-timeout", "50ms", "--join-attempts", "2"]);
+    let fake = FakeServer::start(FakeConfig::default());
+    let (addr, key) = (fake.addr.to_string(), fake.token_secret_key.clone());
+    drop(fake);
+    let cli = Cli::parse_from([
+        "mmo-loadtest",
+        "--server",
+        &addr,
+        "--quiet",
+        "--players",
+        "3",
+        "--join-timeout",
+        "50ms",
+        "--join-attempts",
+        "2",
+        "--token-secret-key",
+        &key,
+    ]);
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     let err = rt.block_on(run(cli, &Progress::new(true))).unwrap_err();
     assert!(err.to_string().contains("no bot could join"), "{err}");
+}
+
+#[test]
+fn tokens_the_servers_backend_did_not_sign_are_refused() {
+    let server = FakeServer::start(FakeConfig::default());
+    let other = FakeServer::start(FakeConfig::default());
+    let addr = server.addr.to_string();
+    let cli =
+        Cli::parse_from(["mmo-loadtest", "--server", &addr, "--quiet", "--players", "3", "--token-secret-key", &other.token_secret_key]);
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let err = rt.block_on(run(cli, &Progress::new(true))).unwrap_err();
+    assert!(err.to_string().contains("no bot could join") && err.to_string().contains("TokenBadSignature"), "{err}");
+}
+
+#[test]
+fn a_missing_token_key_is_a_setup_error_naming_the_file() {
+    let server = FakeServer::start(FakeConfig::default());
+    let addr = server.addr.to_string();
+    let cli = Cli::parse_from(["mmo-loadtest", "--server", &addr, "--quiet", "--token-secret-key", "/nonexistent/token.secret"]);
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let err = format!("{:#}", rt.block_on(run(cli, &Progress::new(true))).unwrap_err());
+    assert!(err.contains("--token-secret-key") && err.contains("/nonexistent/token.secret"), "{err}");
 }

@@ -275,15 +275,7 @@ pub fn build(name: &str, f: &Fields) -> Option<(Spec, Flags)> {
         "join_request" => fixed(JoinRequest { nonce: f.u64("nonce") }.into()),
         "join_challenge" => fixed(JoinChallenge { nonce: f.u64("nonce"), period: f.u32("period"), cookie: f.u64("cookie") }.into()),
         "join_confirm" => fixed(
-            JoinConfirm {
-                nonce: f.u64("nonce"),
-                period: f.u32("period"),
-                faction: f.u8("faction"),
-                cookie: f.u64("cookie"),
-                spawn_x_m: f.f32("spawn_x_m"),
-                spawn_y_m: f.f32("spawn_y_m"),
-            }
-            .into(),
+            JoinConfirm { nonce: f.u64("nonce"), period: f.u32("period"), cookie: f.u64("cookie"), token: f.byte_range("token") }.into(),
         ),
         "join_accept" => fixed(
             JoinAccept {
@@ -291,8 +283,11 @@ pub fn build(name: &str, f: &Fields) -> Option<(Spec, Flags)> {
                 player_id: f.u64("player_id"),
                 session_token: f.u64("session_token"),
                 status: f.enumerated("status"),
+                faction: f.u8("faction"),
                 tick_ms: f.u32("tick_ms"),
                 server_time_ms: f.u64("server_time_ms"),
+                spawn_x_m: f.f32("spawn_x_m"),
+                spawn_y_m: f.f32("spawn_y_m"),
             }
             .into(),
         ),
@@ -509,8 +504,8 @@ pub fn reserved_ranges(t: MessageType) -> &'static [(usize, usize)] {
     match t {
         MessageType::JoinRequest => &[(16, 64)],
         MessageType::JoinChallenge => &[(20, 24)],
-        MessageType::JoinConfirm => &[(21, 24), (40, 64)],
-        MessageType::JoinAccept => &[(33, 36)],
+        MessageType::JoinConfirm => &[(20, 24)],
+        MessageType::JoinAccept => &[(34, 36), (56, 64)],
         MessageType::Move => &[(44, 48)],
         MessageType::MoveAck => &[(18, 20)],
         MessageType::AoiSnapshot => &[(14, 16)],

@@ -10,6 +10,7 @@
 #![allow(dead_code)]
 
 use mmo_loadtest::protocol::*;
+use mmo_loadtest::token::{self, TokenError, TokenMinter};
 use std::collections::{BTreeMap, HashMap};
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4, UdpSocket};
 use std::sync::Arc;
@@ -21,6 +22,8 @@ use std::time::{Duration, Instant};
 #[derive(Clone, Copy, Debug)]
 pub struct FakeConfig {
     pub admin_key: u64,
+    /// Radius of faction 1's starting zone (the raid's bots), metres.
+    pub raid_zone_m: f32,
     pub tick: Duration,
     /// Lose every n-th first-time economy result (0: none).
     pub lose_every_nth_economy_result: u64,
@@ -38,6 +41,7 @@ impl Default for FakeConfig {
     fn default() -> Self {
         FakeConfig {
             admin_key: 0xA11CE,
+            raid_zone_m: 95.0,
             tick: Duration::from_millis(100),
             lose_every_nth_economy_result: 0,
             apply_duplicates_again: false,
@@ -50,6 +54,8 @@ impl Default for FakeConfig {
 
 pub struct FakeServer {
     pub addr: SocketAddrV4,
+    /// The private key file its tokens must be signed with (`--token-secret-key`).
+    pub token_secret_key: String,
     stop: Arc<AtomicBool>,
     handle: Option<JoinHandle<()>>,
 }
@@ -62,10 +68,16 @@ impl FakeServer {
             SocketAddr::V4(a) => a,
             SocketAddr::V6(_) => unreachable!(),
         };
+        // Its backend's key pair, as the real server's: the public half verifies.
+        let minter = TokenMinter::generate().unwrap();
+        let dir = std::env::temp_dir().join(format!("mmo-fake-server-{}-{}", std::process::id(), addr.port()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let (_, secret) = minter.write_key_pair(&dir, "token").unwrap();
+        let public_key = minter.public_key();
         let stop = Arc::new(AtomicBool::new(false));
         let stop2 = Arc::clone(&stop);
-        let handle = std::thread::spawn(move || State::new(config).serve(&socket, &stop2));
-        FakeServer { addr, stop, handle: Some(handle) }
+        let handle = std::thread::spawn(move || State::new(config, public_key).serve(&socket, &stop2));
+        FakeServer { addr, token_secret_key: secret.to_string_lossy().into_owned(), stop, handle: Some(handle) }
     }
 }
 
@@ -97,6 +109,7 @@ struct Session {
 
 struct State {
     config: FakeConfig,
+    public_key: [u8; 32],
     start: Instant,
     sessions: HashMap<u64, Session>,
     by_addr: HashMap<SocketAddr, u64>,
@@ -127,7 +140,7 @@ fn cookie(addr: SocketAddr, nonce: u64) -> u64 {
 }
 
 impl State {
-    fn new(config: FakeConfig) -> State {
+    fn new(config: FakeConfig, public_key: [u8; 32]) -> State {
         let mut counters = BTreeMap::new();
         for r in DropReason::ALL {
             counters.insert(format!("drop_{}", r.name()), 0);
@@ -160,6 +173,7 @@ impl State {
             counters.insert(n.to_string(), 0);
         }
         State {
+            public_key,
             config,
             start: Instant::now(),
             sessions: HashMap::new(),
@@ -265,6 +279,33 @@ impl State {
                 if c.cookie != cookie(from, c.nonce) {
                     return self.drop_for(DropReason::BadCookie);
                 }
+                let claims = match token::verify(&self.public_key, &c.token) {
+                    Ok(claims) => claims,
+                    Err(e) => {
+                        let status = match e {
+                            TokenError::Malformed => JoinStatus::TokenMalformed,
+                            TokenError::BadSignature => JoinStatus::TokenBadSignature,
+                        };
+                        let refusal = JoinAccept {
+                            nonce: c.nonce,
+                            player_id: 0,
+                            session_token: 0,
+                            status,
+                            faction: 0,
+                            tick_ms: self.config.tick.as_millis() as u32,
+                            server_time_ms: self.now_ms(),
+                            spawn_x_m: 0.0,
+                            spawn_y_m: 0.0,
+                        };
+                        return self.reply(socket, from, refusal.into());
+                    }
+                };
+                // The load test's zones: faction 1 in the raid area, the others over the world.
+                let h = claims.account_id.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+                let (cx, cy, r) =
+                    if claims.faction % 2 == 1 { (2048.0, 2048.0, self.config.raid_zone_m) } else { (2048.0, 2048.0, 1900.0) };
+                let (u, a) = ((h >> 40) as f32 / (1u64 << 24) as f32, (h & 0xff_ffff) as f32 / (1u64 << 24) as f32 * std::f32::consts::TAU);
+                let spawn = (cx + r * u.sqrt() * a.cos(), cy + r * u.sqrt() * a.sin());
                 let id = match self.by_addr.get(&from).copied() {
                     Some(id) if self.sessions[&id].nonce == c.nonce => id,
                     _ => {
@@ -278,8 +319,8 @@ impl State {
                                 nonce: c.nonce,
                                 addr: from,
                                 highest_seq: 0,
-                                x: c.spawn_x_m,
-                                y: c.spawn_y_m,
+                                x: spawn.0,
+                                y: spawn.1,
                                 attack_ready_ms: 0,
                                 gold: 0,
                                 items: 0,
@@ -291,14 +332,17 @@ impl State {
                         id
                     }
                 };
-                let token = self.sessions[&id].token;
+                let session = &self.sessions[&id];
                 let accept = JoinAccept {
                     nonce: c.nonce,
                     player_id: id,
-                    session_token: token,
+                    session_token: session.token,
                     status: JoinStatus::Joined,
+                    faction: claims.faction,
                     tick_ms: self.config.tick.as_millis() as u32,
                     server_time_ms: self.now_ms(),
+                    spawn_x_m: session.x,
+                    spawn_y_m: session.y,
                 };
                 self.reply(socket, from, accept.into());
             }

@@ -169,6 +169,9 @@ struct RowResult {
 
 struct Harness {
     args: Args,
+    /// This comparison's connect-token key pair (public: the servers; private: the tester).
+    token_public_key: PathBuf,
+    token_secret_key: PathBuf,
     phase: Duration,
     players: u32,
     /// CPUs for the server and for the load tester (both empty when unpinned).
@@ -226,6 +229,10 @@ impl Harness {
                 "0".into(),
                 "--max-players".into(),
                 (self.players + 64).to_string(),
+                "--token-public-key".into(),
+                self.token_public_key.display().to_string(),
+                "--spawn-points".into(),
+                mmo_loadtest::run::LOADTEST_SPAWN_POINTS.into(),
             ],
             preload: row.preload(&self.args),
             wrapper,
@@ -243,6 +250,8 @@ impl Harness {
             format!("{}s", duration.as_secs()),
             "--admin-key".into(),
             ADMIN_KEY.into(),
+            "--token-secret-key".into(),
+            self.token_secret_key.display().to_string(),
         ];
         if scenario == "raid" {
             a.extend(["--raid-every".into(), "4s".into(), "--raid-objects".into(), "11000".into()]);
@@ -426,7 +435,11 @@ fn main() -> Result<()> {
     let started = Instant::now();
     let pin = CpuPlan::new(args.pin);
     eprintln!("mmo-compare: {}", pin.note);
-    let harness = Harness { args, phase, players, pin };
+    // A fresh connect-token key pair for this comparison, as an operator's backend would hold.
+    let keys = args.out.join("token-keys");
+    let _ = std::fs::remove_dir_all(&keys);
+    let (token_public_key, token_secret_key) = mmo_loadtest::token::TokenMinter::generate()?.write_key_pair(&keys, "token")?;
+    let harness = Harness { args, token_public_key, token_secret_key, phase, players, pin };
     let mut results: Vec<RowResult> = rows.iter().map(|_| RowResult::default()).collect();
     // Interleaved: A B C D E, A B C D E, ... so a drift in the machine spreads over the rows.
     for rep in 0..repeats {
