@@ -123,7 +123,8 @@ cpp-valgrind: cpp-build
 fuzz:
 	mkdir -p $(FUZZ_BUILD)/corpus
 	clang++ -std=c++20 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -Icpp-net \
-	  cpp-net/fuzz/datagram_fuzz.cpp cpp-net/net/protocol.cpp cpp-net/net/admission.cpp -o $(FUZZ_BUILD)/datagram_fuzz
+	  cpp-net/fuzz/datagram_fuzz.cpp cpp-net/net/protocol.cpp cpp-net/net/admission.cpp cpp-net/net/connect_token.cpp -lsodium \
+	  -o $(FUZZ_BUILD)/datagram_fuzz
 	cp cpp-net/fuzz/corpus/* $(FUZZ_BUILD)/corpus/
 	$(FUZZ_BUILD)/datagram_fuzz -runs=$(FUZZ_RUNS) -max_len=512 -print_final_stats=1 $(FUZZ_BUILD)/corpus 2>&1 | \
 	  grep -E 'stat::number_of_executed_units|Done|ERROR|SUMMARY|crash'; test $${PIPESTATUS[0]} -eq 0
