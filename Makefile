@@ -22,7 +22,7 @@ FUZZ_RUNS   ?= 2000000
 LOOM_TARGET := target/loom
 LOOM_TESTS  := --test loom_health --test loom_capacity --test loom_tick_board --test loom_snapshot_board
 
-.PHONY: all build rust-build cpp-build run test deps settings-docs soak capacity check-format lint docs unit-tests loom bench bench-smoke \
+.PHONY: all build rust-build cpp-build run test deps settings-docs soak capacity check-format lint docs unit-tests loom bench bench-smoke bench-token \
         header header-check cpp-test cpp-asan cpp-tsan cpp-valgrind fuzz compare compare-quick loadtest-smoke clean
 
 all: build
@@ -165,12 +165,17 @@ compare-quick:
 	$(MAKE) compare COMPARE_FLAGS="--quick $(COMPARE_FLAGS)"
 
 ## Full criterion run (several minutes).
-bench:
+bench: bench-token
 	$(CARGO) bench --locked -p mmo-benches
 
 ## Each benchmark once, so they never rot.
-bench-smoke:
+bench-smoke: cpp-build
 	$(CARGO) bench --locked -p mmo-benches -- --test
+	$(CPP_BUILD)/join_token_bench --rounds 1 --tokens 200
+
+## What a connect token costs the front per JOIN_CONFIRM (libsodium Ed25519), by outcome.
+bench-token: cpp-build
+	$(CPP_BUILD)/join_token_bench
 
 clean:
 	$(CARGO) clean

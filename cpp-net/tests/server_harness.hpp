@@ -208,6 +208,7 @@ class Client {
   }
   ~Client() { close(fd_); }
   uint16_t server_port() const { return ntohs(server_.sin_port); }
+  int fd() const { return fd_; }
   void send_raw(const Bytes& b) { sendto(fd_, b.data(), b.size(), 0, reinterpret_cast<sockaddr*>(&server_), sizeof(server_)); }
   template <typename M>
   Bytes send(const M& m, uint16_t flags = 0) {
