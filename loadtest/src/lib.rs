@@ -7,7 +7,7 @@
 //! (`STATS_REPLY`) and exit non-zero when a check fails.
 //!
 //! Modules, one per concern:
-//! - [`protocol`]: the wire protocol v2 codec (`docs/protocol.md`), held to the committed byte
+//! - [`protocol`]: the wire protocol v3 codec (`docs/protocol.md`), held to the committed byte
 //!   vectors in `docs/protocol-vectors-v3.txt`.
 //! - [`schedule`]: intended send times, catch-up without coordinated omission, stagger.
 //! - [`bot`]: one bot: join handshake, play ([`bot::Player`]), leave; the flood bot.
