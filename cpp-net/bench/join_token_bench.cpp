@@ -39,9 +39,7 @@ Token mint(const std::array<uint8_t, crypto_sign_SECRETKEYBYTES>& secret, uint64
   std::memcpy(t.data() + 32, &kServer.ip_be, 4);
   t[36] = kServer.port & 0xff;
   t[37] = kServer.port >> 8;
-  std::array<uint8_t, mmo::net::kTokenSigningContext.size() + kTokenClaimsSize> m{};
-  std::memcpy(m.data(), mmo::net::kTokenSigningContext.data(), mmo::net::kTokenSigningContext.size());
-  std::memcpy(m.data() + mmo::net::kTokenSigningContext.size(), t.data(), kTokenClaimsSize);
+  const auto m = mmo::net::token_signing_message(t);
   crypto_sign_detached(t.data() + kTokenClaimsSize, nullptr, m.data(), m.size(), secret.data());
   return t;
 }

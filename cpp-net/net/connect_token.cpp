@@ -92,6 +92,13 @@ bool token_crypto_ready() {
   return ready;
 }
 
+TokenSigningMessage token_signing_message(std::span<const uint8_t, kTokenSize> token) {
+  TokenSigningMessage message{};
+  std::memcpy(message.data(), kTokenSigningContext.data(), kTokenSigningContext.size());
+  std::memcpy(message.data() + kTokenSigningContext.size(), token.data(), kTokenClaimsSize);
+  return message;
+}
+
 bool parse_token_claims(std::span<const uint8_t, kTokenSize> token, TokenClaims& out) {
   const uint8_t* p = token.data();
   const size_t count = p[25];
@@ -130,9 +137,7 @@ TokenVerdict TokenVerifier::verify(std::span<const uint8_t, kTokenSize> token, u
     named |= c.servers[i].port == server_.port && (server_.ip_be == 0 || c.servers[i].ip_be == server_.ip_be);
   }
   if (!named) return TokenVerdict::WrongServer;
-  std::array<uint8_t, kTokenSigningContext.size() + kTokenClaimsSize> message{};
-  std::memcpy(message.data(), kTokenSigningContext.data(), kTokenSigningContext.size());
-  std::memcpy(message.data() + kTokenSigningContext.size(), token.data(), kTokenClaimsSize);
+  const TokenSigningMessage message = token_signing_message(token);
   if (!token_crypto_ready() ||
       crypto_sign_verify_detached(token.data() + kTokenClaimsSize, message.data(), message.size(), public_key_.data()) != 0) {
     return TokenVerdict::BadSignature;

@@ -58,6 +58,10 @@ enum class TokenVerdict : uint8_t {
 };
 const char* token_verdict_name(TokenVerdict verdict);
 
+// What the signature covers: the context string, then the token's 64 bytes of claims.
+using TokenSigningMessage = std::array<uint8_t, kTokenSigningContext.size() + kTokenClaimsSize>;
+TokenSigningMessage token_signing_message(std::span<const uint8_t, kTokenSize> token);
+
 // Reads the claims' layout (no signature, no clock). Fills `out` only when it returns true.
 bool parse_token_claims(std::span<const uint8_t, kTokenSize> token, TokenClaims& out);
 

@@ -66,9 +66,7 @@ struct Fixture {
     std::array<uint8_t, crypto_sign_PUBLICKEYBYTES> pk{};
     std::array<uint8_t, crypto_sign_SECRETKEYBYTES> sk{};
     crypto_sign_seed_keypair(pk.data(), sk.data(), seed.data());
-    std::array<uint8_t, kTokenSigningContext.size() + kTokenClaimsSize> m{};
-    std::memcpy(m.data(), kTokenSigningContext.data(), kTokenSigningContext.size());
-    std::memcpy(m.data() + kTokenSigningContext.size(), t.data(), kTokenClaimsSize);
+    const TokenSigningMessage m = token_signing_message(t);
     crypto_sign_detached(t.data() + kTokenClaimsSize, nullptr, m.data(), m.size(), sk.data());
   }
 };

@@ -558,10 +558,10 @@ INSTANTIATE_TEST_SUITE_P(Engines, ServerEndToEndEngines, ::testing::Values("rust
 // account) from 50 more of its ports is refused host_full, while players on other loopback
 // addresses keep joining (and leaving) throughout; their handshake times are printed (the
 // README's "handshake under a join flood" figure), not asserted.
-TEST(ServerEndToEnd, OneHostCannotFillTheServerFromManyPorts) {
+TEST_P(ServerEndToEndEngines, OneHostCannotFillTheServerFromManyPorts) {
   // The host's join rate is lifted here: this test is about the session cap.
   // The host's and the server's join rates are lifted here: this test is about the session cap.
-  ServerProcess server({"--engine", "rust", "--max-sessions-per-host", "3", "--max-players", "64", "--host-join-rate", "1000000",
+  ServerProcess server({"--engine", GetParam(), "--max-sessions-per-host", "3", "--max-players", "64", "--host-join-rate", "1000000",
                         "--host-join-burst", "1000000", "--join-rate", "1000000", "--join-burst", "1000000"});
   constexpr uint32_t kFlooder = 0x7F000002;
   std::vector<std::unique_ptr<Client>> held;
@@ -624,7 +624,7 @@ TEST(ServerEndToEnd, OneHostCannotFillTheServerFromManyPorts) {
   });
   while (flooding) join_and_leave(flood_us);
   flood_thread.join();
-  std::cout << "  " << attempts << " join attempts from 50 ports of one host: " << host_full << " refused host_full; " << other_joined << " of "
+  std::cout << "  " << GetParam() << ": " << attempts << " join attempts from 50 ports of one host: " << host_full << " refused host_full; " << other_joined << " of "
             << other_tried << " joins from other addresses succeeded\n  quiet: " << summary(quiet_us) << "\n  during the flood: " << summary(flood_us)
             << "\n";
   // Loopback loses little, but a reply can still miss a busy client's buffer: the client's
@@ -645,8 +645,8 @@ TEST(ServerEndToEnd, OneHostCannotFillTheServerFromManyPorts) {
 // One host's join messages are rate limited whatever its ports: 2,000 JOIN_REQUESTs from 20
 // ports of 127.0.0.2 get only the host's burst and rate answered, the rest dropped
 // rate_limited_host, while a join from another address succeeds at once.
-TEST(ServerEndToEnd, OneHostsJoinFloodIsRateLimitedAndOthersStillJoin) {
-  ServerProcess server({"--engine", "rust", "--host-join-rate", "50", "--host-join-burst", "100"});
+TEST_P(ServerEndToEndEngines, OneHostsJoinFloodIsRateLimitedAndOthersStillJoin) {
+  ServerProcess server({"--engine", GetParam(), "--host-join-rate", "50", "--host-join-burst", "100"});
   size_t challenged = 0;
   for (uint32_t s = 0; s < 20; ++s) {
     Client flood(server.port(), 0x7F000002);
@@ -657,7 +657,7 @@ TEST(ServerEndToEnd, OneHostsJoinFloodIsRateLimitedAndOthersStillJoin) {
   EXPECT_NE(join(other, 5).player_id, 0u) << "another host joins during the flood";
   Client admin(server.port());
   const auto stats = server_stats(admin, 1);
-  std::cout << "  2,000 join requests from one host: " << challenged << " challenged, " << stats.at("drop_rate_limited_host")
+  std::cout << "  " << GetParam() << ": 2,000 join requests from one host: " << challenged << " challenged, " << stats.at("drop_rate_limited_host")
             << " dropped rate_limited_host\n";
   EXPECT_EQ(challenged + stats.at("drop_rate_limited_host"), 2'000u) << "each request answered or dropped for the host's rate";
   // Two workers, each with its own bucket for the host (its ports hash across them).
@@ -669,8 +669,8 @@ TEST(ServerEndToEnd, OneHostsJoinFloodIsRateLimitedAndOthersStillJoin) {
 // The whole server admits --join-rate joins a second: ten joins from ten hosts at once with a
 // rate of 1 and a burst of 4 get four sessions and six try-laters; a try-later resent after
 // the bucket refills joins.
-TEST(ServerEndToEnd, JoinsPastTheServersJoinRateAreToldToTryLater) {
-  ServerProcess server({"--engine", "rust", "--join-rate", "1", "--join-burst", "4"});
+TEST_P(ServerEndToEndEngines, JoinsPastTheServersJoinRateAreToldToTryLater) {
+  ServerProcess server({"--engine", GetParam(), "--join-rate", "1", "--join-burst", "4"});
   std::vector<std::unique_ptr<Client>> clients;
   std::vector<std::optional<JoinChallenge>> challenges;
   for (uint32_t i = 0; i < 10; ++i) {

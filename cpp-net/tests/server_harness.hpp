@@ -85,9 +85,7 @@ inline uint64_t next_test_account() {
 
 // (Re)signs a token's claims with the tests' key (after a test edits them).
 inline void sign_token(std::array<uint8_t, kConnectTokenSize>& t) {
-  std::array<uint8_t, net::kTokenSigningContext.size() + net::kTokenClaimsSize> message{};
-  std::memcpy(message.data(), net::kTokenSigningContext.data(), net::kTokenSigningContext.size());
-  std::memcpy(message.data() + net::kTokenSigningContext.size(), t.data(), net::kTokenClaimsSize);
+  const auto message = net::token_signing_message(t);
   crypto_sign_detached(t.data() + net::kTokenClaimsSize, nullptr, message.data(), message.size(), test_token_keys().secret_key.data());
 }
 
