@@ -137,6 +137,10 @@ struct Args {
     /// Server I/O threads.
     #[arg(long, default_value_t = 2)]
     server_threads: u32,
+    /// Where `make capacity` left its searches (`<engine>-<scenario>.json`): the report's
+    /// capacity table reads them, stating when each was measured; missing ones are left out.
+    #[arg(long, default_value = "report/capacity")]
+    capacity_dir: PathBuf,
     /// Skip the heaptrack runs.
     #[arg(long)]
     no_heaptrack: bool,
@@ -161,6 +165,8 @@ struct RowResult {
     flamegraph: Option<String>,
     /// Share of the perf run's samples inside the engine, and that run's CPU ns per update.
     engine_share: Option<f64>,
+    /// Share of the perf run's samples in the kernel outside any engine call.
+    kernel_share: Option<f64>,
     /// Share of the perf run's samples whose stack does not reach a known root.
     unknown_root_share: Option<f64>,
     perf_cpu_ns_per_update: Option<f64>,
@@ -310,6 +316,7 @@ impl Harness {
         let shares =
             perf::flamegraph(&data, &format!("mmo-server --engine {} (raid load), cpu-clock", row.engine()), &self.args.out.join(&svg))?;
         result.engine_share = shares.engine;
+        result.kernel_share = shares.kernel;
         result.unknown_root_share = shares.unknown_root;
         result.flamegraph = Some(svg);
         let delta = |k: &str| json.get("server_delta").and_then(|d| d.get(k)).and_then(|v| v.as_f64());
@@ -464,6 +471,7 @@ fn main() -> Result<()> {
             repeats,
             pinning: harness.pin.note.clone(),
             elapsed_s: started.elapsed().as_secs_f64(),
+            capacity: report::read_capacity(&harness.args.capacity_dir),
         },
     )?;
     println!("{summary}");

@@ -160,11 +160,31 @@ pub fn unknown_root_share(folded: &str) -> Option<f64> {
     (total > 0).then(|| unknown as f64 / total as f64)
 }
 
-/// What a profile's whole stacks say.
+/// The share of samples (0..1) in the kernel on the front's behalf: no engine frame in the
+/// stack, and the sampled (leaf) frame a kernel one (inferno marks kernel frames `_[k]` when
+/// asked to annotate them). What is left, neither engine nor kernel, is the network front's
+/// own user code (codec, admission, the workers' loops, the C library they call).
+pub fn kernel_share(folded: &str) -> Option<f64> {
+    let (mut kernel, mut total) = (0u64, 0u64);
+    for line in folded.lines() {
+        let Some((stack, count)) = line.rsplit_once(' ') else { continue };
+        let Ok(count) = count.parse::<u64>() else { continue };
+        total += count;
+        let leaf = stack.rsplit(';').next().unwrap_or("");
+        if leaf.ends_with("_[k]") && !ENGINE_FRAME_MARKERS.iter().any(|m| stack.contains(m)) {
+            kernel += count;
+        }
+    }
+    (total > 0).then(|| kernel as f64 / total as f64)
+}
+
+/// What a profile's whole stacks say. Engine, kernel and front shares add up to 1.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct Shares {
     /// Share of samples with an engine frame anywhere in the stack ([`engine_share`]).
     pub engine: Option<f64>,
+    /// Share of samples in the kernel outside any engine call ([`kernel_share`]).
+    pub kernel: Option<f64>,
     /// Share of samples whose stack does not reach a known root ([`unknown_root_share`]).
     pub unknown_root: Option<f64>,
 }
@@ -179,7 +199,10 @@ pub fn flamegraph(data: &Path, title: &str, svg: &Path) -> Result<Shares> {
     let mut folded = Vec::new();
     {
         use inferno::collapse::Collapse;
-        let mut folder = inferno::collapse::perf::Folder::from(inferno::collapse::perf::Options::default());
+        let mut options = inferno::collapse::perf::Options::default();
+        // Kernel frames end in `_[k]`: the split between the front and the kernel reads it.
+        options.annotate_kernel = true;
+        let mut folder = inferno::collapse::perf::Folder::from(options);
         folder.collapse(BufReader::new(&script.stdout[..]), &mut folded).context("collapsing perf stacks")?;
     }
     let mut options = inferno::flamegraph::Options::default();
@@ -189,7 +212,7 @@ pub fn flamegraph(data: &Path, title: &str, svg: &Path) -> Result<Shares> {
     // The folded stacks too, next to the graph: the input of any other flame graph tool.
     std::fs::write(svg.with_extension("folded"), &folded).with_context(|| format!("writing {}", svg.with_extension("folded").display()))?;
     let folded = String::from_utf8_lossy(&folded);
-    Ok(Shares { engine: engine_share(&folded), unknown_root: unknown_root_share(&folded) })
+    Ok(Shares { engine: engine_share(&folded), kernel: kernel_share(&folded), unknown_root: unknown_root_share(&folded) })
 }
 
 /// Whether `perf` can record here (it is installed and the kernel lets this user sample).
@@ -212,6 +235,16 @@ mod tests {
         let folded = "main;mmo::net::Worker::run;mmo_ffi::mmo_apply_moves;mmo_core::grid::Grid::for_each_near 30\nmain;__sendmmsg 60\nmain;mmo::baseline::Grid::nearest_k 10\n";
         assert_eq!(engine_share(folded), Some(0.4));
         assert_eq!(engine_share(""), None);
+    }
+
+    #[test]
+    fn kernel_share_is_kernel_leaves_outside_engine_calls() {
+        // 20 samples in the kernel under the front (sendmmsg), 10 in the kernel under an engine
+        // call (a page fault: the engine's), 30 in the engine, 40 in the front's own code.
+        let folded = "w;start_thread;mmo::net::Worker::flush;__sendmmsg;udp_sendmsg_[k] 20\nw;start_thread;mmo_ffi::mmo_apply_moves;mmo_core::grid::Grid::insert;asm_exc_page_fault_[k] 10\nw;start_thread;mmo_core::grid::Grid::for_each_near 30\nw;start_thread;mmo::net::Admission::admit 40\n";
+        assert_eq!(kernel_share(folded), Some(0.2));
+        assert_eq!(engine_share(folded), Some(0.4));
+        assert_eq!(kernel_share(""), None);
     }
 
     #[test]

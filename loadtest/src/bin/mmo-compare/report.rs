@@ -26,6 +26,65 @@ pub struct RunInfo {
     pub pinning: String,
     /// Wall time of the whole comparison.
     pub elapsed_s: f64,
+    /// Capacity searches found next to the report (`make capacity`), if any.
+    pub capacity: Vec<Capacity>,
+}
+
+/// One capacity search (`mmo-loadtest --find-capacity`, run by `make capacity`).
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct Capacity {
+    /// `rust` or `baseline`.
+    pub engine: String,
+    /// `steady` or `raid`.
+    pub scenario: String,
+    /// The most players that passed a step.
+    pub players: Option<u64>,
+    /// Whether the load tester, not the server, stopped the search.
+    pub tester_limited: bool,
+    /// What failed the first step that failed.
+    pub limit: String,
+    /// The search file and when it was written (UTC).
+    pub source: String,
+}
+
+/// Reads `<engine>-<scenario>.json` for both engines and both scenarios from `dir`.
+pub fn read_capacity(dir: &Path) -> Vec<Capacity> {
+    let mut out = Vec::new();
+    for engine in ["rust", "baseline"] {
+        for scenario in ["steady", "raid"] {
+            let path = dir.join(format!("{engine}-{scenario}.json"));
+            let Ok(text) = std::fs::read_to_string(&path) else { continue };
+            let Ok(v) = serde_json::from_str::<Value>(&text) else { continue };
+            let written = std::fs::metadata(&path).and_then(|m| m.modified()).ok().map_or("?".to_string(), |t| {
+                let secs = t.duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs()) as i64;
+                let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
+                let (y, m, d) = civil_from_days(days);
+                format!("{y:04}-{m:02}-{d:02} {:02}:{:02} UTC", rem / 3600, rem % 3600 / 60)
+            });
+            out.push(Capacity {
+                engine: engine.into(),
+                scenario: scenario.into(),
+                players: v.get("capacity").and_then(Value::as_u64),
+                tester_limited: v.get("tester_limited").and_then(Value::as_bool).unwrap_or(false),
+                limit: v.get("limit").and_then(Value::as_str).unwrap_or("").to_string(),
+                source: format!("{}, {written}", path.display()),
+            });
+        }
+    }
+    out
+}
+
+/// Days since 1970-01-01 to (year, month, day), proleptic Gregorian (H. Hinnant's algorithm).
+fn civil_from_days(z: i64) -> (i64, u32, u32) {
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    (yoe + era * 400 + i64::from(m <= 2), m, d)
 }
 
 fn get_f64(v: Option<&Value>, path: &[&str]) -> Option<f64> {
@@ -188,16 +247,23 @@ fn figures_one(r: &RowResult, steady: Option<&Value>, raid: Option<&Value>) -> M
         heaptrack_fig::HeapLike::new(&h, u, per_burst)
     });
     m.insert("phases".into(), json!({"steady": phase(steady_phase), "raid": phase(raid_phase)}));
+    // The perf run's CPU per update split by whole stacks: the engine, the kernel on the
+    // front's behalf, and the front's own user code (the rest).
+    let front_share = match (r.engine_share, r.kernel_share) {
+        (Some(e), Some(k)) => Some((1.0 - e - k).max(0.0)),
+        _ => None,
+    };
+    let times = |share: Option<f64>| match (share, r.perf_cpu_ns_per_update) {
+        (Some(share), Some(ns)) => Some(share * ns),
+        _ => None,
+    };
     put(&mut m, "engine_cpu_share", r.engine_share);
+    put(&mut m, "front_cpu_share", front_share);
+    put(&mut m, "kernel_cpu_share", r.kernel_share);
     put(&mut m, "perf_unknown_root_share", r.unknown_root_share);
-    put(
-        &mut m,
-        "engine_cpu_ns_per_update",
-        match (r.engine_share, r.perf_cpu_ns_per_update) {
-            (Some(share), Some(ns)) => Some(share * ns),
-            _ => None,
-        },
-    );
+    put(&mut m, "engine_cpu_ns_per_update", times(r.engine_share));
+    put(&mut m, "front_cpu_ns_per_update", times(front_share));
+    put(&mut m, "kernel_cpu_ns_per_update", times(r.kernel_share));
     m.insert("top_symbols".into(), json!(r.top_symbols));
     m.insert("flamegraph".into(), json!(r.flamegraph));
     m.insert("notes".into(), json!(r.notes));
@@ -271,6 +337,8 @@ fn flat(m: &Map<String, Value>) -> Flat {
         "cpu_ns_per_update_raid",
         "engine_cpu_share",
         "engine_cpu_ns_per_update",
+        "front_cpu_ns_per_update",
+        "kernel_cpu_ns_per_update",
         "perf_unknown_root_share",
     ] {
         out.push((key.to_string(), m.get(key).and_then(Value::as_f64)));
@@ -467,6 +535,7 @@ pub fn write(out: &Path, rows: &[(&'static str, RowResult)], info: &RunInfo) -> 
         "spread": spread,
         "runs": runs,
         "above_null_engine": above_floor,
+        "capacity": info.capacity,
         "ratios": { "rust_over_baseline": ratio_map.clone().map_or(Value::Null, Value::Object) },
     });
     std::fs::write(out.join("compare.json"), serde_json::to_string_pretty(&doc)?).context("writing compare.json")?;
@@ -585,7 +654,49 @@ pub fn write(out: &Path, rows: &[(&'static str, RowResult)], info: &RunInfo) -> 
             );
         }
     }
+    if !info.capacity.is_empty() {
+        let _ = writeln!(
+            md,
+            "\n## Capacity (the most players each engine held within the round-trip bound; `make capacity`, not this run)\n\n| engine | scenario | players | stopped by the tester | what failed the next step | measured |\n|---|---|---|---|---|---|"
+        );
+        for c in &info.capacity {
+            let _ = writeln!(
+                md,
+                "| {} | {} | {} | {} | {} | {} |",
+                c.engine,
+                c.scenario,
+                c.players.map_or("none passed".to_string(), |p| if c.tester_limited { format!("at least {p}") } else { p.to_string() }),
+                if c.tester_limited { "yes" } else { "no" },
+                c.limit.replace('|', "\\|"),
+                c.source
+            );
+        }
+    }
     let _ = writeln!(md, "\n## Where the time goes (perf, cpu-clock, raid load, frame-pointer stacks)\n");
+    let _ = writeln!(
+        md,
+        "Each sample counted once, by its whole stack: **engine** (an engine frame anywhere in it), **kernel** (a kernel frame sampled outside any engine call: the UDP receive and send paths, epoll, scheduling, interrupts, on the front's behalf), **front** (the rest: the network front's own code, the C library it calls). CPU per update is the perf run's, split by those shares.\n"
+    );
+    let _ = writeln!(
+        md,
+        "| row | engine | front | kernel | engine ns/update | front ns/update | kernel ns/update | whole ns/update |\n|---|---|---|---|---|---|---|---|"
+    );
+    for ((name, m), (_, r)) in figs.iter().zip(rows) {
+        let pct = |k: &str| m.get(k).and_then(Value::as_f64).map_or("n/a".to_string(), |v| format!("{:.1}%", v * 100.0));
+        let ns = |k: &str| cell(m.get(k).and_then(Value::as_f64), "");
+        let _ = writeln!(
+            md,
+            "| {name} | {} | {} | {} | {} | {} | {} | {} |",
+            pct("engine_cpu_share"),
+            pct("front_cpu_share"),
+            pct("kernel_cpu_share"),
+            ns("engine_cpu_ns_per_update"),
+            ns("front_cpu_ns_per_update"),
+            ns("kernel_cpu_ns_per_update"),
+            cell(r.perf_cpu_ns_per_update, "")
+        );
+    }
+    md.push('\n');
     for ((name, m), (_, r)) in figs.iter().zip(rows) {
         let _ = writeln!(md, "### {name}\n");
         let share = |k: &str| m.get(k).and_then(Value::as_f64).map_or("n/a".to_string(), |v| format!("{:.1}%", v * 100.0));
@@ -614,7 +725,7 @@ pub fn write(out: &Path, rows: &[(&'static str, RowResult)], info: &RunInfo) -> 
     }
     let _ = writeln!(
         md,
-        "\n## How to read this\n\n- Rows: `rust` the Rust core (mimalloc); `baseline` the C++ baseline (glibc malloc); `baseline-mimalloc` and `baseline-jemalloc` the same baseline with that allocator preloaded, so the allocator's part and the design's part of a ratio can be told apart; `null-engine` the same front with an engine that keeps no state (every move acknowledged, every area of interest empty): the front and the kernel alone, the floor under every row.\n- `alloc_calls` and `alloc_calls_per_update`: the raw difference between a {0} s and a {1} s steady heaptrack run (signed, never clamped), over the difference in updates applied: start-up, joins and pre-warming cancel out, so this is what one more update costs. `alloc_calls_per_update_resolution` is one call over that difference: a figure of that order is noise.\n- `cpu_ns_per_update`: the server process's user + system CPU time (rusage) over the steady phase, divided by the updates the engine applied in it; it includes the network front and the kernel's UDP work, which the null-engine row measures alone (see \"Above the floor\").\n- `engine_cpu_share` and `engine_cpu_ns_per_update`: from the perf run (raid load), the share of samples whose whole stack (frame pointers, every build) passes through the engine (`mmo_core::`, `mmo_ffi::`, `mmo::baseline::`), times that run's CPU per update. `perf_unknown_root_share`: samples whose stack does not reach the process's or a thread's start; the shares are only as good as this is small.\n- `update_latency_us` (steady) and `update_latency_us_raid`: server-side, from each move datagram's kernel receive timestamp (`SO_TIMESTAMPNS`, so time spent waiting in the socket buffer counts) to the end of its batch's engine call (hdrhistogram in the server). `rtt_us`, `rtt_us_raid_phase` and `rtt_us_during_raid`: the load tester's move-to-ack round trip from each move's intended send time (steady; the whole raid phase; moves overlapping a raid window). `send_lag_us`: how late the tester sent, part of every round trip.\n- `lock_waits` (compare.json): per lock left on the update path, the fraction of moves that waited on it, its contended acquisitions, and the wait per update, counted by each engine (a lock is tried first; only a held one is timed). The front has no lock on that path.\n- `peak_rss_bytes`: the server's `ru_maxrss` in the plain runs; `peak_rss_bytes_per_player` divides it by the bots. `peak_heap_bytes` and `leaked_bytes`: heaptrack, system-allocator build.\n- Ratios divide the Rust row's median by the `baseline` row's of this same run.",
+        "\n## How to read this\n\n- Rows: `rust` the Rust core (mimalloc); `baseline` the C++ baseline (glibc malloc); `baseline-mimalloc` and `baseline-jemalloc` the same baseline with that allocator preloaded, so the allocator's part and the design's part of a ratio can be told apart; `null-engine` the same front with an engine that keeps no state (every move acknowledged, every area of interest empty): the front and the kernel alone, the floor under every row.\n- `alloc_calls` and `alloc_calls_per_update`: the raw difference between a {0} s and a {1} s steady heaptrack run (signed, never clamped), over the difference in updates applied: start-up, joins and pre-warming cancel out, so this is what one more update costs. `alloc_calls_per_update_resolution` is one call over that difference: a figure of that order is noise.\n- `cpu_ns_per_update`: the server process's user + system CPU time (rusage) over the steady phase, divided by the updates the engine applied in it; it includes the network front and the kernel's UDP work, which the null-engine row measures alone (see \"Above the floor\").\n- `engine_cpu_share` and `engine_cpu_ns_per_update`: from the perf run (raid load), the share of samples whose whole stack (frame pointers, every build) passes through the engine (`mmo_core::`, `mmo_ffi::`, `mmo::baseline::`), times that run's CPU per update; `front_cpu_ns_per_update` and `kernel_cpu_ns_per_update` the same for the network front's own code and for the kernel outside engine calls (\"Where the time goes\"). `perf_unknown_root_share`: samples whose stack does not reach the process's or a thread's start; the shares are only as good as this is small.\n- `update_latency_us` (steady) and `update_latency_us_raid`: server-side, from each move datagram's kernel receive timestamp (`SO_TIMESTAMPNS`, so time spent waiting in the socket buffer counts) to the end of its batch's engine call (hdrhistogram in the server). `rtt_us`, `rtt_us_raid_phase` and `rtt_us_during_raid`: the load tester's move-to-ack round trip from each move's intended send time (steady; the whole raid phase; moves overlapping a raid window). `send_lag_us`: how late the tester sent, part of every round trip.\n- `lock_waits` (compare.json): per lock left on the update path, the fraction of moves that waited on it, its contended acquisitions, and the wait per update, counted by each engine (a lock is tried first; only a held one is timed). The front has no lock on that path.\n- `peak_rss_bytes`: the server's `ru_maxrss` in the plain runs; `peak_rss_bytes_per_player` divides it by the bots. `peak_heap_bytes` and `leaked_bytes`: heaptrack, system-allocator build.\n- Ratios divide the Rust row's median by the `baseline` row's of this same run.",
         info.phase_s,
         info.phase_s * 2
     );
@@ -684,6 +795,30 @@ mod tests {
         let lo = combine(&runs, |v| v.iter().copied().fold(f64::INFINITY, f64::min));
         assert_eq!(lo["cpu"], json!(10.0));
         assert_eq!(median(&[4.0, 1.0, 3.0, 2.0]), 2.5);
+    }
+
+    #[test]
+    fn civil_dates_from_unix_days() {
+        assert_eq!(civil_from_days(0), (1970, 1, 1));
+        assert_eq!(civil_from_days(20_416), (2025, 11, 24));
+        assert_eq!(civil_from_days(19_782), (2024, 2, 29));
+    }
+
+    #[test]
+    fn capacity_searches_are_read_when_present() {
+        let dir = std::env::temp_dir().join(format!("mmo-compare-capacity-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("rust-steady.json"), r#"{"capacity": 1187, "tester_limited": true, "limit": "latency"}"#).unwrap();
+        std::fs::write(dir.join("baseline-raid.json"), r#"{"capacity": null, "tester_limited": false, "limit": "loss"}"#).unwrap();
+        let found = read_capacity(&dir);
+        assert_eq!(found.len(), 2);
+        assert_eq!(
+            (found[0].engine.as_str(), found[0].scenario.as_str(), found[0].players, found[0].tester_limited),
+            ("rust", "steady", Some(1187), true)
+        );
+        assert_eq!((found[1].engine.as_str(), found[1].players, found[1].limit.as_str()), ("baseline", None, "loss"));
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
