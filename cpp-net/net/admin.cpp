@@ -148,6 +148,8 @@ size_t Server::format_stats(char* out, size_t capacity) const {
   line("", "joins_refused_account_live", total(&WorkerCounters::joins_refused_account_live));
   line("", "joins_refused_token_used", total(&WorkerCounters::joins_refused_token_used));
   line("", "joins_at_saved_position", total(&WorkerCounters::joins_at_saved_position));
+  line("", "joins_replacing", total(&WorkerCounters::joins_replacing));
+  line("", "sessions_replaced", total(&WorkerCounters::sessions_replaced));
   line("", "leaves", total(&WorkerCounters::leaves));
   line("", "sessions_expired", total(&WorkerCounters::sessions_expired));
   line("", "sessions_live", sessions_live());

@@ -349,6 +349,7 @@ DirectoryAdd SessionDirectory::add(const DirectoryJoin& join, uint64_t now_unix_
   s.source = join.source;
   s.account_id = join.account_id;
   s.token_id = join.token_id;
+  s.worker = join.worker;
   std::unique_lock lock(mutex_);
   if (const DirectoryAdd refusal = check_locked(join.source, join.account_id, join.token_id, now_unix_ms); refusal != DirectoryAdd::Added) {
     return refusal;
@@ -388,6 +389,15 @@ void SessionDirectory::remove(uint64_t player_id, float x_m, float y_m) {
 bool SessionDirectory::saved_position(uint64_t account_id, float& x_m, float& y_m) const {
   std::shared_lock lock(mutex_);
   return positions_.find(account_id, x_m, y_m);
+}
+
+std::optional<LiveSession> SessionDirectory::live_session_of(uint64_t account_id) const {
+  std::shared_lock lock(mutex_);
+  const uint32_t slot = account_id == 0 ? KeyIndex::kNone : accounts_.find(account_id);
+  if (slot == KeyIndex::kNone) return std::nullopt;
+  const Session* s = table_.at(slot);
+  assert(s != nullptr && s->account_id == account_id && "an account maps to its live session's slot");
+  return LiveSession{s->player_id, s->session_token, s->source, s->worker};
 }
 
 std::optional<SourceAddress> SessionDirectory::source_of(uint64_t player_id) const {

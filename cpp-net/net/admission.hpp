@@ -135,6 +135,8 @@ struct Session {
   uint64_t account_id = 0;
   uint64_t token_id = 0;
   uint8_t faction = 0;
+  // The owning worker's index (kept in the session directory's copy).
+  uint16_t worker = 0;
   SourceAddress source;
   uint64_t last_seen_ms = 0;
   // Where the engine last put the player (its spawn, then each applied move): saved for the
@@ -257,6 +259,15 @@ struct DirectoryJoin {
   uint64_t account_id = 0;
   uint64_t token_id = 0;
   uint64_t token_expires_unix_ms = 0;
+  uint16_t worker = 0;
+};
+
+// An account's live session, wherever it lives.
+struct LiveSession {
+  uint64_t player_id = 0;
+  uint64_t session_token = 0;
+  SourceAddress source;
+  uint16_t worker = 0;
 };
 
 struct DirectoryLimits {
@@ -288,6 +299,8 @@ class SessionDirectory {
   void remove(uint64_t player_id) { remove(player_id, 0, 0); }
   // The account's saved position, if the table still has it.
   bool saved_position(uint64_t account_id, float& x_m, float& y_m) const;
+  // The account's live session, if it has one.
+  std::optional<LiveSession> live_session_of(uint64_t account_id) const;
   // The reason to drop a session message whose player this worker does not hold.
   DropReason classify_foreign(uint64_t player_id, uint64_t session_token, SourceAddress source) const;
   // The address of a player's session, whichever worker owns it (kill notices).

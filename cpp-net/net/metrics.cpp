@@ -111,6 +111,8 @@ std::string prometheus_text(const Server& s) {
   }
   t.one("mmo_joins_at_saved_position_total", "counter", "Joins that spawned at the account's saved position.",
         total(&WorkerCounters::joins_at_saved_position));
+  t.one("mmo_sessions_replaced_total", "counter", "Sessions ended because their account joined again from another port of the same host.",
+        total(&WorkerCounters::sessions_replaced));
   t.one("mmo_leaves_total", "counter", "Players who left.", total(&WorkerCounters::leaves));
   t.one("mmo_sessions_expired_total", "counter", "Sessions ended for silence.", total(&WorkerCounters::sessions_expired));
   t.one("mmo_moves_forwarded_total", "counter", "Moves handed to the engine.", total(&WorkerCounters::moves_forwarded));

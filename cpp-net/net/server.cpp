@@ -70,7 +70,7 @@ Server::Server(const ServerConfig& config, std::unique_ptr<Engine> engine)
   for (unsigned i = 0; i < threads; ++i) {
     const int fd = open_socket(config_.bind_address, port, config_.socket_buffer_bytes);
     if (i == 0) port = bound_port(fd);  // with --port 0 the others join the first one's port
-    workers_.push_back(std::make_unique<Worker>(*this, fd, ac));
+    workers_.push_back(std::make_unique<Worker>(*this, static_cast<uint16_t>(i), fd, ac));
   }
   port_ = port;
   const TokenServer self{config_.public_ip_be != 0 ? config_.public_ip_be : bind_ip_be(config_.bind_address),

@@ -118,6 +118,11 @@ struct alignas(128) WorkerCounters {
   Counter joins_refused_token_used;
   // Joins that spawned at the account's saved position (the others at a spawn point).
   Counter joins_at_saved_position;
+  // Joins of an account live on another port of the same host: its old session was asked to
+  // end and the join answered try later (the resent confirm joins).
+  Counter joins_replacing;
+  // Sessions this worker ended because their account joined again from the same host.
+  Counter sessions_replaced;
   Counter leaves;
   Counter sessions_expired;
   Counter moves_forwarded;

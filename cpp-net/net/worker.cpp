@@ -47,8 +47,8 @@ void epoll_add(int epfd, int fd, uint64_t tag) {
 
 }  // namespace
 
-Worker::Worker(Server& server, int fd, const AdmissionConfig& admission_config)
-    : server_(server), fd_(fd), admission_(admission_config, server.cookies_, &server.directory_) {
+Worker::Worker(Server& server, uint16_t index, int fd, const AdmissionConfig& admission_config)
+    : server_(server), index_(index), fd_(fd), admission_(admission_config, server.cookies_, &server.directory_) {
   epfd_ = epoll_create1(EPOLL_CLOEXEC);
   if (epfd_ < 0) throw std::runtime_error(std::string("epoll_create1: ") + std::strerror(errno));
   tick_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
@@ -108,6 +108,7 @@ void Worker::run() {
     }
     if (aoi_pending_) send_aoi_chunk();
     const uint64_t now_ms = server_.now_us() / 1000;
+    if (end_requests_pending_.load(std::memory_order_acquire)) end_requested_sessions(now_ms);
     if (now_ms >= next_idle_scan_ms_) {
       expire_idle_sessions(now_ms);
       next_idle_scan_ms_ = now_ms + 1000;
@@ -412,6 +413,16 @@ void Worker::on_join_confirm(const wire::JoinConfirm& m, SourceAddress source, u
   // A cheap early look (one host may not fill the server; one live session per account; one
   // session per token) before the join rate and the engine; add() below decides under the lock.
   if (const DirectoryAdd early = server_.directory_.precheck(source, claims.account_id, claims.token_id, now_unix_ms); early != DirectoryAdd::Added) {
+    if (early == DirectoryAdd::AccountLiveElsewhere) {
+      const std::optional<LiveSession> live = server_.directory_.live_session_of(claims.account_id);
+      if (live && live->source.ip_be == source.ip_be) {
+        // The same host on another port: the player restarted its client. The old session's
+        // worker ends it; this confirm, resent, then joins.
+        server_.workers_[live->worker]->request_end(live->player_id, live->session_token);
+        counters.joins_replacing.add();
+        return refuse(wire::JoinStatus::TryLater, nullptr);
+      }
+    }
     return directory_refusal(early);
   }
   bool admitted = false;
@@ -443,8 +454,9 @@ void Worker::on_join_confirm(const wire::JoinConfirm& m, SourceAddress source, u
   Session* inserted = admission_.sessions().insert(s);
   const DirectoryAdd added =
       inserted == nullptr ? DirectoryAdd::Full
-                          : server_.directory_.add(DirectoryJoin{s.player_id, s.session_token, source, claims.account_id, claims.token_id, claims.expires_unix_ms},
-                                                   now_unix_ms);
+                          : server_.directory_.add(
+                                DirectoryJoin{s.player_id, s.session_token, source, claims.account_id, claims.token_id, claims.expires_unix_ms, index_},
+                                now_unix_ms);
   if (added != DirectoryAdd::Added) {
     // A table is full, or another worker's join took the host's last place, the account or
     // the token since the early look: undo.
@@ -460,6 +472,34 @@ void Worker::on_join_confirm(const wire::JoinConfirm& m, SourceAddress source, u
   counters.joins_accepted.add();
   if (saved) counters.joins_at_saved_position.add();
   send_reply(source, reply);
+}
+
+void Worker::request_end(uint64_t player_id, uint64_t session_token) {
+  std::lock_guard lock(end_requests_mutex_);
+  if (end_request_count_ < kEndRequestsMax) end_requests_[end_request_count_++] = {player_id, session_token};
+  end_requests_pending_.store(true, std::memory_order_release);
+}
+
+void Worker::end_requested_sessions(uint64_t now_ms) {
+  std::array<std::pair<uint64_t, uint64_t>, kEndRequestsMax> taken;
+  size_t n = 0;
+  {
+    std::lock_guard lock(end_requests_mutex_);
+    n = end_request_count_;
+    std::copy_n(end_requests_.begin(), n, taken.begin());
+    end_request_count_ = 0;
+    end_requests_pending_.store(false, std::memory_order_relaxed);
+  }
+  for (size_t i = 0; i < n; ++i) {
+    // The session may have left, expired or been replaced since: end it only if it is still
+    // the one asked about.
+    Session* s = admission_.sessions().find_player(taken[i].first);
+    if (s == nullptr || s->session_token != taken[i].second) continue;
+    flush_engine_batches(now_ms);
+    end_session(s);
+    counters.sessions_replaced.add();
+  }
+  sessions_live.store(static_cast<uint32_t>(admission_.sessions().size()), std::memory_order_relaxed);
 }
 
 void Worker::end_session(Session* session) {

@@ -31,7 +31,7 @@ namespace mmo::net {
 class Worker {
  public:
   // Takes ownership of `fd`. Throws std::runtime_error if epoll or the eventfd cannot be set up.
-  Worker(Server& server, int fd, const AdmissionConfig& admission_config);
+  Worker(Server& server, uint16_t index, int fd, const AdmissionConfig& admission_config);
   ~Worker();
   Worker(const Worker&) = delete;
   Worker& operator=(const Worker&) = delete;
@@ -40,6 +40,11 @@ class Worker {
   // Called by the tick thread after it published a world snapshot: wakes this worker to send
   // its sessions their areas of interest.
   void notify_tick();
+  // Called by any worker: asks this one to end one of its sessions (its account is joining
+  // again from another port of the same host). Done on this worker's next loop turn (within
+  // kEpollTimeoutMs); a request that finds the queue full is dropped (the joining client
+  // resends, and its join asks again).
+  void request_end(uint64_t player_id, uint64_t session_token);
 
   /// Written by this worker; read by the reporter.
   WorkerCounters counters;
@@ -87,8 +92,18 @@ class Worker {
   void on_raid_trigger(const wire::RaidTrigger& m, SourceAddress source);
   void send_stats(SourceAddress to, uint32_t request_id);
   void end_session(Session* session);
+  // Ends the sessions other workers asked this one to end (request_end).
+  void end_requested_sessions(uint64_t now_ms);
 
   Server& server_;
+  const uint16_t index_;
+  // Sessions other workers asked this one to end: (player id, session token). Written by any
+  // worker under end_requests_mutex_; taken by this worker.
+  static constexpr size_t kEndRequestsMax = 256;
+  std::mutex end_requests_mutex_;
+  std::array<std::pair<uint64_t, uint64_t>, kEndRequestsMax> end_requests_{};  // guarded by end_requests_mutex_
+  size_t end_request_count_ = 0;                                               // guarded by end_requests_mutex_
+  std::atomic<bool> end_requests_pending_{false};
   int fd_;
   int epfd_ = -1;
   int tick_fd_ = -1;  // eventfd the tick thread writes after each published snapshot

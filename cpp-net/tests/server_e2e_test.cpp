@@ -505,6 +505,56 @@ TEST_P(ServerEndToEndEngines, ConnectTokensAdmitOnlyWhatTheBackendVouchedFor) {
   server.terminate();
 }
 
+// A client restarted on another port of the same host replaces its session: the join is told
+// to try later while the old session's worker ends it, and the resent confirm joins where
+// the old session left off. From another host the account stays refused while it plays.
+TEST_P(ServerEndToEndEngines, ARestartedClientOnAnotherPortReplacesItsSession) {
+  ServerProcess server({"--engine", GetParam(), "--spawn-points", "1500,1500,0"});
+  const uint16_t port = server.port();
+  Client first(port, 0x7F000060);
+  const auto joined = join_with(first, 1, mint_token({.account_id = 888}, port));
+  ASSERT_TRUE(joined && joined->status == JoinStatus::Joined);
+  first.send(move({joined->player_id, joined->session_token}, 1, 100, 1502, 1500));
+  const auto ack = first.wait_for<MoveAck>();
+  ASSERT_TRUE(ack && ack->result == 0);
+
+  Client restarted(port, 0x7F000060);  // the same host, a new port
+  restarted.send(JoinRequest{2});
+  const auto challenge = restarted.wait_for<JoinChallenge>();
+  ASSERT_TRUE(challenge);
+  const JoinConfirm confirm{2, challenge->period, challenge->cookie, mint_token({.account_id = 888}, port)};
+  restarted.send(confirm);
+  const auto wait = restarted.wait_for<JoinAccept>();
+  ASSERT_TRUE(wait);
+  EXPECT_EQ(wait->status, JoinStatus::TryLater) << "the old session is being ended";
+  std::optional<JoinAccept> accept;
+  for (int attempt = 0; attempt < 10 && !(accept && accept->status == JoinStatus::Joined); ++attempt) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    restarted.send(confirm, kFlagRetransmit);
+    accept = restarted.wait_for<JoinAccept>();
+  }
+  ASSERT_TRUE(accept);
+  ASSERT_EQ(accept->status, JoinStatus::Joined);
+  EXPECT_NE(accept->player_id, joined->player_id);
+  EXPECT_EQ(accept->spawn_x_m, 1502.0f) << "where the old session left off";
+
+  // The old session is gone: its moves are dropped, no ack.
+  first.send(move({joined->player_id, joined->session_token}, 2, 200, 1503, 1500));
+  EXPECT_FALSE(first.wait_for<MoveAck>(std::chrono::milliseconds(300)));
+  // Another host still cannot take the account while it plays.
+  Client elsewhere(port, 0x7F000061);
+  const auto refused = join_with(elsewhere, 3, mint_token({.account_id = 888}, port));
+  ASSERT_TRUE(refused);
+  EXPECT_EQ(refused->status, JoinStatus::AccountLiveElsewhere);
+
+  Client admin(port);
+  const auto stats = server_stats(admin, 1);
+  EXPECT_EQ(stats.at("sessions_replaced"), 1u);
+  EXPECT_GE(stats.at("joins_replacing"), 1u);
+  EXPECT_EQ(stats.at("sessions_live"), 1u);
+  server.terminate();
+}
+
 // No reply to a not-yet-proven source is larger than what it sent: JOIN_REQUEST, JOIN_CONFIRM
 // (whatever its token says) and PING, each answered by the real server.
 TEST_P(ServerEndToEndEngines, NoReplyToAnUnprovenSourceIsLargerThanItsRequest) {
