@@ -1,6 +1,8 @@
 // admission.cpp: see admission.hpp.
 #include "net/admission.hpp"
 
+#include <sys/mman.h>
+
 #include <sys/random.h>
 
 #include <algorithm>
@@ -284,6 +286,18 @@ bool admin_key_matches(uint64_t expected, uint64_t presented) {
   return expected != 0 && diff == 0;
 }
 
+template <typename T>
+ZeroedSlots<T>::ZeroedSlots(size_t n) : bytes_(std::max<size_t>(1, n) * sizeof(T)) {
+  void* p = mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) throw std::bad_alloc();
+  slots_ = static_cast<T*>(p);
+}
+
+template <typename T>
+ZeroedSlots<T>::~ZeroedSlots() {
+  munmap(slots_, bytes_);
+}
+
 UsedTokens::UsedTokens(size_t slots_pow2) : slots_(slots_pow2), mask_(slots_pow2 - 1) {
   assert(slots_pow2 >= kProbes && (slots_pow2 & (slots_pow2 - 1)) == 0);
 }
@@ -485,5 +499,8 @@ Admitted Admission::admit(std::span<const uint8_t> datagram, SourceAddress sourc
   // JOIN_REQUEST and PING need no session.
   return {true, DropReason::Truncated, nullptr};
 }
+
+template class ZeroedSlots<UsedTokens::Slot>;
+template class ZeroedSlots<SavedPositions::Slot>;
 
 }  // namespace mmo::net

@@ -11,6 +11,8 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <new>
+#include <type_traits>
 #include <optional>
 #include <shared_mutex>
 #include <span>
@@ -210,6 +212,28 @@ class SessionTable {
 // What SessionDirectory::add (and its early look, precheck) decided.
 enum class DirectoryAdd { Added, Full, HostFull, AccountLiveElsewhere, TokenUsed, TokenTableFull };
 
+// A fixed array of trivially copyable slots, all zero at first, mapped straight from the
+// operating system (anonymous mmap): its pages are zero-filled on first touch, so a large
+// table costs resident memory only as its slots are written. (A std::vector writes every
+// zero up front, and an allocator's calloc may too: mimalloc's did, 256 MiB resident for an
+// untouched 256 MiB table.) Throws std::bad_alloc.
+template <typename T>
+class ZeroedSlots {
+  static_assert(std::is_trivially_copyable_v<T> && std::is_trivially_default_constructible_v<T>, "all-zero bytes must be a valid T");
+
+ public:
+  explicit ZeroedSlots(size_t n);
+  ~ZeroedSlots();
+  ZeroedSlots(const ZeroedSlots&) = delete;
+  ZeroedSlots& operator=(const ZeroedSlots&) = delete;
+  T& operator[](size_t i) { return slots_[i]; }
+  const T& operator[](size_t i) const { return slots_[i]; }
+
+ private:
+  T* slots_ = nullptr;
+  size_t bytes_ = 0;
+};
+
 // Connect token ids that admitted a session, each remembered until its token expires (a used
 // token is refused; an expired one is refused anyway, so forgetting it then is safe). A fixed
 // open-addressing table: an id sits in one of kProbes slots from its home; a slot whose token
@@ -225,10 +249,10 @@ class UsedTokens {
 
  private:
   struct Slot {
-    uint64_t token_id = 0;
-    uint64_t expires_unix_ms = 0;
+    uint64_t token_id;
+    uint64_t expires_unix_ms;
   };
-  std::vector<Slot> slots_;
+  ZeroedSlots<Slot> slots_;
   size_t mask_;
 };
 
@@ -243,11 +267,11 @@ class SavedPositions {
 
  private:
   struct Slot {
-    uint64_t account_id = 0;
-    float x_m = 0;
-    float y_m = 0;
+    uint64_t account_id;
+    float x_m;
+    float y_m;
   };
-  std::vector<Slot> slots_;
+  ZeroedSlots<Slot> slots_;
   size_t mask_;
 };
 
