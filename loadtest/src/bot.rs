@@ -190,12 +190,29 @@ async fn recv_until(socket: &UdpSocket, buf: &mut [u8], deadline: Instant) -> st
 /// (same nonce, same address) gets the same session back, so a lost accept never makes a
 /// second player. The server decides where the player appears: the session's `spawn`.
 pub async fn join(index: usize, plan: &JoinPlan, rng: &mut Rng) -> (Result<Session, JoinError>, JoinStats) {
+    join_with_token(index, plan, plan.tokens.token_for(index, plan.faction), rng).await
+}
+
+/// [`join`] presenting a given connect token (the hostile scenario's forged, expired and
+/// replayed ones).
+pub async fn join_with_token(
+    index: usize,
+    plan: &JoinPlan,
+    token: [u8; crate::token::TOKEN_SIZE],
+    rng: &mut Rng,
+) -> (Result<Session, JoinError>, JoinStats) {
     let mut stats = JoinStats::default();
-    let result = join_inner(index, plan, rng, &mut stats).await;
+    let result = join_inner(index, plan, token, rng, &mut stats).await;
     (result, stats)
 }
 
-async fn join_inner(index: usize, plan: &JoinPlan, rng: &mut Rng, stats: &mut JoinStats) -> Result<Session, JoinError> {
+async fn join_inner(
+    index: usize,
+    plan: &JoinPlan,
+    token: [u8; crate::token::TOKEN_SIZE],
+    rng: &mut Rng,
+    stats: &mut JoinStats,
+) -> Result<Session, JoinError> {
     let socket = bot_socket(plan.server, index)?;
     let nonce = rng.next_u64() | 1;
     let clock = Instant::now();
@@ -219,7 +236,6 @@ async fn join_inner(index: usize, plan: &JoinPlan, rng: &mut Rng, stats: &mut Jo
         }
     }
     let challenge = challenge.ok_or(JoinError::NoChallenge(plan.attempts))?;
-    let token = plan.tokens.token_for(index, plan.faction);
     let confirm = JoinConfirm { nonce, period: challenge.period, cookie: challenge.cookie, token };
     'confirms: for attempt in 0..plan.attempts {
         let flags = if attempt == 0 { Flags::NONE } else { Flags::RETRANSMIT };

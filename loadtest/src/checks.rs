@@ -9,6 +9,7 @@ use crate::admin::GrantSummary;
 use crate::bot::FloodTally;
 use crate::combat::CombatTally;
 use crate::economy::EconomyTally;
+use crate::hostile_joins::{TokenAttack, TokenAttackTally};
 use crate::protocol::{AttackRefusal, DropReason, LootRefusal};
 use crate::raid::RaidSummary;
 use crate::server_stats::{ECONOMY_CONSERVED, ServerStats, drop_counter};
@@ -293,6 +294,32 @@ pub fn drops(before: &ServerStats, after: &ServerStats, sent: &BTreeMap<DropReas
         ),
         Err(c) => c,
     });
+    checks
+}
+
+/// The hostile scenario's refused joins ([`crate::hostile_joins`]): each kind was attempted,
+/// every attempt was told its expected status, and the server counted exactly those under the
+/// kind's counter; no account was refused as live elsewhere (every attack has its own).
+pub fn token_attacks(before: &ServerStats, after: &ServerStats, tally: &TokenAttackTally) -> Vec<Check> {
+    let mut checks = Vec::new();
+    for kind in TokenAttack::ALL {
+        let sent = tally.sent.get(&kind).copied().unwrap_or(0);
+        let told = tally.refused_as_expected.get(&kind).copied().unwrap_or(0);
+        let name = format!("token_{}_refused", kind.name());
+        checks.push(match delta(before, after, kind.counter()) {
+            Ok(d) => Check::new(
+                name,
+                sent > 0 && told == sent && d == i128::from(sent),
+                format!("{sent} joins, {told} told {:?}; server counted {d} under {}", kind.expected(), kind.counter()),
+            ),
+            Err(c) => c,
+        });
+    }
+    checks.push(Check::new(
+        "token_attacks_clean",
+        tally.surprises.is_empty(),
+        if tally.surprises.is_empty() { "every attack answered as expected".to_string() } else { tally.surprises.join("; ") },
+    ));
     checks
 }
 

@@ -321,6 +321,11 @@ pub struct Cli {
     /// Hostile: sockets the malformed traffic is spread over.
     #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u32).range(1..=1024), help_heading = "Hostile")]
     pub hostile_sockets: u32,
+
+    /// Hostile: joins of each kind with a token the server must refuse (forged, expired,
+    /// wrong server, malformed, replayed), each from its own account.
+    #[arg(long, default_value_t = 8, help_heading = "Hostile")]
+    pub hostile_token_attacks: u32,
 }
 
 impl Cli {

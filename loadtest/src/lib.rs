@@ -18,6 +18,7 @@
 //! - [`combat`]: the raid's bots attacking the adds they see, and their tally.
 //! - [`raid`]: raid triggers and the during/between-raid windows.
 //! - [`hostile`]: malformed and spoofed traffic, one known drop reason each.
+//! - [`hostile_joins`]: joins with connect tokens the server must refuse, one known status each.
 //! - [`token`]: connect tokens: minting (the backend's side, `mmo-token`), key files.
 //! - [`admin`]: `STATS_REQUEST` and `RAID_TRIGGER` over the admin socket.
 //! - [`server_stats`]: the server's `name value` figures.
@@ -37,6 +38,7 @@ pub mod combat;
 pub mod driver;
 pub mod economy;
 pub mod hostile;
+pub mod hostile_joins;
 pub mod metrics;
 pub mod net;
 pub mod plot;

@@ -23,6 +23,7 @@ use crate::combat::{CombatPlan, CombatTally};
 use crate::driver::{self, Bot, DriverConfig, DriverReport, Played};
 use crate::economy::{EconomyMode, EconomyPlan, EconomyTally};
 use crate::hostile::{self, HostileKind, HostilePlan, ProbeReport, SentCounts, Victim};
+use crate::hostile_joins::{self, TokenAttackTally};
 use crate::metrics::Merged;
 use crate::net::connected_socket;
 use crate::progress::Progress;
@@ -131,6 +132,8 @@ pub struct HostileOutcome {
     pub flood: FloodTally,
     /// What probing for spoofing sockets found.
     pub probe: ProbeReport,
+    /// Joins with tokens the server must refuse.
+    pub token_attacks: TokenAttackTally,
 }
 
 /// Everything a run produced.
@@ -470,6 +473,12 @@ pub async fn run(cli: Cli, progress: &Progress) -> anyhow::Result<RunResult> {
         let spoofers = std::mem::take(&mut spoofers);
         tokio::spawn(async move { hostile::run_controller(hostile_plan, pool, spoofers, key, period, move_start, end, &stop).await })
     });
+    let token_attacks = hostile.then(|| {
+        let plan = join_plan.clone();
+        let per_kind = cli.hostile_token_attacks;
+        let mut rng = Rng::new(cli.seed ^ 0x70C3_A77A_C4E5);
+        tokio::spawn(async move { hostile_joins::run(&plan, per_kind, &mut rng).await })
+    });
     let flood_handle = match flood_session.take() {
         Some(s) if hostile => {
             let stop = Arc::clone(&stop);
@@ -514,7 +523,11 @@ pub async fn run(cli: Cli, progress: &Progress) -> anyhow::Result<RunResult> {
                 None => FloodTally::default(),
             };
             sent.add_n(HostileKind::Flooding, flood.sent);
-            Some(HostileOutcome { sent, flood, probe })
+            let token_attacks = match token_attacks {
+                Some(h) => h.await.context("the token attack task panicked")?,
+                None => TokenAttackTally::default(),
+            };
+            Some(HostileOutcome { sent, flood, probe, token_attacks })
         }
         None => None,
     };
@@ -615,6 +628,7 @@ pub fn judge(r: &RunResult) -> Vec<Check> {
             let mut by_reason = h.sent.by_reason();
             by_reason.remove(&DropReason::RateLimitedPlayer);
             checks.extend(checks::drops(before, after, &by_reason, &h.flood, cli.max_loss));
+            checks.extend(checks::token_attacks(before, after, &h.token_attacks));
             checks.push(Check::new(
                 "address_mismatch_tested",
                 h.probe.found > 0,

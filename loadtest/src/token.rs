@@ -210,14 +210,23 @@ impl Issuer {
 
     /// A fresh token (a new token id) for bot `index`'s account, on `faction`'s side.
     pub fn token_for(&self, index: usize, faction: u8) -> [u8; TOKEN_SIZE] {
-        let claims = Claims {
+        self.mint(&self.claims_for(index, faction))
+    }
+
+    /// The claims [`Issuer::token_for`] signs, for a caller to change before [`Issuer::mint`].
+    pub fn claims_for(&self, index: usize, faction: u8) -> Claims {
+        Claims {
             account_id: self.account_base.wrapping_add(index as u64).max(1),
             expires_unix_ms: unix_now_ms().saturating_add(self.ttl.as_millis() as u64),
             token_id: random_token_id(),
             faction,
             servers: vec![self.server],
-        };
-        self.minter.mint(&claims).expect("an account id and a token id that are non-zero, one server")
+        }
+    }
+
+    /// Signs any claims with this issuer's key.
+    pub fn mint(&self, claims: &Claims) -> [u8; TOKEN_SIZE] {
+        self.minter.mint(claims).expect("an account id and a token id that are non-zero, one to three servers")
     }
 }
 

@@ -154,6 +154,13 @@ fn hostile_traffic_is_dropped_for_exactly_the_reasons_sent() {
     // Every kind was sent at least once, so every exact check compared a non-zero count.
     assert_eq!(by_reason.len(), 15, "{by_reason:?}");
     assert!(h.flood.sent > h.flood.acked);
+    // Joins with tokens the server must refuse: every kind tried, told and counted.
+    assert_eq!(h.token_attacks.sent.len(), 5, "{:?}", h.token_attacks);
+    assert!(h.token_attacks.surprises.is_empty(), "{:?}", h.token_attacks.surprises);
+    for kind in ["forged", "expired", "wrong_server", "malformed", "replayed"] {
+        let name = format!("token_{kind}_refused");
+        assert!(r.checks.iter().any(|c| c.name == name && c.passed), "{name}: {:#?}", r.checks);
+    }
 }
 
 #[test]

@@ -92,6 +92,8 @@ impl Drop for FakeServer {
 
 struct Session {
     player_id: u64,
+    /// Its side (the token's).
+    faction: u8,
     token: u64,
     nonce: u64,
     addr: SocketAddr,
@@ -110,6 +112,8 @@ struct Session {
 struct State {
     config: FakeConfig,
     public_key: [u8; 32],
+    /// Token ids that admitted a session.
+    used_tokens: std::collections::HashSet<u64>,
     start: Instant,
     sessions: HashMap<u64, Session>,
     by_addr: HashMap<SocketAddr, u64>,
@@ -169,11 +173,17 @@ impl State {
             "engine_loot_claim_repeats",
             "engine_loot_rejected_no_loot",
             "engine_loot_rejected_not_yours",
+            "joins_refused_token_malformed",
+            "joins_refused_token_bad_signature",
+            "joins_refused_token_expired",
+            "joins_refused_token_wrong_server",
+            "joins_refused_token_used",
         ] {
             counters.insert(n.to_string(), 0);
         }
         State {
             public_key,
+            used_tokens: std::collections::HashSet::new(),
             config,
             start: Instant::now(),
             sessions: HashMap::new(),
@@ -279,13 +289,34 @@ impl State {
                 if c.cookie != cookie(from, c.nonce) {
                     return self.drop_for(DropReason::BadCookie);
                 }
-                let claims = match token::verify(&self.public_key, &c.token) {
-                    Ok(claims) => claims,
-                    Err(e) => {
-                        let status = match e {
-                            TokenError::Malformed => JoinStatus::TokenMalformed,
-                            TokenError::BadSignature => JoinStatus::TokenBadSignature,
+                let retransmit = self.by_addr.get(&from).is_some_and(|id| self.sessions[id].nonce == c.nonce);
+                // The real server's checks, in its order (a retransmit is answered again first).
+                let verdict = match token::verify(&self.public_key, &c.token) {
+                    _ if retransmit => Ok(None),
+                    Err(TokenError::Malformed) => Err(JoinStatus::TokenMalformed),
+                    Err(TokenError::BadSignature) => Err(JoinStatus::TokenBadSignature),
+                    Ok(claims) if claims.expires_unix_ms <= token::unix_now_ms() => Err(JoinStatus::TokenExpired),
+                    Ok(claims) if !claims.servers.iter().any(|s| SocketAddr::V4(*s) == socket.local_addr().unwrap()) => {
+                        Err(JoinStatus::TokenWrongServer)
+                    }
+                    Ok(claims) if self.used_tokens.contains(&claims.token_id) => Err(JoinStatus::TokenUsed),
+                    Ok(claims) => Ok(Some(claims)),
+                };
+                let claims = match verdict {
+                    Ok(Some(claims)) => {
+                        self.used_tokens.insert(claims.token_id);
+                        claims
+                    }
+                    Ok(None) => token::Claims { account_id: 1, expires_unix_ms: 0, token_id: 1, faction: 0, servers: vec![] },
+                    Err(status) => {
+                        let counter = match status {
+                            JoinStatus::TokenMalformed => "joins_refused_token_malformed",
+                            JoinStatus::TokenBadSignature => "joins_refused_token_bad_signature",
+                            JoinStatus::TokenExpired => "joins_refused_token_expired",
+                            JoinStatus::TokenWrongServer => "joins_refused_token_wrong_server",
+                            _ => "joins_refused_token_used",
                         };
+                        self.bump(counter, 1);
                         let refusal = JoinAccept {
                             nonce: c.nonce,
                             player_id: 0,
@@ -315,6 +346,7 @@ impl State {
                             id,
                             Session {
                                 player_id: id,
+                                faction: claims.faction,
                                 token: id.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1,
                                 nonce: c.nonce,
                                 addr: from,
@@ -338,7 +370,7 @@ impl State {
                     player_id: id,
                     session_token: session.token,
                     status: JoinStatus::Joined,
-                    faction: claims.faction,
+                    faction: session.faction,
                     tick_ms: self.config.tick.as_millis() as u32,
                     server_time_ms: self.now_ms(),
                     spawn_x_m: session.x,
