@@ -29,16 +29,15 @@ constexpr uint64_t kNowUnixMs = 1'800'000'000'000ULL;
 const mmo::net::TokenServer kServer{0x0100007f, 7777};
 
 Token mint(const std::array<uint8_t, crypto_sign_SECRETKEYBYTES>& secret, uint64_t account, uint64_t expires) {
+  mmo::net::TokenClaims claims;
+  claims.account_id = account;
+  claims.expires_unix_ms = expires;
+  claims.token_id = account * 0x9E3779B97F4A7C15ULL | 1;
+  claims.faction = 1;
+  claims.server_count = 1;
+  claims.servers[0] = kServer;
   Token t{};
-  const uint64_t token_id = account * 0x9E3779B97F4A7C15ULL | 1;
-  std::memcpy(t.data(), &account, 8);
-  std::memcpy(t.data() + 8, &expires, 8);
-  std::memcpy(t.data() + 16, &token_id, 8);
-  t[24] = 1;
-  t[25] = 1;
-  std::memcpy(t.data() + 32, &kServer.ip_be, 4);
-  t[36] = kServer.port & 0xff;
-  t[37] = kServer.port >> 8;
+  mmo::net::write_token_claims(claims, t);
   const auto m = mmo::net::token_signing_message(t);
   crypto_sign_detached(t.data() + kTokenClaimsSize, nullptr, m.data(), m.size(), secret.data());
   return t;

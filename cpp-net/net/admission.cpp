@@ -2,7 +2,6 @@
 #include "net/admission.hpp"
 
 #include <sys/mman.h>
-
 #include <sys/random.h>
 
 #include <algorithm>
@@ -99,11 +98,7 @@ bool TokenBucket::take(uint64_t now_us) {
 
 // ---- AddressRateLimiter ----
 
-namespace {
-constexpr size_t kAddressProbes = 8;
-
 uint64_t mix(uint64_t key) {
-  // splitmix64's finaliser: spreads (ip, port) over the table.
   key ^= key >> 30;
   key *= 0xbf58476d1ce4e5b9ULL;
   key ^= key >> 27;
@@ -111,6 +106,9 @@ uint64_t mix(uint64_t key) {
   key ^= key >> 31;
   return key;
 }
+
+namespace {
+constexpr size_t kAddressProbes = 8;
 
 bool is_pow2(size_t n) { return n != 0 && (n & (n - 1)) == 0; }
 }  // namespace

@@ -56,6 +56,10 @@ struct SourceAddress {
   bool operator==(const SourceAddress&) const = default;
 };
 
+// SplitMix64's finaliser: spreads a key's bits over all 64 (table homes for addresses, player
+// ids, accounts and token ids; an account's place in its starting zone).
+uint64_t mix(uint64_t key);
+
 // A 64-message anti-replay window over u32 sequences (serial arithmetic, RFC 1982 style):
 // bit i of `seen_` is `highest_ - i`. A sequence already seen, or 64 or more below the
 // highest, is a replay.
@@ -149,8 +153,6 @@ struct Session {
   TokenBucket bucket;
 };
 
-// Sessions of one worker, in a fixed pool with two fixed open-addressing indexes (player id
-// and source address). Linear probing with backward-shift deletion, so no tombstones build up.
 // An open-addressing map from non-zero u64 keys to u32 values, at most half full by the
 // owner's sizing (so every probe run ends), with backward-shift deletion. Fixed at
 // construction: nothing allocates after it.
@@ -169,6 +171,8 @@ class KeyIndex {
   size_t mask_;
 };
 
+// Sessions of one worker, in a fixed pool with two fixed open-addressing indexes (player id
+// and source address). Linear probing with backward-shift deletion, so no tombstones build up.
 class SessionTable {
  public:
   explicit SessionTable(size_t capacity);
@@ -203,12 +207,6 @@ class SessionTable {
   size_t live_ = 0;
 };
 
-// Every worker's sessions, as (player id, token, source) only, shared by the workers so a
-// datagram for a session another worker owns is classified correctly: a spoofer's packets
-// hash to another worker than the victim's, and must still count as `bad_session` or
-// `address_mismatch`, not `unknown_player`. Written on join and leave; read only when a
-// worker's own table misses. One reader-writer lock: it is never taken on the path of a
-// legitimate move (that one hits its worker's own table).
 // What SessionDirectory::add (and its early look, precheck) decided.
 enum class DirectoryAdd { Added, Full, HostFull, AccountLiveElsewhere, TokenUsed, TokenTableFull };
 
@@ -303,6 +301,14 @@ struct DirectoryLimits {
   size_t saved_position_slots_pow2 = 1 << 12;
 };
 
+// Every worker's sessions, as (player id, token, source, account, token id, owning worker)
+// only, shared by the workers: a datagram for a session another worker owns is classified
+// correctly (a spoofer's packets hash to another worker than the victim's, and must still
+// count as `bad_session` or `address_mismatch`, not `unknown_player`), and the rules that span
+// workers are decided here: live sessions per host, one live session per account, one session
+// per token, and each account's saved position. Written on join and leave; read when a join
+// is decided and when a worker's own table misses. One reader-writer lock: it is never taken
+// on the path of a legitimate move (that one hits its worker's own table).
 class SessionDirectory {
  public:
   explicit SessionDirectory(const DirectoryLimits& limits);

@@ -4,9 +4,9 @@
 #include <sodium.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cstring>
 #include <fstream>
-#include <sstream>
 
 namespace mmo::net {
 namespace {
@@ -76,17 +76,6 @@ bool write_key_file(const std::string& path, const uint8_t* key, size_t n, mode_
 
 }  // namespace
 
-const char* token_verdict_name(TokenVerdict verdict) {
-  switch (verdict) {
-    case TokenVerdict::Valid: return "valid";
-    case TokenVerdict::Malformed: return "token_malformed";
-    case TokenVerdict::Expired: return "token_expired";
-    case TokenVerdict::WrongServer: return "token_wrong_server";
-    case TokenVerdict::BadSignature: return "token_bad_signature";
-  }
-  return "?";
-}
-
 bool token_crypto_ready() {
   static const bool ready = sodium_init() >= 0;
   return ready;
@@ -122,6 +111,22 @@ bool parse_token_claims(std::span<const uint8_t, kTokenSize> token, TokenClaims&
   }
   out = c;
   return true;
+}
+
+void write_token_claims(const TokenClaims& c, std::span<uint8_t, kTokenSize> token) {
+  uint8_t* p = token.data();
+  std::memset(p, 0, kTokenClaimsSize);
+  std::memcpy(p, &c.account_id, 8);
+  std::memcpy(p + 8, &c.expires_unix_ms, 8);
+  std::memcpy(p + 16, &c.token_id, 8);
+  p[24] = c.faction;
+  p[25] = c.server_count;
+  for (size_t i = 0; i < std::min<size_t>(c.server_count, kTokenMaxServers); ++i) {
+    uint8_t* s = p + 32 + i * 8;
+    std::memcpy(s, &c.servers[i].ip_be, 4);
+    s[4] = static_cast<uint8_t>(c.servers[i].port & 0xff);
+    s[5] = static_cast<uint8_t>(c.servers[i].port >> 8);
+  }
 }
 
 TokenVerifier::TokenVerifier(std::array<uint8_t, kTokenPublicKeySize> public_key, TokenServer server, uint64_t max_lifetime_ms)

@@ -56,7 +56,6 @@ enum class TokenVerdict : uint8_t {
   WrongServer,   // it does not name this server's address
   BadSignature,  // the signature is not the configured key's over these claims
 };
-const char* token_verdict_name(TokenVerdict verdict);
 
 // What the signature covers: the context string, then the token's 64 bytes of claims.
 using TokenSigningMessage = std::array<uint8_t, kTokenSigningContext.size() + kTokenClaimsSize>;
@@ -64,6 +63,9 @@ TokenSigningMessage token_signing_message(std::span<const uint8_t, kTokenSize> t
 
 // Reads the claims' layout (no signature, no clock). Fills `out` only when it returns true.
 bool parse_token_claims(std::span<const uint8_t, kTokenSize> token, TokenClaims& out);
+// Lays claims out in a token's first 64 bytes (the rest untouched): what a backend signs.
+// The tests and the bench mint with it (libsodium); the product's minter is the Rust one.
+void write_token_claims(const TokenClaims& claims, std::span<uint8_t, kTokenSize> token);
 
 class TokenVerifier {
  public:

@@ -39,14 +39,6 @@ DirectoryLimits directory_limits(const ServerConfig& c) {
   return l;
 }
 
-// SplitMix64's finaliser: the account's place in its zone.
-uint64_t scatter(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
-
 }  // namespace
 
 Server::Server(const ServerConfig& config, std::unique_ptr<Engine> engine)
@@ -82,7 +74,7 @@ bool Server::spawn_for(uint64_t account_id, uint8_t faction, float& x_m, float& 
   if (directory_.saved_position(account_id, x_m, y_m)) return true;
   const SpawnPoint& p = config_.spawn_points[faction % config_.spawn_points.size()];
   // Uniform in the disc: radius from the square root of a uniform draw, angle uniform.
-  const uint64_t h = scatter(account_id);
+  const uint64_t h = mix(account_id + 0x9e3779b97f4a7c15ULL);  // SplitMix64's first output for the account
   const double u = static_cast<double>(h >> 40) / static_cast<double>(uint64_t{1} << 24);
   const double a = static_cast<double>(h & 0xffffff) / static_cast<double>(uint64_t{1} << 24) * 6.283185307179586;
   const double r = static_cast<double>(p.radius_m) * std::sqrt(u);

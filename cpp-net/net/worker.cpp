@@ -279,7 +279,6 @@ void Worker::handle(const wire::ClientMessage& message, SourceAddress source, Se
           r.y_m = m.y_m;
           r.facing_rad = m.facing_rad;
           std::memcpy(r.payload, m.payload.data(), wire::kPayloadSize);
-          move_replies_[move_count_] = source;
           move_sessions_[move_count_] = session;
           move_arrival_ns_[move_count_] = arrival_ns;
           ++move_count_;
@@ -542,8 +541,6 @@ void Worker::flush_engine_batches(uint64_t now_ms) {
         } else if (e < written && events_[e].kind == MMO_EVENT_KIND_ACK) {
           ++e;
           // Applied: where the player now is (saved for its account when the session ends).
-          // Every session with a move in the batch is still live: leaves and restarts flush
-          // the batch before they end a session.
           move_sessions_[r]->x_m = moves_[r].x_m;
           move_sessions_[r]->y_m = moves_[r].y_m;
           while (e < written && events_[e].kind == MMO_EVENT_KIND_CONTACT) {
@@ -553,7 +550,7 @@ void Worker::flush_engine_batches(uint64_t now_ms) {
             ++e;
           }
         }
-        send_reply(move_replies_[r], ack);
+        send_reply(move_sessions_[r]->source, ack);
       }
     }
     move_count_ = 0;

@@ -122,8 +122,9 @@ class Worker {
 
   // The batch's moves and economy requests, and who to answer.
   std::array<MmoMoveRecord, kBatchMax> moves_{};
-  std::array<SourceAddress, kBatchMax> move_replies_{};
-  // Each move's session (admission found it; live until the batch is flushed).
+  // Each move's session, found by admission: who to answer (its address is the move's
+  // source), and where to record an applied move. Every one is still live when the batch is
+  // flushed: leaves, restarts and replacements flush the batch before they end a session.
   std::array<Session*, kBatchMax> move_sessions_{};
   // Each move's datagram's kernel receive time (CLOCK_REALTIME, ns): its latency starts there.
   std::array<uint64_t, kBatchMax> move_arrival_ns_{};

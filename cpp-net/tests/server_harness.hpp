@@ -92,21 +92,16 @@ inline void sign_token(std::array<uint8_t, kConnectTokenSize>& t) {
 // Mints a token as the backend would: the claims laid out, then Ed25519 over the context
 // string and the claims, with the tests' secret key.
 inline std::array<uint8_t, kConnectTokenSize> mint_token(const TokenSpec& spec, uint16_t port) {
+  net::TokenClaims claims;
+  claims.account_id = spec.account_id != 0 ? spec.account_id : next_test_account();
+  claims.expires_unix_ms = static_cast<uint64_t>(static_cast<int64_t>(unix_now_ms()) + spec.ttl_ms);
+  claims.token_id = spec.token_id;
+  while (claims.token_id == 0) randombytes_buf(&claims.token_id, sizeof claims.token_id);
+  claims.faction = spec.faction;
+  claims.server_count = 1;
+  claims.servers[0] = {spec.server_ip_be != 0 ? spec.server_ip_be : htonl(INADDR_LOOPBACK), spec.server_port != 0 ? spec.server_port : port};
   std::array<uint8_t, kConnectTokenSize> t{};
-  const uint64_t account = spec.account_id != 0 ? spec.account_id : next_test_account();
-  const uint64_t expires = static_cast<uint64_t>(static_cast<int64_t>(unix_now_ms()) + spec.ttl_ms);
-  uint64_t token_id = spec.token_id;
-  while (token_id == 0) randombytes_buf(&token_id, sizeof token_id);
-  std::memcpy(t.data(), &account, 8);
-  std::memcpy(t.data() + 8, &expires, 8);
-  std::memcpy(t.data() + 16, &token_id, 8);
-  t[24] = spec.faction;
-  t[25] = 1;
-  const uint32_t ip = spec.server_ip_be != 0 ? spec.server_ip_be : htonl(INADDR_LOOPBACK);
-  const uint16_t server_port = spec.server_port != 0 ? spec.server_port : port;
-  std::memcpy(t.data() + 32, &ip, 4);
-  t[36] = static_cast<uint8_t>(server_port & 0xff);
-  t[37] = static_cast<uint8_t>(server_port >> 8);
+  net::write_token_claims(claims, t);
   sign_token(t);
   return t;
 }

@@ -146,7 +146,7 @@ impl TokenMinter {
     /// Reads a private key file (`mmo-token keygen`'s `.secret`: the seed in hex).
     pub fn from_file(path: &Path) -> anyhow::Result<TokenMinter> {
         let text = std::fs::read_to_string(path).map_err(|e| anyhow::anyhow!("reading the token private key {}: {e}", path.display()))?;
-        let seed = parse_hex_key(&text).ok_or_else(|| anyhow::anyhow!("{}: not a token private key (64 hex digits)", path.display()))?;
+        let seed = parse_hex::<32>(&text).ok_or_else(|| anyhow::anyhow!("{}: not a token private key (64 hex digits)", path.display()))?;
         Ok(TokenMinter::from_seed(seed))
     }
 
@@ -233,7 +233,7 @@ impl Issuer {
 /// Reads a public key file (`mmo-token keygen`'s `.pub`).
 pub fn read_public_key(path: &Path) -> anyhow::Result<[u8; 32]> {
     let text = std::fs::read_to_string(path).map_err(|e| anyhow::anyhow!("reading the token public key {}: {e}", path.display()))?;
-    parse_hex_key(&text).ok_or_else(|| anyhow::anyhow!("{}: not a token public key (64 hex digits)", path.display()))
+    parse_hex::<32>(&text).ok_or_else(|| anyhow::anyhow!("{}: not a token public key (64 hex digits)", path.display()))
 }
 
 /// Checks a token's layout and signature (not its expiry or server: those need a clock and an
@@ -266,10 +266,6 @@ pub fn parse_hex<const N: usize>(text: &str) -> Option<[u8; N]> {
         *byte = u8::from_str_radix(&text[i * 2..i * 2 + 2], 16).ok()?;
     }
     Some(out)
-}
-
-fn parse_hex_key(text: &str) -> Option<[u8; 32]> {
-    parse_hex::<32>(text)
 }
 
 /// Milliseconds since the Unix epoch now.

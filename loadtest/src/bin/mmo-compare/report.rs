@@ -55,12 +55,11 @@ pub fn read_capacity(dir: &Path) -> Vec<Capacity> {
             let path = dir.join(format!("{engine}-{scenario}.json"));
             let Ok(text) = std::fs::read_to_string(&path) else { continue };
             let Ok(v) = serde_json::from_str::<Value>(&text) else { continue };
-            let written = std::fs::metadata(&path).and_then(|m| m.modified()).ok().map_or("?".to_string(), |t| {
-                let secs = t.duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs()) as i64;
-                let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
-                let (y, m, d) = civil_from_days(days);
-                format!("{y:04}-{m:02}-{d:02} {:02}:{:02} UTC", rem / 3600, rem % 3600 / 60)
-            });
+            // "2026-11-24T05:54:00Z" -> "2026-11-24 05:54 UTC", as the machine line writes dates.
+            let written = std::fs::metadata(&path)
+                .and_then(|m| m.modified())
+                .ok()
+                .map_or("?".to_string(), |t| format!("{} UTC", humantime::format_rfc3339_seconds(t).to_string()[..16].replace('T', " ")));
             out.push(Capacity {
                 engine: engine.into(),
                 scenario: scenario.into(),
@@ -72,19 +71,6 @@ pub fn read_capacity(dir: &Path) -> Vec<Capacity> {
         }
     }
     out
-}
-
-/// Days since 1970-01-01 to (year, month, day), proleptic Gregorian (H. Hinnant's algorithm).
-fn civil_from_days(z: i64) -> (i64, u32, u32) {
-    let z = z + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    (yoe + era * 400 + i64::from(m <= 2), m, d)
 }
 
 fn get_f64(v: Option<&Value>, path: &[&str]) -> Option<f64> {
@@ -795,13 +781,6 @@ mod tests {
         let lo = combine(&runs, |v| v.iter().copied().fold(f64::INFINITY, f64::min));
         assert_eq!(lo["cpu"], json!(10.0));
         assert_eq!(median(&[4.0, 1.0, 3.0, 2.0]), 2.5);
-    }
-
-    #[test]
-    fn civil_dates_from_unix_days() {
-        assert_eq!(civil_from_days(0), (1970, 1, 1));
-        assert_eq!(civil_from_days(20_416), (2025, 11, 24));
-        assert_eq!(civil_from_days(19_782), (2024, 2, 29));
     }
 
     #[test]
