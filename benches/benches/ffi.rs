@@ -70,7 +70,7 @@ fn ffi_batches(c: &mut Criterion) {
         .map(|(x, y)| {
             let mut t = MmoJoinTicket::default();
             // SAFETY: live engine, valid out-pointer.
-            assert_eq!(unsafe { mmo_ffi::mmo_join(handle, x, y, 1, &mut t) }, MMO_OK);
+            assert_eq!(unsafe { mmo_ffi::mmo_join(handle, 0, x, y, 1, &mut t) }, MMO_OK);
             (t.player_id, t.session_token)
         })
         .collect();

@@ -157,10 +157,16 @@ int main(int argc, char** argv) {
   }
 
   server->start();
-  std::printf("mmo-server: listening on %s:%u engine=%s threads=%u tick_hz=%u max_players=%u allocator=%s admin=%s metrics=%s\n",
+  const bool durable = !settings.server.economy_data_dir.empty();
+  std::printf("mmo-server: listening on %s:%u engine=%s threads=%u tick_hz=%u max_players=%u allocator=%s admin=%s metrics=%s economy=%s\n",
               settings.server.bind_address.c_str(), server->port(), settings.engine.c_str(), server->threads(), settings.server.tick_hz,
               settings.server.max_players, allocator_name(), settings.server.admin_key != 0 ? "enabled" : "disabled",
-              metrics ? metrics->url().c_str() : "off");
+              metrics ? metrics->url().c_str() : "off", durable ? "durable" : "memory");
+  std::printf("mmo-server: economy %s\n", server->economy_report().c_str());
+  if (settings.economy_store == "durable" && !durable) {
+    std::printf("mmo-server: note: the %s engine keeps its economy in memory (economy_store = \"durable\" applies to rust)\n",
+                settings.engine.c_str());
+  }
   std::fflush(stdout);
 
   int signal_number = 0;

@@ -72,7 +72,11 @@ void visit_settings(Settings& s, V&& v) {
                 "each worker socket's kernel receive and send buffers (capped by net.core.[rw]mem_max)"});
   v(Text{"server", "token_public_key", "--token-public-key", s.token_public_key_path,
          "file holding the backend's Ed25519 public key that signs connect tokens (mmo-token keygen's .pub; empty: a development key pair in data_dir)"});
-  v(Text{"server", "data_dir", "--data-dir", s.data_dir, "directory for the server's files (the development token key pair)"});
+  v(Text{"server", "data_dir", "--data-dir", s.data_dir,
+         "directory for the server's files (the economy's store economy.redb, the development token key pair)"});
+  v(Text{"server", "economy_store", "--economy-store", s.economy_store,
+         "durable: wallets of accounts in data_dir/economy.redb, every economy result told only once on disk (rust engine); "
+         "memory: kept in memory only (the baseline and null engines always)"});
   v(Text{"server", "public_address", "--public-address", s.public_address_text,
          "IPv4:port a connect token must name to admit here (empty: the bind address and the bound port)"});
   v(Number<uint32_t>{"server", "token_max_lifetime_s", "--token-max-lifetime-s", s.token_max_lifetime_s, 1, 86400,
@@ -271,6 +275,10 @@ void Settings::finish() {
   } catch (const std::exception&) {
     throw SettingsError("server.admin_key = \"" + admin_key_text + "\" must be an integer (decimal or 0x hex)");
   }
+  if (economy_store != "durable" && economy_store != "memory") {
+    throw SettingsError("server.economy_store = \"" + economy_store + "\" must be \"durable\" or \"memory\"");
+  }
+  server.economy_data_dir = economy_store == "durable" && engine == "rust" ? data_dir : std::string();
   core.player_capacity = server.max_players;
   core.tick_ms = 1000 / server.tick_hz;
   server.token_max_lifetime_ms = uint64_t{token_max_lifetime_s} * 1000;

@@ -37,6 +37,8 @@ struct Settings {
   // address tokens must name (empty: the bind address and bound port), the longest lifetime.
   std::string token_public_key_path;
   std::string data_dir = "mmo-data";
+  // "durable" (the rust engine's wallets in data_dir/economy.redb) or "memory".
+  std::string economy_store = "durable";
   std::string public_address_text;
   uint32_t token_max_lifetime_s = 120;
   // Starting zones, "x,y,radius;..." (parsed into server.spawn_points by finish()).

@@ -20,7 +20,7 @@ namespace baseline {
 namespace {
 
 static_assert(sizeof(MmoMoveRecord) == 72 && sizeof(MmoMoveEvent) == 32 && sizeof(MmoEconomyOp) == 48, "records as mmo_core.h");
-static_assert(sizeof(MmoEconomyResult) == 32 && sizeof(MmoAoiEntry) == 24 && sizeof(MmoConfig) == 128, "records as mmo_core.h");
+static_assert(sizeof(MmoEconomyResult) == 40 && sizeof(MmoAoiEntry) == 24 && sizeof(MmoConfig) == 128, "records as mmo_core.h");
 static_assert(sizeof(BodyState::payload) == sizeof(MmoMoveRecord::payload));
 
 [[noreturn]] void refuse(const char* why) { throw std::runtime_error(std::string("invalid baseline engine config: ") + why); }
@@ -141,7 +141,7 @@ std::shared_ptr<RaidObject> BaselineEngine::find_object(uint64_t object_id) cons
   return it == objects_.end() ? nullptr : it->second;
 }
 
-MmoStatus BaselineEngine::join(float x_m, float y_m, uint8_t faction, MmoJoinTicket& out) {
+MmoStatus BaselineEngine::join(uint64_t /*account_id*/, float x_m, float y_m, uint8_t faction, MmoJoinTicket& out) {
   if (!grid_.in_world(x_m, y_m)) {
     stats_.bump(Counter::joins_refused_bounds);
     return MMO_ERR_OUT_OF_BOUNDS;

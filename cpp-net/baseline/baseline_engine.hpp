@@ -130,7 +130,9 @@ class BaselineEngine final : public Engine {
 
   std::string_view name() const override { return "baseline"; }
   MmoStatus prewarm_thread(uint32_t) override { return MMO_OK; }  // nothing is pre-warmed per thread
-  MmoStatus join(float x_m, float y_m, uint8_t faction, MmoJoinTicket& out) override;
+  using Engine::join;
+  // The baseline keeps wallets per session, in memory: `account_id` is not used.
+  MmoStatus join(uint64_t account_id, float x_m, float y_m, uint8_t faction, MmoJoinTicket& out) override;
   MmoStatus leave(uint64_t player_id, uint64_t session_token) override;
   size_t move_events_required(size_t moves) const override;
   MmoStatus apply_moves(std::span<const MmoMoveRecord> moves, uint64_t now_ms, std::span<MmoMoveEvent> events,

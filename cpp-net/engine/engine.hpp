@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <string>
 #include <string_view>
 
 #include "mmo_core.h"
@@ -28,7 +29,11 @@ class Engine {
   // before it serves; `threads_sharing` is how many such threads there are (the Rust core
   // pre-warms this thread's share of its arenas).
   virtual MmoStatus prewarm_thread(uint32_t threads_sharing) = 0;
-  virtual MmoStatus join(float x_m, float y_m, uint8_t faction, MmoJoinTicket& out) = 0;
+  // Joins a player of `account_id` (its wallet resumed, or created by its first join; 0: a
+  // wallet for this session only). One live session per account.
+  virtual MmoStatus join(uint64_t account_id, float x_m, float y_m, uint8_t faction, MmoJoinTicket& out) = 0;
+  // A join with no account (tests and tools).
+  MmoStatus join(float x_m, float y_m, uint8_t faction, MmoJoinTicket& out) { return join(0, x_m, y_m, faction, out); }
   virtual MmoStatus leave(uint64_t player_id, uint64_t session_token) = 0;
   // Event capacity a batch of `moves` records needs.
   virtual size_t move_events_required(size_t moves) const = 0;
@@ -61,6 +66,18 @@ class Engine {
   virtual MmoStatus stats(MmoStats& out) const = 0;
   virtual MmoStatus economy_audit(MmoEconomyAudit& out) const = 0;
   virtual MmoStatus player_view(uint64_t player_id, MmoPlayerView& out) const = 0;
+  // Opens the economy's durable store in `data_dir` and starts committing (mmo_economy_open):
+  // from then on an economy result may be told only once economy_durable_through() reaches its
+  // ledger_seq; `on_durable(context)` is called (on another thread) after each durable group.
+  // Engines that keep their economy in memory answer MMO_ERR_INVALID_ARGUMENT with a message.
+  virtual MmoStatus economy_open(std::string_view data_dir, MmoDurableCallback on_durable, void* context, MmoRecoveryInfo& info,
+                                 std::string& message) {
+    (void)data_dir, (void)on_durable, (void)context, (void)info;
+    message = std::string(name()) + " engine keeps its economy in memory (no store)";
+    return MMO_ERR_INVALID_ARGUMENT;
+  }
+  // Every result whose ledger_seq is at most this may be told (UINT64_MAX: no store).
+  virtual uint64_t economy_durable_through() const { return UINT64_MAX; }
   // Test hook: a panic inside the engine (MMO_ERR_PANIC, engine poisoned), for engines built
   // with fault_injection = 1; MMO_ERR_INVALID_ARGUMENT otherwise or where not supported.
   virtual MmoStatus debug_inject_panic() = 0;

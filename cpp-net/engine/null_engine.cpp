@@ -24,7 +24,8 @@ class NullEngine final : public Engine {
 
   std::string_view name() const override { return "null"; }
   MmoStatus prewarm_thread(uint32_t) override { return MMO_OK; }
-  MmoStatus join(float, float, uint8_t, MmoJoinTicket& out) override {
+  using Engine::join;
+  MmoStatus join(uint64_t, float, float, uint8_t, MmoJoinTicket& out) override {
     if (live_.load(std::memory_order_relaxed) >= player_capacity_) {
       joins_refused_full_.fetch_add(1, std::memory_order_relaxed);
       return MMO_ERR_SERVER_FULL;

@@ -1,5 +1,6 @@
 // rust_engine.cpp: the Engine interface over the Rust core's C ABI. A thin shim: each method
 // is one call, its spans passed as (pointer, length) and borrowed for the call only.
+#include <array>
 #include <stdexcept>
 #include <string>
 
@@ -24,7 +25,22 @@ class RustEngine final : public Engine {
 
   std::string_view name() const override { return "rust"; }
   MmoStatus prewarm_thread(uint32_t threads_sharing) override { return mmo_engine_prewarm_thread(engine_, threads_sharing); }
-  MmoStatus join(float x_m, float y_m, uint8_t faction, MmoJoinTicket& out) override { return mmo_join(engine_, x_m, y_m, faction, &out); }
+  using Engine::join;
+  MmoStatus join(uint64_t account_id, float x_m, float y_m, uint8_t faction, MmoJoinTicket& out) override {
+    return mmo_join(engine_, account_id, x_m, y_m, faction, &out);
+  }
+  MmoStatus economy_open(std::string_view data_dir, MmoDurableCallback on_durable, void* context, MmoRecoveryInfo& info,
+                         std::string& message) override {
+    std::array<char, 512> text{};
+    const MmoStatus status = mmo_economy_open(engine_, reinterpret_cast<const uint8_t*>(data_dir.data()), data_dir.size(), on_durable, context,
+                                              &info, text.data(), text.size());
+    message = text.data();
+    return status;
+  }
+  uint64_t economy_durable_through() const override {
+    uint64_t through = 0;
+    return mmo_economy_durable_through(engine_, &through) == MMO_OK ? through : 0;
+  }
   MmoStatus leave(uint64_t player_id, uint64_t session_token) override { return mmo_leave(engine_, player_id, session_token); }
   size_t move_events_required(size_t moves) const override {
     size_t required = 0;

@@ -20,7 +20,9 @@
   X(economy_invalid_amount) X(economy_overflow) X(economy_self_trade) X(economy_unknown_item) X(economy_insufficient_funds)        \
   X(economy_insufficient_items) X(economy_unknown_player) X(economy_player_departed) X(economy_wrong_session) X(economy_too_old)   \
   X(economy_bad_kind) X(economy_invalid_transaction) X(economy_offer_pending) X(economy_no_such_offer) X(economy_not_your_offer)     \
-  X(economy_offer_expired) X(economy_kind_retired) X(trade_offers) X(trades_accepted) X(trades_declined) X(trades_cancelled)        \
+  X(economy_offer_expired) X(economy_kind_retired) X(economy_storage_busy) X(loot_rejected_storage_busy)              \
+  X(accounts_created) X(accounts_resumed) X(joins_refused_account) X(ledger_groups) X(ledger_entries) X(ledger_commit_failures)    \
+  X(trade_offers) X(trades_accepted) X(trades_declined) X(trades_cancelled)        \
   X(trades_expired) X(grants) X(grant_gold) X(grant_items) X(ticks) X(aoi_queries) X(aoi_not_in_snapshot) X(snapshots_published)         \
   X(snapshots_skipped) X(lock_grid_contended) X(lock_grid_wait_ns) X(lock_body_contended) X(lock_body_wait_ns)                    \
   X(lock_economy_contended) X(lock_economy_wait_ns) X(moves_waited_grid) X(moves_waited_body)

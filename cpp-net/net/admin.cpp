@@ -160,6 +160,8 @@ size_t Server::format_stats(char* out, size_t capacity) const {
   line("", "loot_claims_answered", total(&WorkerCounters::loot_claims_answered));
   line("", "trades_answered", total(&WorkerCounters::trades_answered));
   line("", "trade_notices_sent", total(&WorkerCounters::trade_notices_sent));
+  line("", "economy_replies_held", total(&WorkerCounters::economy_replies_held));
+  line("", "economy_replies_dropped", total(&WorkerCounters::economy_replies_dropped));
   line("", "grants_answered", total(&WorkerCounters::grants_answered));
   line("", "raid_triggers", total(&WorkerCounters::raid_triggers));
   line("", "stats_requests", total(&WorkerCounters::stats_requests));

@@ -126,6 +126,10 @@ std::string prometheus_text(const Server& s) {
         total(&WorkerCounters::trades_answered));
   t.one("mmo_trade_notices_sent_total", "counter", "TRADE_NOTICEs sent (offers to takers, accepts and declines to makers).",
         total(&WorkerCounters::trade_notices_sent));
+  t.one("mmo_economy_replies_held_total", "counter", "Economy replies held until their change was durable.",
+        total(&WorkerCounters::economy_replies_held));
+  t.one("mmo_economy_replies_dropped_total", "counter", "Economy replies dropped: the held queue was full (the client retransmits).",
+        total(&WorkerCounters::economy_replies_dropped));
   t.one("mmo_grants_answered_total", "counter", "Admin GRANTs decided by the engine and answered.", total(&WorkerCounters::grants_answered));
   t.one("mmo_raid_triggers_total", "counter", "Admin raid triggers handled.", total(&WorkerCounters::raid_triggers));
   t.one("mmo_stats_requests_total", "counter", "Admin stats requests answered.", total(&WorkerCounters::stats_requests));

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <stdexcept>
 #include <thread>
 
@@ -68,6 +69,24 @@ Server::Server(const ServerConfig& config, std::unique_ptr<Engine> engine)
   const TokenServer self{config_.public_ip_be != 0 ? config_.public_ip_be : bind_ip_be(config_.bind_address),
                          config_.public_port != 0 ? config_.public_port : port_};
   tokens_ = std::make_unique<TokenVerifier>(config_.token_public_key, self, config_.token_max_lifetime_ms);
+  if (!config_.economy_data_dir.empty()) {
+    MmoRecoveryInfo info{};
+    std::string message;
+    const MmoStatus status = engine_->economy_open(config_.economy_data_dir, &Server::on_economy_durable, this, info, message);
+    if (status != MMO_OK) throw std::runtime_error("economy store in " + config_.economy_data_dir + ": " + message);
+    char line[256];
+    std::snprintf(line, sizeof line, "durable (%s/economy.redb: %llu accounts, %llu entries, opened in %.1f ms%s%s)",
+                  config_.economy_data_dir.c_str(), static_cast<unsigned long long>(info.accounts),
+                  static_cast<unsigned long long>(info.entries), static_cast<double>(info.elapsed_us) / 1000.0,
+                  info.repaired != 0 ? "; " : "", info.repaired != 0 ? message.c_str() : "");
+    economy_report_ = line;
+  }
+}
+
+void Server::on_economy_durable(void* server) {
+  // Runs on the committer thread while the engine lives; ~Server frees the engine (joining
+  // that thread) before the workers.
+  for (auto& w : static_cast<Server*>(server)->workers_) w->notify_durable();
 }
 
 bool Server::spawn_for(uint64_t account_id, uint8_t faction, float& x_m, float& y_m) const {
@@ -85,6 +104,7 @@ bool Server::spawn_for(uint64_t account_id, uint8_t faction, float& x_m, float& 
 
 Server::~Server() {
   stop();
+  engine_.reset();  // stops the economy's committer, the one thread that calls into the workers
   workers_.clear();
   mmo_latency_free(tick_latency_);
   mmo_latency_free(merged_update_);

@@ -71,6 +71,8 @@ struct ServerConfig {
   uint64_t token_max_lifetime_ms = 120'000;
   std::vector<SpawnPoint> spawn_points{SpawnPoint{}};
   uint32_t saved_positions = 65536;  // accounts whose last position is remembered (a power of two)
+  // Directory of the economy's durable store (empty: the engine keeps its economy in memory).
+  std::string economy_data_dir;
 };
 
 // Engine statuses counted by kind: slot (status - 1000) for the error codes 1001..1099, slot
@@ -139,6 +141,11 @@ struct alignas(128) WorkerCounters {
   Counter trade_notices_sent;
   // GRANTs answered.
   Counter grants_answered;
+  // Economy replies (results, loot results, trade notices) held until their change was
+  // durable, and those dropped because the held queue was full (the client retransmits and
+  // gets the recorded answer).
+  Counter economy_replies_held;
+  Counter economy_replies_dropped;
   Counter raid_triggers;
   Counter stats_requests;
   Counter pongs_sent;
@@ -196,11 +203,15 @@ class Server {
   size_t format_stats(char* out, size_t capacity) const;
   // A one-line summary for the periodic log.
   std::string stats_line() const;
+  // How the economy is kept: "memory", or "durable" with what opening the store found.
+  const std::string& economy_report() const { return economy_report_; }
 
  private:
   friend class Worker;
   friend std::string prometheus_text(const Server& server);
   void tick_loop();
+  // The engine's committer made a group durable: wake every worker to send what waited.
+  static void on_economy_durable(void* server);
   struct LatencyFigures;
   LatencyFigures merged_latency() const;
   // Sums over the workers (relaxed reads; each a moment's value, not one snapshot).
@@ -219,6 +230,7 @@ class Server {
   std::mutex join_rate_mutex_;
   TokenBucket join_rate_;  // guarded by join_rate_mutex_
   uint16_t port_ = 0;
+  std::string economy_report_ = "memory";
   std::vector<std::unique_ptr<Worker>> workers_;
   std::vector<std::thread> threads_;
   std::thread tick_thread_;

@@ -19,6 +19,7 @@ namespace {
 
 constexpr uint64_t kTickEvent = 1;    // epoll data: the tick's eventfd
 constexpr uint64_t kSocketEvent = 2;  // epoll data: the UDP socket
+constexpr uint64_t kDurableEvent = 3; // epoll data: the economy committer's eventfd
 
 uint64_t realtime_ns() {
   timespec ts{};
@@ -53,8 +54,11 @@ Worker::Worker(Server& server, uint16_t index, int fd, const AdmissionConfig& ad
   if (epfd_ < 0) throw std::runtime_error(std::string("epoll_create1: ") + std::strerror(errno));
   tick_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   if (tick_fd_ < 0) throw std::runtime_error(std::string("eventfd: ") + std::strerror(errno));
+  durable_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  if (durable_fd_ < 0) throw std::runtime_error(std::string("eventfd: ") + std::strerror(errno));
   epoll_add(epfd_, fd_, kSocketEvent);
   epoll_add(epfd_, tick_fd_, kTickEvent);
+  epoll_add(epfd_, durable_fd_, kDurableEvent);
   // The kernel stamps each datagram as it arrives; its wait in the socket buffer counts.
   const int one = 1;
   if (setsockopt(fd_, SOL_SOCKET, SO_TIMESTAMPNS, &one, sizeof one) != 0) {
@@ -77,6 +81,7 @@ Worker::~Worker() {
   mmo_latency_free(update_latency_);
   mmo_latency_free(raid_latency_);
   if (tick_fd_ >= 0) close(tick_fd_);
+  if (durable_fd_ >= 0) close(durable_fd_);
   if (epfd_ >= 0) close(epfd_);
   if (fd_ >= 0) close(fd_);
 }
@@ -88,6 +93,28 @@ void Worker::notify_tick() {
   [[maybe_unused]] const ssize_t n = write(tick_fd_, &one, sizeof one);
 }
 
+void Worker::notify_durable() {
+  const uint64_t one = 1;
+  [[maybe_unused]] const ssize_t n = write(durable_fd_, &one, sizeof one);  // as notify_tick
+}
+
+void Worker::release_held() {
+  if (held_count_ == 0) return;
+  durable_through_ = server_.engine().economy_durable_through();
+  bool sent = false;
+  while (held_count_ > 0 && held_[held_head_].ledger_seq <= durable_through_) {
+    const HeldReply& h = held_[held_head_];
+    if (tx_.full()) flush_replies();
+    const std::span<uint8_t> slot = tx_.slot();
+    std::memcpy(slot.data(), h.bytes.data(), h.size);
+    tx_.commit(h.to, h.size);
+    held_head_ = (held_head_ + 1) % kHeldRepliesMax;
+    --held_count_;
+    sent = true;
+  }
+  if (sent) flush_replies();
+}
+
 void Worker::run() {
   server_.engine().prewarm_thread(server_.threads());
   std::array<epoll_event, 4> ready{};
@@ -95,7 +122,10 @@ void Worker::run() {
     // With an area-of-interest round under way, only peek at the sockets between chunks.
     const int n = epoll_wait(epfd_, ready.data(), static_cast<int>(ready.size()), aoi_pending_ ? 0 : kEpollTimeoutMs);
     for (int i = 0; i < n; ++i) {
-      if (ready[i].data.u64 == kTickEvent) {
+      if (ready[i].data.u64 == kDurableEvent) {
+        uint64_t groups = 0;
+        [[maybe_unused]] const ssize_t got = read(durable_fd_, &groups, sizeof groups);
+      } else if (ready[i].data.u64 == kTickEvent) {
         uint64_t ticks = 0;
         if (read(tick_fd_, &ticks, sizeof ticks) == sizeof ticks) {
           if (aoi_pending_) counters.aoi_rounds_overrun.add();
@@ -106,6 +136,7 @@ void Worker::run() {
         drain_socket();
       }
     }
+    release_held();
     if (aoi_pending_) send_aoi_chunk();
     const uint64_t now_ms = server_.now_us() / 1000;
     if (end_requests_pending_.load(std::memory_order_acquire)) end_requested_sessions(now_ms);
@@ -187,11 +218,12 @@ void Worker::on_trade_offer(const wire::TradeOffer& m, SourceAddress source, uin
   const MmoTradeOffer offer{m.player_id, m.session_token, m.transaction_id, m.counterparty_id, abi_side(m.give), abi_side(m.want)};
   MmoEconomyResult r{};
   if (server_.engine_status("trade_offer", server_.engine().trade_offer(offer, now_ms, r), counters) != MMO_OK) return;
-  send_reply(source, wire_result(r));
+  send_durable(source, wire_result(r), r.ledger_seq);
   counters.trades_answered.add();
   // A new offer (not a retransmit's answer) is news for its taker.
   if (r.status == MMO_ECONOMY_STATUS_APPLIED && r.duplicate == 0) {
-    tell_trade(m.counterparty_id, wire::TradeNotice{wire::TradeEvent::Offered, m.player_id, m.counterparty_id, m.transaction_id, m.give, m.want});
+    tell_trade(m.counterparty_id, wire::TradeNotice{wire::TradeEvent::Offered, m.player_id, m.counterparty_id, m.transaction_id, m.give, m.want},
+               r.ledger_seq);
   }
 }
 
@@ -200,19 +232,19 @@ void Worker::on_trade_answer(const wire::TradeAnswer& m, SourceAddress source, u
   const MmoTradeAnswer answer{m.player_id, m.session_token, m.transaction_id, m.maker_id, m.offer_id, m.accept, {}};
   MmoEconomyResult r{};
   if (server_.engine_status("trade_answer", server_.engine().trade_answer(answer, now_ms, r), counters) != MMO_OK) return;
-  send_reply(source, wire_result(r));
+  send_durable(source, wire_result(r), r.ledger_seq);
   counters.trades_answered.add();
   // The taker's accept or decline is news for the maker (a maker's own cancel is not).
   if (r.status == MMO_ECONOMY_STATUS_APPLIED && r.duplicate == 0 && m.maker_id != m.player_id) {
     const auto event = m.accept != 0 ? wire::TradeEvent::Accepted : wire::TradeEvent::Declined;
-    tell_trade(m.maker_id, wire::TradeNotice{event, m.maker_id, m.player_id, m.offer_id, {}, {}});
+    tell_trade(m.maker_id, wire::TradeNotice{event, m.maker_id, m.player_id, m.offer_id, {}, {}}, r.ledger_seq);
   }
 }
 
-void Worker::tell_trade(uint64_t player_id, const wire::TradeNotice& notice) {
+void Worker::tell_trade(uint64_t player_id, const wire::TradeNotice& notice, uint64_t ledger_seq) {
   const auto to = server_.directory_.source_of(player_id);
   if (!to) return;  // left since
-  send_reply(*to, notice);
+  send_durable(*to, notice, ledger_seq);
   counters.trade_notices_sent.add();
 }
 
@@ -323,7 +355,7 @@ void Worker::handle(const wire::ClientMessage& message, SourceAddress source, Se
               MMO_OK) {
             return;
           }
-          send_reply(source, wire::LootResult{m.loot_id, r.gold, r.item_count, r.item_kind, r.refusal, r.repeat});
+          send_durable(source, wire::LootResult{m.loot_id, r.gold, r.item_count, r.item_kind, r.refusal, r.repeat}, r.ledger_seq);
           counters.loot_claims_answered.add();
         } else if constexpr (std::is_same_v<T, wire::TradeOffer>) {
           on_trade_offer(m, source, now_ms);
@@ -333,7 +365,7 @@ void Worker::handle(const wire::ClientMessage& message, SourceAddress source, Se
           // Admin: answered at once (admission checked the key).
           MmoEconomyResult r{};
           if (server_.engine_status("grant", server_.engine().grant(m.player_id, m.grant_id, abi_side(m.stack), r), counters) != MMO_OK) return;
-          send_reply(source, wire_result(r));
+          send_durable(source, wire_result(r), r.ledger_seq);
           counters.grants_answered.add();
         } else if constexpr (std::is_same_v<T, wire::Leave>) {
           // Moves and trades earlier in this batch go first, in arrival order.
@@ -434,9 +466,15 @@ void Worker::on_join_confirm(const wire::JoinConfirm& m, SourceAddress source, u
   float x_m = 0, y_m = 0;
   const bool saved = server_.spawn_for(claims.account_id, claims.faction, x_m, y_m);
   MmoJoinTicket ticket{};
-  const MmoStatus status = server_.engine_status("join", server_.engine().join(x_m, y_m, claims.faction, ticket), counters);
+  const MmoStatus status = server_.engine_status("join", server_.engine().join(claims.account_id, x_m, y_m, claims.faction, ticket), counters);
   if (status != MMO_OK) {
-    return refuse(status == MMO_ERR_OUT_OF_BOUNDS ? wire::JoinStatus::SpawnRefused : wire::JoinStatus::ServerFull, nullptr);
+    // The account still in a session the engine is ending, or the economy's disk behind:
+    // the client resends.
+    const bool later = status == MMO_ERR_ACCOUNT_IN_SESSION || status == MMO_ERR_STORAGE_BUSY;
+    return refuse(status == MMO_ERR_OUT_OF_BOUNDS ? wire::JoinStatus::SpawnRefused
+                  : later                        ? wire::JoinStatus::TryLater
+                                                 : wire::JoinStatus::ServerFull,
+                  nullptr);
   }
   Session s;
   s.player_id = ticket.player_id;
@@ -562,7 +600,7 @@ void Worker::flush_engine_batches(uint64_t now_ms) {
     if (status == MMO_OK) {
       for (size_t i = 0; i < written; ++i) {
         const MmoEconomyResult& r = results_[i];
-        send_reply(op_replies_[i], wire_result(r));
+        send_durable(op_replies_[i], wire_result(r), r.ledger_seq);
       }
     }
     op_count_ = 0;

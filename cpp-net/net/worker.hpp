@@ -40,6 +40,9 @@ class Worker {
   // Called by the tick thread after it published a world snapshot: wakes this worker to send
   // its sessions their areas of interest.
   void notify_tick();
+  // Called by the engine's committer thread after a group of economy changes became durable:
+  // wakes this worker to send the replies that waited for it.
+  void notify_durable();
   // Called by any worker: asks this one to end one of its sessions (its account is joining
   // again from another port of the same host). Done on this worker's next loop turn (within
   // kEpollTimeoutMs); a request that finds the queue full is dropped (the joining client
@@ -80,13 +83,36 @@ class Worker {
     if (tx_.full()) flush_replies();
     tx_.commit(to, wire::encode(message, tx_.slot()));
   }
+  // An economy reply (result, loot result, trade notice): sent now if the change it reports
+  // is durable (ledger_seq <= the engine's durable watermark), else held, in order, until it
+  // is (release_held). A full held queue drops it, counted: the client retransmits and gets
+  // the recorded answer, which waits for the same change.
+  template <typename Message>
+  void send_durable(SourceAddress to, const Message& message, uint64_t ledger_seq) {
+    if (ledger_seq == 0 || (held_count_ == 0 && ledger_seq <= durable_through_)) return send_reply(to, message);
+    if (held_count_ == 0 && ledger_seq <= (durable_through_ = server_.engine().economy_durable_through())) return send_reply(to, message);
+    if (held_count_ == kHeldRepliesMax) {
+      counters.economy_replies_dropped.add();
+      return;
+    }
+    HeldReply& h = held_[(held_head_ + held_count_) % kHeldRepliesMax];
+    static_assert(sizeof(h.bytes) >= wire::kEconomyResultSize && sizeof(h.bytes) >= wire::kLootResultSize &&
+                  sizeof(h.bytes) >= wire::kTradeNoticeSize);
+    h.size = static_cast<uint16_t>(wire::encode(message, std::span<uint8_t>(h.bytes)));
+    h.to = to;
+    h.ledger_seq = ledger_seq;
+    ++held_count_;
+    counters.economy_replies_held.add();
+  }
+  // Sends the held replies whose changes are now durable.
+  void release_held();
   // Tells the players in the killer's area of interest (as of the last tick) of a kill.
   // TRADE_OFFER / TRADE_ANSWER: decided by the engine at once (economy requests batched before
   // them go first), answered with ECONOMY_RESULT, and news told with TRADE_NOTICE.
   void on_trade_offer(const wire::TradeOffer& m, SourceAddress source, uint64_t now_ms);
   void on_trade_answer(const wire::TradeAnswer& m, SourceAddress source, uint64_t now_ms);
   // Sends `notice` to the player's session address, if it still has one.
-  void tell_trade(uint64_t player_id, const wire::TradeNotice& notice);
+  void tell_trade(uint64_t player_id, const wire::TradeNotice& notice, uint64_t ledger_seq);
   void tell_kill(uint64_t killer_id, uint64_t target_id, uint8_t target_kind);
   // Admin messages (admin.cpp).
   void on_raid_trigger(const wire::RaidTrigger& m, SourceAddress source);
@@ -107,6 +133,22 @@ class Worker {
   int fd_;
   int epfd_ = -1;
   int tick_fd_ = -1;  // eventfd the tick thread writes after each published snapshot
+  int durable_fd_ = -1;  // eventfd the engine's committer writes after each durable group
+  // Economy replies waiting for their change to be durable, oldest first (a ring). At 5,000
+  // economy operations a second and a few ms per group commit, tens wait at a time; the bound
+  // only matters if the disk stalls.
+  struct HeldReply {
+    uint64_t ledger_seq = 0;
+    SourceAddress to{};
+    uint16_t size = 0;
+    std::array<uint8_t, 72> bytes{};
+  };
+  static constexpr size_t kHeldRepliesMax = 4096;
+  std::vector<HeldReply> held_ = std::vector<HeldReply>(kHeldRepliesMax);
+  size_t held_head_ = 0;
+  size_t held_count_ = 0;
+  // The engine's durable watermark as last read (it only grows).
+  uint64_t durable_through_ = 0;
   Admission admission_;
   SendBatch tx_;
 

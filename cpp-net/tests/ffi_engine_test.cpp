@@ -32,7 +32,7 @@ public:
 
     MmoJoinTicket join(float x, float y, uint8_t faction = 1) const {
         MmoJoinTicket ticket{};
-        EXPECT_EQ(mmo_join(engine_, x, y, faction, &ticket), MMO_OK);
+        EXPECT_EQ(mmo_join(engine_, 0, x, y, faction, &ticket), MMO_OK);
         return ticket;
     }
 
@@ -128,7 +128,7 @@ TEST(FfiEngine, NullEngineIsRefusedEverywhere) {
     MmoStats stats{};
     MmoTickInfo info{};
     size_t n = 0;
-    EXPECT_EQ(mmo_join(nullptr, 1, 1, 1, &ticket), MMO_ERR_NULL_POINTER);
+    EXPECT_EQ(mmo_join(nullptr, 0, 1, 1, 1, &ticket), MMO_ERR_NULL_POINTER);
     EXPECT_EQ(mmo_leave(nullptr, 1, 1), MMO_ERR_NULL_POINTER);
     EXPECT_EQ(mmo_stats(nullptr, &stats), MMO_ERR_NULL_POINTER);
     EXPECT_EQ(mmo_tick(nullptr, 0, &info), MMO_ERR_NULL_POINTER);
@@ -342,7 +342,7 @@ TEST(FfiPlayers, LeaveStaleIdAndWrongSession) {
     MmoPlayerView view{};
     EXPECT_EQ(mmo_player_view(e.get(), a.player_id, &view), MMO_ERR_UNKNOWN_PLAYER);
     MmoJoinTicket ticket{};
-    EXPECT_EQ(mmo_join(e.get(), -1.0f, 10.0f, 1, &ticket), MMO_ERR_OUT_OF_BOUNDS);
+    EXPECT_EQ(mmo_join(e.get(), 0, -1.0f, 10.0f, 1, &ticket), MMO_ERR_OUT_OF_BOUNDS);
     EXPECT_EQ(ticket.player_id, 0u) << "outputs are written only on success";
     MmoDamageResult hit{};
     auto b = e.join(12.0f, 10.0f, 2);
@@ -360,9 +360,9 @@ TEST(FfiPlayers, ServerFullAndFriendlyFire) {
     MmoEngine* engine = nullptr;
     ASSERT_EQ(mmo_engine_new(&config, &engine), MMO_OK);
     MmoJoinTicket a{}, b{}, c{};
-    ASSERT_EQ(mmo_join(engine, 10.0f, 10.0f, 4, &a), MMO_OK);
-    ASSERT_EQ(mmo_join(engine, 11.0f, 10.0f, 4, &b), MMO_OK);
-    EXPECT_EQ(mmo_join(engine, 12.0f, 10.0f, 4, &c), MMO_ERR_SERVER_FULL);
+    ASSERT_EQ(mmo_join(engine, 0, 10.0f, 10.0f, 4, &a), MMO_OK);
+    ASSERT_EQ(mmo_join(engine, 0, 11.0f, 10.0f, 4, &b), MMO_OK);
+    EXPECT_EQ(mmo_join(engine, 0, 12.0f, 10.0f, 4, &c), MMO_ERR_SERVER_FULL);
     EXPECT_EQ(c.player_id, 0u);
     MmoDamageResult hit{};
     EXPECT_EQ(mmo_damage(engine, a.player_id, a.session_token, b.player_id, 5, &hit), MMO_ERR_FRIENDLY_FIRE);

@@ -26,7 +26,7 @@ int main(void) {
         return 1;
     }
     MmoJoinTicket ticket;
-    if (mmo_join(engine, 10.0f, 10.0f, 1, &ticket) != MMO_OK || ticket.player_id == 0) {
+    if (mmo_join(engine, 0, 10.0f, 10.0f, 1, &ticket) != MMO_OK || ticket.player_id == 0) {
         return 1;
     }
     mmo_engine_free(engine);

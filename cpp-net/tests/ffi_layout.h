@@ -24,7 +24,7 @@ MMO_STATIC_ASSERT(offsetof(MmoRaidSpawnRequest, kind) == 28, "MmoRaidSpawnReques
 MMO_STATIC_ASSERT(sizeof(MmoEconomyOp) == 48, "MmoEconomyOp size");
 MMO_STATIC_ASSERT(offsetof(MmoEconomyOp, gold) == 32, "MmoEconomyOp.gold");
 MMO_STATIC_ASSERT(offsetof(MmoEconomyOp, kind) == 46, "MmoEconomyOp.kind");
-MMO_STATIC_ASSERT(sizeof(MmoEconomyResult) == 32, "MmoEconomyResult size");
+MMO_STATIC_ASSERT(sizeof(MmoEconomyResult) == 40, "MmoEconomyResult size");
 MMO_STATIC_ASSERT(offsetof(MmoEconomyResult, status) == 24, "MmoEconomyResult.status");
 MMO_STATIC_ASSERT(sizeof(MmoAoiEntry) == 24, "MmoAoiEntry size");
 MMO_STATIC_ASSERT(offsetof(MmoAoiEntry, kind) == 20, "MmoAoiEntry.kind");
@@ -46,7 +46,10 @@ MMO_STATIC_ASSERT(MMO_AOI_NOT_IN_SNAPSHOT == 0xFFFFFFFFu, "MMO_AOI_NOT_IN_SNAPSH
 MMO_STATIC_ASSERT(sizeof(MmoDamageResult) == 8, "MmoDamageResult size");
 MMO_STATIC_ASSERT(sizeof(MmoAttackResult) == 16, "MmoAttackResult size");
 MMO_STATIC_ASSERT(offsetof(MmoAttackResult, refusal) == 8, "MmoAttackResult.refusal");
-MMO_STATIC_ASSERT(sizeof(MmoLootResult) == 24, "MmoLootResult size");
+MMO_STATIC_ASSERT(sizeof(MmoLootResult) == 32, "MmoLootResult size");
+MMO_STATIC_ASSERT(offsetof(MmoLootResult, ledger_seq) == 24, "MmoLootResult.ledger_seq");
+MMO_STATIC_ASSERT(offsetof(MmoEconomyResult, ledger_seq) == 32, "MmoEconomyResult.ledger_seq");
+MMO_STATIC_ASSERT(sizeof(MmoRecoveryInfo) == 32, "MmoRecoveryInfo size");
 MMO_STATIC_ASSERT(offsetof(MmoLootResult, refusal) == 22, "MmoLootResult.refusal");
 MMO_STATIC_ASSERT(sizeof(MmoEconomyAudit) == 88, "MmoEconomyAudit size");
 MMO_STATIC_ASSERT(offsetof(MmoEconomyAudit, conserved) == 80, "MmoEconomyAudit.conserved");

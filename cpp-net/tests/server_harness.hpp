@@ -20,6 +20,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <cstring>
 #include <functional>
@@ -112,6 +113,10 @@ class ServerProcess {
  public:
   explicit ServerProcess(std::vector<std::string> extra_args) {
     (void)test_token_keys();  // written before the fork
+    // Each server its own economy store (its wallets would otherwise outlive the test).
+    static std::atomic<unsigned> servers{0};
+    data_dir_ = ::testing::TempDir() + "mmo-test-data-" + std::to_string(getpid()) + "-" + std::to_string(servers.fetch_add(1));
+    std::filesystem::remove_all(data_dir_);
     int out[2];
     if (pipe(out) != 0) return;
     pid_ = fork();
@@ -121,7 +126,8 @@ class ServerProcess {
       close(out[0]);
       close(out[1]);
       std::vector<std::string> args = {MMO_SERVER_BINARY, "--port", "0", "--threads", "2", "--admin-key", std::to_string(kAdminKey),
-                                       "--stats-interval-s", "0", "--tick-hz", "20", "--token-public-key", test_token_keys().public_key_path};
+                                       "--stats-interval-s", "0", "--tick-hz", "20", "--token-public-key", test_token_keys().public_key_path,
+                                       "--data-dir", data_dir_};
       args.insert(args.end(), extra_args.begin(), extra_args.end());
       std::vector<char*> argv;
       for (auto& a : args) argv.push_back(a.data());
@@ -144,8 +150,13 @@ class ServerProcess {
       waitpid(pid_, nullptr, 0);
     }
     if (stdout_ != nullptr) fclose(stdout_);
+    if (remove_data_dir_) std::filesystem::remove_all(data_dir_);
   }
   uint16_t port() const { return port_; }
+  // The server's --data-dir (its economy store); kept after the process when `keep` is set,
+  // so a test can start another server on it.
+  const std::string& data_dir() const { return data_dir_; }
+  void keep_data_dir(bool keep) { remove_data_dir_ = !keep; }
   const std::string& first_line() const { return first_line_; }
   // Waits (up to `timeout`) for the process to exit on its own; returns {exit status, the
   // rest of its output}, or {-1, ""} if it is still running (it is then killed).
@@ -184,6 +195,8 @@ class ServerProcess {
   std::string first_line_;
   uint16_t port_ = 0;
   bool reaped_ = false;
+  std::string data_dir_;
+  bool remove_data_dir_ = true;
 };
 
 class Client {

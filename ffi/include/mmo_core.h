@@ -51,7 +51,7 @@
 #define MMO_AOI_NOT_IN_SNAPSHOT 4294967295
 
 // Version of this ABI. Bumped on any change to a function signature or record layout.
-#define MMO_ABI_VERSION 4
+#define MMO_ABI_VERSION 5
 
 // What an event written by a move batch reports.
 enum MmoEventKind
@@ -152,6 +152,8 @@ enum MmoLootError
   MMO_LOOT_ERROR_OUT_OF_RANGE = 6,
   // The claimer's wallet cannot hold it (a balance would overflow); the loot stays.
   MMO_LOOT_ERROR_WALLET_FULL = 7,
+  // The economy's journal is full (its disk is behind); the loot stays: claim again.
+  MMO_LOOT_ERROR_STORAGE_BUSY = 8,
 };
 #ifndef __cplusplus
 #if __STDC_VERSION__ >= 202311L
@@ -254,6 +256,9 @@ enum MmoEconomyStatus
   // their consent; use a trade offer) or a `LootPickup` (it minted what the client named;
   // loot is claimed). Refused before anything is read.
   MMO_ECONOMY_STATUS_KIND_RETIRED = 17,
+  // The economy's journal is full (its disk is behind): nothing was decided or recorded;
+  // retransmit later.
+  MMO_ECONOMY_STATUS_STORAGE_BUSY = 18,
 };
 #ifndef __cplusplus
 #if __STDC_VERSION__ >= 202311L
@@ -472,7 +477,29 @@ typedef struct MmoLootResult {
   uint8_t refusal;
   // 1 when this repeats an earlier successful claim by the same player (nothing credited now).
   uint8_t repeat;
+  // Tell the claimer only once `mmo_economy_durable_through() >= ledger_seq` (0: at once).
+  uint64_t ledger_seq;
 } MmoLootResult;
+
+// Called on the committer thread after each group of economy changes is durable, with the
+// `context` given to `mmo_economy_open`. Must not call back into the engine; it should only
+// wake whoever holds replies (an eventfd write).
+typedef void (*MmoDurableCallback)(void *context);
+
+// What `mmo_economy_open` found in the store.
+typedef struct MmoRecoveryInfo {
+  // Accounts loaded.
+  uint64_t accounts;
+  // Ledger entries the store has applied since it was created.
+  uint64_t entries;
+  // Microseconds opening, loading and checking the books took.
+  uint64_t elapsed_us;
+  // 1 when the store rolled back an interrupted commit (a torn or truncated write) while
+  // opening; the message says so.
+  uint8_t repaired;
+  // Zero.
+  uint8_t _reserved[7];
+} MmoRecoveryInfo;
 
 // One reliable economy request. Applied at most once per (`player_id`, `transaction_id`).
 typedef struct MmoEconomyOp {
@@ -510,6 +537,9 @@ typedef struct MmoEconomyResult {
   uint8_t duplicate;
   // Zero.
   uint8_t _reserved[6];
+  // Tell the client only once the economy is durable through this
+  // (`mmo_economy_durable_through() >= ledger_seq`); 0: at once.
+  uint64_t ledger_seq;
 } MmoEconomyResult;
 
 // One side of a trade offer: gold and one stack of items (signed on the wire, so a negative
@@ -745,6 +775,22 @@ typedef struct MmoStats {
   uint64_t economy_offer_expired;
   // Economy refused: a retired kind (trade without consent, loot pickup).
   uint64_t economy_kind_retired;
+  // Economy refused: the journal was full (the disk behind); retransmit.
+  uint64_t economy_storage_busy;
+  // Loot claims refused: the economy's journal was full.
+  uint64_t loot_rejected_storage_busy;
+  // Accounts whose first join created their wallet.
+  uint64_t accounts_created;
+  // Joins that resumed their account's wallet.
+  uint64_t accounts_resumed;
+  // Joins refused: the account is in a live session, or none was named with a store open.
+  uint64_t joins_refused_account;
+  // Groups of ledger entries made durable (one store commit, one fsync, each).
+  uint64_t ledger_groups;
+  // Ledger entries made durable.
+  uint64_t ledger_entries;
+  // Store commits that failed (retried; nothing told until one succeeds).
+  uint64_t ledger_commit_failures;
   // Trade offers opened (their give in escrow).
   uint64_t trade_offers;
   // Trade offers accepted: both sides moved.
@@ -914,6 +960,19 @@ typedef struct MmoLatencySummary {
 // tick has run yet); its area of interest exists from the next tick.
 #define MMO_ERR_NOT_IN_SNAPSHOT 1015
 
+// The account is already in a live session (one session per account).
+#define MMO_ERR_ACCOUNT_IN_SESSION 1016
+
+// The economy's store is open and the join names no account (0).
+#define MMO_ERR_ACCOUNT_REQUIRED 1017
+
+// The economy's journals are full (its disk is behind): try again.
+#define MMO_ERR_STORAGE_BUSY 1018
+
+// The economy's store could not be opened, read, or its books did not balance; or it was
+// already open, or players had joined.
+#define MMO_ERR_STORAGE 1019
+
 // An earlier call panicked while changing this engine's state; it must be recreated.
 #define MMO_ERR_POISONED 1098
 
@@ -972,11 +1031,16 @@ void mmo_engine_free(struct MmoEngine *engine);
 // `engine` must be NULL or a live engine.
 MmoStatus mmo_engine_prewarm_thread(const struct MmoEngine *engine, uint32_t threads_sharing);
 
-// Joins a player at `(x_m, y_m)` in `faction`; writes the ticket to `*out_ticket`.
+// Joins a player of `account_id` at `(x_m, y_m)` in `faction`; writes the ticket to
+// `*out_ticket`. The account's wallet is resumed (its first join creates it with the starting
+// gold); account 0 is a wallet for this session only, refused `MMO_ERR_ACCOUNT_REQUIRED`
+// once `mmo_economy_open` has opened a store. One live session per account
+// (`MMO_ERR_ACCOUNT_IN_SESSION`).
 //
 // # Safety
 // `engine` a live engine or NULL; `out_ticket` writable or NULL.
 MmoStatus mmo_join(const struct MmoEngine *engine,
+                   uint64_t account_id,
                    float x_m,
                    float y_m,
                    uint8_t faction,
@@ -1058,6 +1122,35 @@ MmoStatus mmo_claim_loot(const struct MmoEngine *engine,
                          uint64_t session_token,
                          uint64_t loot_id,
                          struct MmoLootResult *out_result);
+
+// Opens the economy's store in the directory `data_dir` (`data_dir_len` bytes of UTF-8, no
+// NUL needed; the file `economy.redb` is created if absent), loads every account's wallet and
+// starts the committer thread. From then on every change to a wallet is made durable in groups
+// (one fsync each) and each economy result carries a `ledger_seq`: tell it only once
+// `mmo_economy_durable_through` reaches it. `on_durable(context)` is called on the committer
+// thread after each durable group (NULL: not called; poll instead). Call once, after
+// `mmo_engine_new` and before any join. On failure nothing is opened and `message` (if
+// non-NULL) holds a NUL-terminated reason, truncated to `message_capacity`.
+//
+// # Safety
+// `engine` a live engine or NULL; `data_dir`/`data_dir_len` a borrowed slice; `out_info`
+// writable or NULL; `message`/`message_capacity` a writable slice or NULL/0; `on_durable`
+// callable with `context` from any thread until `mmo_engine_free`.
+MmoStatus mmo_economy_open(const struct MmoEngine *engine,
+                           const uint8_t *data_dir,
+                           size_t data_dir_len,
+                           MmoDurableCallback on_durable,
+                           void *context,
+                           struct MmoRecoveryInfo *out_info,
+                           char *message,
+                           size_t message_capacity);
+
+// Writes to `*out_seq` how far the economy is durable: every result whose `ledger_seq` is at
+// most this may be told. With no store open, `UINT64_MAX`. Lock-free (one atomic load).
+//
+// # Safety
+// `engine` a live engine or NULL; `out_seq` writable or NULL.
+MmoStatus mmo_economy_durable_through(const struct MmoEngine *engine, uint64_t *out_seq);
 
 // Applies a batch of economy operations, one result per operation in order; writes the
 // count to `*out_results_written`. `results_capacity` must be at least `ops_len`.

@@ -130,6 +130,47 @@ pub struct MmoLootResult {
     pub refusal: u8,
     /// 1 when this repeats an earlier successful claim by the same player (nothing credited now).
     pub repeat: u8,
+    /// Tell the claimer only once `mmo_economy_durable_through() >= ledger_seq` (0: at once).
+    pub ledger_seq: u64,
+}
+
+/// What [`mmo_economy_open`] found in the store.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct MmoRecoveryInfo {
+    /// Accounts loaded.
+    pub accounts: u64,
+    /// Ledger entries the store has applied since it was created.
+    pub entries: u64,
+    /// Microseconds opening, loading and checking the books took.
+    pub elapsed_us: u64,
+    /// 1 when the store rolled back an interrupted commit (a torn or truncated write) while
+    /// opening; the message says so.
+    pub repaired: u8,
+    /// Zero.
+    pub _reserved: [u8; 7],
+}
+
+/// Called on the committer thread after each group of economy changes is durable, with the
+/// `context` given to [`mmo_economy_open`]. Must not call back into the engine; it should only
+/// wake whoever holds replies (an eventfd write).
+pub type MmoDurableCallback = Option<unsafe extern "C" fn(context: *mut std::ffi::c_void)>;
+
+/// The callback and its context, sent to the committer thread.
+struct DurableNotice {
+    callback: unsafe extern "C" fn(*mut std::ffi::c_void),
+    context: *mut std::ffi::c_void,
+}
+
+// SAFETY: the caller of mmo_economy_open promises the callback may be called with `context`
+// from another thread until the engine is freed.
+unsafe impl Send for DurableNotice {}
+
+impl DurableNotice {
+    fn call(&self) {
+        // SAFETY: the caller's promise at mmo_economy_open (see above).
+        unsafe { (self.callback)(self.context) }
+    }
 }
 
 /// A consistent reading of the economy's gold (saturating at `UINT64_MAX`), from
@@ -198,7 +239,8 @@ const _: () = assert!(size_of::<MmoAoiBatchInfo>() == 16 && offset_of!(MmoAoiBat
 const _: () = assert!(size_of::<MmoDamageResult>() == 8 && offset_of!(MmoDamageResult, outcome) == 4);
 const _: () = assert!(size_of::<MmoAttackResult>() == 16 && offset_of!(MmoAttackResult, refusal) == 8);
 const _: () = assert!(size_of::<MmoEconomyAudit>() == 88 && offset_of!(MmoEconomyAudit, conserved) == 80);
-const _: () = assert!(size_of::<MmoLootResult>() == 24 && offset_of!(MmoLootResult, refusal) == 22);
+const _: () = assert!(size_of::<MmoLootResult>() == 32 && offset_of!(MmoLootResult, refusal) == 22);
+const _: () = assert!(size_of::<MmoRecoveryInfo>() == 32 && offset_of!(MmoRecoveryInfo, repaired) == 24);
 const _: () = assert!(size_of::<MmoPlayerView>() == 160 && offset_of!(MmoPlayerView, gold) == 24);
 const _: () = assert!(size_of::<StatsSnapshot>() == 8 * mmo_core::stats::COUNTER_COUNT);
 
@@ -318,23 +360,37 @@ pub unsafe extern "C" fn mmo_engine_prewarm_thread(engine: *const MmoEngine, thr
     }
 }
 
-/// Joins a player at `(x_m, y_m)` in `faction`; writes the ticket to `*out_ticket`.
+/// Joins a player of `account_id` at `(x_m, y_m)` in `faction`; writes the ticket to
+/// `*out_ticket`. The account's wallet is resumed (its first join creates it with the starting
+/// gold); account 0 is a wallet for this session only, refused `MMO_ERR_ACCOUNT_REQUIRED`
+/// once `mmo_economy_open` has opened a store. One live session per account
+/// (`MMO_ERR_ACCOUNT_IN_SESSION`).
 ///
 /// # Safety
 /// `engine` a live engine or NULL; `out_ticket` writable or NULL.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn mmo_join(engine: *const MmoEngine, x_m: f32, y_m: f32, faction: u8, out_ticket: *mut MmoJoinTicket) -> MmoStatus {
+pub unsafe extern "C" fn mmo_join(
+    engine: *const MmoEngine,
+    account_id: u64,
+    x_m: f32,
+    y_m: f32,
+    faction: u8,
+    out_ticket: *mut MmoJoinTicket,
+) -> MmoStatus {
     // SAFETY: forwarded contract.
     unsafe {
         engine_boundary(engine, Access::Mutates, |h| {
             let out = check!(out_ptr(out_ticket));
-            match h.engine.join(x_m, y_m, faction) {
+            match h.engine.join_account(account_id, x_m, y_m, faction) {
                 Ok(t) => {
                     out.write(MmoJoinTicket { player_id: t.player_id, session_token: t.session_token });
                     MMO_OK
                 }
                 Err(JoinError::ServerFull) => MMO_ERR_SERVER_FULL,
                 Err(JoinError::OutOfBounds) => MMO_ERR_OUT_OF_BOUNDS,
+                Err(JoinError::AccountInSession) => MMO_ERR_ACCOUNT_IN_SESSION,
+                Err(JoinError::AccountRequired) => MMO_ERR_ACCOUNT_REQUIRED,
+                Err(JoinError::StorageBusy) => MMO_ERR_STORAGE_BUSY,
             }
         })
     }
@@ -528,10 +584,101 @@ pub unsafe extern "C" fn mmo_claim_loot(
                     item_kind: r.contents.item_kind,
                     refusal: 0,
                     repeat: u8::from(r.repeat),
+                    ledger_seq: r.ledger_seq,
                 },
                 Err(refusal) => MmoLootResult { refusal: refusal as u8, ..MmoLootResult::default() },
             };
             out.write(result);
+            MMO_OK
+        })
+    }
+}
+
+/// Opens the economy's store in the directory `data_dir` (`data_dir_len` bytes of UTF-8, no
+/// NUL needed; the file `economy.redb` is created if absent), loads every account's wallet and
+/// starts the committer thread. From then on every change to a wallet is made durable in groups
+/// (one fsync each) and each economy result carries a `ledger_seq`: tell it only once
+/// [`mmo_economy_durable_through`] reaches it. `on_durable(context)` is called on the committer
+/// thread after each durable group (NULL: not called; poll instead). Call once, after
+/// `mmo_engine_new` and before any join. On failure nothing is opened and `message` (if
+/// non-NULL) holds a NUL-terminated reason, truncated to `message_capacity`.
+///
+/// # Safety
+/// `engine` a live engine or NULL; `data_dir`/`data_dir_len` a borrowed slice; `out_info`
+/// writable or NULL; `message`/`message_capacity` a writable slice or NULL/0; `on_durable`
+/// callable with `context` from any thread until `mmo_engine_free`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mmo_economy_open(
+    engine: *const MmoEngine,
+    data_dir: *const u8,
+    data_dir_len: usize,
+    on_durable: MmoDurableCallback,
+    context: *mut std::ffi::c_void,
+    out_info: *mut MmoRecoveryInfo,
+    message: *mut c_char,
+    message_capacity: usize,
+) -> MmoStatus {
+    // SAFETY: forwarded contract.
+    unsafe {
+        engine_boundary(engine, Access::Mutates, |h| {
+            let out = check!(out_ptr(out_info));
+            let bytes = check!(input(data_dir, data_dir_len));
+            let write_message = |text: &str| {
+                if let Ok(buf) = output(message.cast::<u8>(), message_capacity)
+                    && !buf.is_empty()
+                {
+                    let n = text.len().min(buf.len() - 1);
+                    buf[..n].copy_from_slice(&text.as_bytes()[..n]);
+                    buf[n] = 0;
+                }
+            };
+            let Ok(dir) = std::str::from_utf8(bytes) else {
+                write_message("data_dir is not UTF-8");
+                return MMO_ERR_INVALID_ARGUMENT;
+            };
+            if dir.is_empty() {
+                write_message("data_dir is empty");
+                return MMO_ERR_INVALID_ARGUMENT;
+            }
+            let notice = on_durable.map(|callback| DurableNotice { callback, context });
+            let on_durable: Box<dyn Fn() + Send> = Box::new(move || {
+                if let Some(n) = &notice {
+                    n.call();
+                }
+            });
+            match h.engine.open_store(std::path::Path::new(dir), on_durable) {
+                Ok(r) => {
+                    out.write(MmoRecoveryInfo {
+                        accounts: r.accounts,
+                        entries: r.entries,
+                        elapsed_us: u64::try_from(r.elapsed.as_micros()).unwrap_or(u64::MAX),
+                        repaired: u8::from(!r.repairs.is_empty()),
+                        _reserved: [0; 7],
+                    });
+                    write_message(&r.repairs.join("; "));
+                    MMO_OK
+                }
+                Err(e) => {
+                    write_message(&e);
+                    MMO_ERR_STORAGE
+                }
+            }
+        })
+    }
+}
+
+/// Writes to `*out_seq` how far the economy is durable: every result whose `ledger_seq` is at
+/// most this may be told. With no store open, `UINT64_MAX`. Lock-free (one atomic load).
+///
+/// # Safety
+/// `engine` a live engine or NULL; `out_seq` writable or NULL.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mmo_economy_durable_through(engine: *const MmoEngine, out_seq: *mut u64) -> MmoStatus {
+    // SAFETY: forwarded contract.
+    unsafe {
+        engine_boundary(engine, Access::Reads, |h| {
+            let out = check!(out_ptr(out_seq));
+            out.write(h.engine.economy_durable_through());
             MMO_OK
         })
     }

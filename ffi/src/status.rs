@@ -1,7 +1,7 @@
 //! Status codes: what every fallible call returns, their names, and the ABI version.
 
 /// Version of this ABI. Bumped on any change to a function signature or record layout.
-pub const MMO_ABI_VERSION: u32 = 4;
+pub const MMO_ABI_VERSION: u32 = 5;
 
 /// Result of a call: [`MMO_OK`] or an error code in 1001..=1099.
 pub type MmoStatus = u32;
@@ -39,6 +39,15 @@ pub const MMO_ERR_FRIENDLY_FIRE: MmoStatus = 1014;
 /// The player is live but not in the latest world snapshot (joined after the last tick, or no
 /// tick has run yet); its area of interest exists from the next tick.
 pub const MMO_ERR_NOT_IN_SNAPSHOT: MmoStatus = 1015;
+/// The account is already in a live session (one session per account).
+pub const MMO_ERR_ACCOUNT_IN_SESSION: MmoStatus = 1016;
+/// The economy's store is open and the join names no account (0).
+pub const MMO_ERR_ACCOUNT_REQUIRED: MmoStatus = 1017;
+/// The economy's journals are full (its disk is behind): try again.
+pub const MMO_ERR_STORAGE_BUSY: MmoStatus = 1018;
+/// The economy's store could not be opened, read, or its books did not balance; or it was
+/// already open, or players had joined.
+pub const MMO_ERR_STORAGE: MmoStatus = 1019;
 /// An earlier call panicked while changing this engine's state; it must be recreated.
 pub const MMO_ERR_POISONED: MmoStatus = 1098;
 /// The core panicked during this call (caught; see [`MMO_ERR_POISONED`]).
@@ -63,6 +72,10 @@ pub(crate) fn status_name(status: MmoStatus) -> &'static [u8] {
         MMO_ERR_UNKNOWN_TARGET => b"MMO_ERR_UNKNOWN_TARGET\0",
         MMO_ERR_FRIENDLY_FIRE => b"MMO_ERR_FRIENDLY_FIRE\0",
         MMO_ERR_NOT_IN_SNAPSHOT => b"MMO_ERR_NOT_IN_SNAPSHOT\0",
+        MMO_ERR_ACCOUNT_IN_SESSION => b"MMO_ERR_ACCOUNT_IN_SESSION\0",
+        MMO_ERR_ACCOUNT_REQUIRED => b"MMO_ERR_ACCOUNT_REQUIRED\0",
+        MMO_ERR_STORAGE_BUSY => b"MMO_ERR_STORAGE_BUSY\0",
+        MMO_ERR_STORAGE => b"MMO_ERR_STORAGE\0",
         MMO_ERR_POISONED => b"MMO_ERR_POISONED\0",
         MMO_ERR_PANIC => b"MMO_ERR_PANIC\0",
         _ => b"MMO_UNKNOWN_STATUS\0",

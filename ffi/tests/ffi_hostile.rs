@@ -32,7 +32,7 @@ fn null_engine_is_refused_by_every_engine_call() {
     // SAFETY: every call is given a NULL engine, which the boundary must refuse first.
     unsafe {
         assert_eq!(mmo_engine_prewarm_thread(null(), 1), MMO_ERR_NULL_POINTER);
-        assert_eq!(mmo_join(null(), 1.0, 1.0, 1, p.cast()), MMO_ERR_NULL_POINTER);
+        assert_eq!(mmo_join(null(), 0, 1.0, 1.0, 1, p.cast()), MMO_ERR_NULL_POINTER);
         assert_eq!(mmo_leave(null(), 1, 1), MMO_ERR_NULL_POINTER);
         assert_eq!(mmo_move_events_required(null(), 1, &mut n), MMO_ERR_NULL_POINTER);
         assert_eq!(mmo_apply_moves(null(), null(), 0, 0, null_mut(), 0, &mut n), MMO_ERR_NULL_POINTER);
@@ -63,8 +63,8 @@ fn null_and_misaligned_outputs_are_refused_and_nothing_changes() {
     let mut buf = [0u64; 64];
     // SAFETY: live engine; pointers are NULL or misaligned on purpose.
     unsafe {
-        assert_eq!(mmo_join(e, 1.0, 1.0, 1, null_mut()), MMO_ERR_NULL_POINTER);
-        assert_eq!(mmo_join(e, 1.0, 1.0, 1, misaligned(&mut buf)), MMO_ERR_MISALIGNED_POINTER);
+        assert_eq!(mmo_join(e, 0, 1.0, 1.0, 1, null_mut()), MMO_ERR_NULL_POINTER);
+        assert_eq!(mmo_join(e, 0, 1.0, 1.0, 1, misaligned(&mut buf)), MMO_ERR_MISALIGNED_POINTER);
         assert_eq!(mmo_tick(e, 0, misaligned(&mut buf)), MMO_ERR_MISALIGNED_POINTER);
         assert_eq!(mmo_stats(e, null_mut()), MMO_ERR_NULL_POINTER);
         assert_eq!(mmo_economy_audit(e, misaligned(&mut buf)), MMO_ERR_MISALIGNED_POINTER);
@@ -118,8 +118,8 @@ fn area_of_interest_batch_refuses_bad_buffers_and_marks_absent_players() {
     let mut info = MmoAoiBatchInfo { now_ms: 77, tick: 77, found: 77 };
     // SAFETY: live engine; buffers are valid, or NULL / misaligned / short / overlapping on purpose.
     unsafe {
-        assert_eq!(mmo_join(e, 500.0, 500.0, 1, &mut a), MMO_OK);
-        assert_eq!(mmo_join(e, 503.0, 500.0, 1, &mut b), MMO_OK);
+        assert_eq!(mmo_join(e, 0, 500.0, 500.0, 1, &mut a), MMO_OK);
+        assert_eq!(mmo_join(e, 0, 503.0, 500.0, 1, &mut b), MMO_OK);
         let players = [a.player_id, b.player_id, 999, 0];
         let mut entries = [AoiEntry::default(); 4 * 4];
         let mut counts = [7u32; 4];
@@ -152,7 +152,7 @@ fn area_of_interest_batch_refuses_bad_buffers_and_marks_absent_players() {
         let mut tick = MmoTickInfo::default();
         assert_eq!(mmo_tick(e, 1_000, &mut tick), MMO_OK);
         assert_eq!(tick.snapshot_entities, 2);
-        assert_eq!(mmo_join(e, 501.0, 500.0, 1, &mut late), MMO_OK);
+        assert_eq!(mmo_join(e, 0, 501.0, 500.0, 1, &mut late), MMO_OK);
         let with_late = [a.player_id, late.player_id, 999, b.player_id];
         assert_eq!(mmo_area_of_interest_batch(e, with_late.as_ptr(), 4, 4, ep, 16, cp, 4, &mut info), MMO_OK);
         assert_eq!(counts, [1, MMO_AOI_NOT_IN_SNAPSHOT, MMO_AOI_NOT_IN_SNAPSHOT, 1]);
@@ -233,7 +233,7 @@ proptest! {
         let mut ticket = MmoJoinTicket::default();
         // SAFETY: live engine, valid pointers, buffers sized by the library's own answer.
         unsafe {
-            prop_assert_eq!(mmo_join(e, 500.0, 500.0, 1, &mut ticket), MMO_OK);
+            prop_assert_eq!(mmo_join(e, 0, 500.0, 500.0, 1, &mut ticket), MMO_OK);
             let mut records: Vec<MoveRecord> = moves.iter().map(|b| arbitrary(b)).collect();
             let mut economy: Vec<EconomyOp> = ops.iter().map(|b| arbitrary(b)).collect();
             if aim_at_real_player {
@@ -260,7 +260,7 @@ proptest! {
             // Attacks with any ids, tokens and clocks: each is a result (landed or a known
             // refusal), never an error, and a refusal writes nothing else.
             let mut foe = MmoJoinTicket::default();
-            prop_assert_eq!(mmo_join(e, 502.0, 500.0, 2, &mut foe), MMO_OK);
+            prop_assert_eq!(mmo_join(e, 0, 502.0, 500.0, 2, &mut foe), MMO_OK);
             for &(attacker, token, target, now_ms) in &attacks {
                 let (attacker, token, target) =
                     if aim_at_real_player { (ticket.player_id, ticket.session_token, foe.player_id) } else { (attacker, token, target) };

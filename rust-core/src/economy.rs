@@ -30,18 +30,39 @@
 //! applied, so it is never applied now). Clients number transactions upwards and keep fewer
 //! than [`DEDUP_WINDOW`] in flight.
 //!
+//! ## Accounts and durability
+//!
+//! A wallet belongs to an account ([`Economy::open_account`]): the first join of an account
+//! creates it with the starting gold, later joins (from any address, after a restart) resume
+//! it, and it stays when its player leaves. Account 0 means no account: a wallet for one
+//! session, closed at leave with its holdings counted as departed (tests, and servers run
+//! without a store). With a store open ([`Economy::restore`], then [`crate::durability`]),
+//! every change to a wallet — a decision recorded for at-most-once included — is a
+//! [`crate::ledger`] entry taken under the shard locks, and its result carries the entry's
+//! `ledger_seq`: the network layer tells it only once the entry is durable. A shard whose
+//! journal is full (the disk is behind) refuses new operations `StorageBusy`, before anything
+//! is decided, so a retransmit can try again.
+//!
 //! ## Locks
 //!
-//! The shard mutexes are the only locks. None is global: movement, combat and the tick never
+//! The shard mutexes are the only locks (the account index, a `DashMap`, is taken before a
+//! shard and only by joins). None is global: movement, combat and the tick never
 //! take them, and an economy operation takes at most two of the 64. Waits on them are counted
 //! and timed ([`crate::locks`]).
 
 use crate::config::{AMOUNT_MAX, ITEM_KINDS};
+use crate::ledger::{
+    Books, DecisionImage, JOURNAL_ENTRIES_PER_SHARD, Ledger, LedgerEntry, MintCause, Recovered, StackImage, WalletImage,
+};
 use crate::locks::LockWaits;
 use crate::loot::LootContents;
 use crate::records::{EconomyKind, EconomyOp, EconomyStatus, TradeAnswer, TradeOffer, TradeStack};
 use crossbeam_utils::CachePadded;
+use dashmap::DashMap;
+use dashmap::mapref::entry::Entry;
 use parking_lot::{Mutex, MutexGuard};
+use rustc_hash::FxBuildHasher;
+use std::sync::OnceLock;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// Number of wallet shards.
@@ -106,6 +127,9 @@ struct Decision {
     transaction_id: u64,
     gold_after: u64,
     status: u8,
+    /// Its ledger entry's number plus one (0: none, or already durable when it was loaded): a
+    /// retransmit's answer waits for the same entry as the original's.
+    ledger_seq: u64,
 }
 
 /// Gold and one item stack, validated (what a trade side moves).
@@ -133,6 +157,10 @@ struct OpenOffer {
 struct Wallet {
     generation: u32,
     open: bool,
+    /// Its account (0: a wallet for one session).
+    account: u64,
+    /// Whether a live session uses it (an account's wallet stays open between sessions).
+    bound: bool,
     gold: u64,
     items: [u64; ITEM_KINDS],
     highest_transaction: u64,
@@ -148,6 +176,8 @@ impl Wallet {
         Self {
             generation: 0,
             open: false,
+            account: 0,
+            bound: false,
             gold: 0,
             items: [0; ITEM_KINDS],
             highest_transaction: 0,
@@ -209,25 +239,61 @@ impl Wallet {
     /// (`duplicate` set) for an id inside the window, `TransactionTooOld` for one below it.
     fn earlier(&self, transaction_id: u64) -> Option<Outcome> {
         if self.highest_transaction >= DEDUP_WINDOW as u64 && transaction_id <= self.highest_transaction - DEDUP_WINDOW as u64 {
-            return Some(Outcome { status: EconomyStatus::TransactionTooOld, duplicate: false, gold_after: 0 });
+            return Some(Outcome::refused(EconomyStatus::TransactionTooOld));
         }
         let d = self.decisions[(transaction_id % DEDUP_WINDOW as u64) as usize];
         (d.transaction_id == transaction_id).then(|| {
             let status = EconomyStatus::try_from(d.status).expect("recorded statuses are valid");
-            Outcome { status, duplicate: true, gold_after: d.gold_after }
+            Outcome { status, duplicate: true, gold_after: d.gold_after, ledger_seq: d.ledger_seq }
         })
     }
 
-    fn record(&mut self, transaction_id: u64, status: EconomyStatus) {
+    /// Records `transaction_id`'s decision, made under ledger number `ledger_seq` (see
+    /// [`Decision::ledger_seq`]), and returns the outcome to tell.
+    fn record(&mut self, transaction_id: u64, status: EconomyStatus, ledger_seq: u64) -> Outcome {
         let gold_after = if status == EconomyStatus::Applied { self.gold } else { 0 };
-        self.decisions[(transaction_id % DEDUP_WINDOW as u64) as usize] = Decision { transaction_id, gold_after, status: status as u8 };
+        self.decisions[(transaction_id % DEDUP_WINDOW as u64) as usize] =
+            Decision { transaction_id, gold_after, status: status as u8, ledger_seq };
         self.highest_transaction = self.highest_transaction.max(transaction_id);
+        Outcome { status, duplicate: false, gold_after, ledger_seq }
     }
+
+    /// The wallet as it is now, for the ledger; with `decided`, the decision recorded for that
+    /// transaction id.
+    fn image(&self, decided: Option<u64>) -> WalletImage {
+        let decision = decided.map_or(DecisionImage::default(), |tx| {
+            let d = self.decisions[(tx % DEDUP_WINDOW as u64) as usize];
+            DecisionImage { transaction_id: d.transaction_id, gold_after: d.gold_after, status: d.status }
+        });
+        WalletImage {
+            account: self.account,
+            gold: self.gold,
+            items: self.items,
+            escrow: self.offer.map_or(StackImage::default(), |o| image_of_stack(&o.give)),
+            highest_transaction: self.highest_transaction,
+            last_grant: self.last_grant,
+            decision,
+        }
+    }
+}
+
+fn image_of_stack(s: &Stack) -> StackImage {
+    StackImage { gold: s.gold, item_kind: s.item_kind as u8, item_count: s.item_count }
+}
+
+/// A ledger entry for one or two wallets (`b`'s image only if it has an account).
+fn entry_of(seq: u64, a: WalletImage, b: Option<WalletImage>) -> LedgerEntry {
+    let b = b.filter(|b| b.account != 0);
+    LedgerEntry { seq, wallets: [a, b.unwrap_or_default()], wallet_count: 1 + u8::from(b.is_some()), ..LedgerEntry::default() }
 }
 
 struct EconomyShard {
     wallets: Vec<Wallet>,
     free: Vec<u32>,
+    /// Ledger entries of operations on this shard's wallets not yet taken by the committer,
+    /// in sequence order (bounded: [`JOURNAL_ENTRIES_PER_SHARD`]). Pushed by operations under
+    /// this shard's lock; drained by the committer under it.
+    journal: Vec<LedgerEntry>,
     /// Wallets of this shard with an open offer.
     open_offers: u32,
     /// No open offer of this shard times out before this (server ms; `u64::MAX` when none):
@@ -246,6 +312,11 @@ struct EconomyShard {
 impl EconomyShard {
     fn wallet_mut(&mut self, h: WalletHandle) -> Option<&mut Wallet> {
         self.wallets.get_mut(h.slot as usize).filter(|w| w.open && w.generation == h.generation)
+    }
+
+    /// Whether the journal can take an entry (always, with the ledger off).
+    fn journal_has_room(&self, ledger: &Ledger) -> bool {
+        !ledger.enabled() || self.journal.len() < JOURNAL_ENTRIES_PER_SHARD
     }
 }
 
@@ -271,6 +342,26 @@ pub struct Outcome {
     pub duplicate: bool,
     /// Initiator's gold right after applying (0 when not applied).
     pub gold_after: u64,
+    /// Tell it only once the ledger is durable through this (0: at once). See [`crate::ledger`].
+    pub ledger_seq: u64,
+}
+
+impl Outcome {
+    /// A refusal nothing recorded (so nothing to wait for).
+    pub fn refused(status: EconomyStatus) -> Self {
+        Self { status, duplicate: false, gold_after: 0, ledger_seq: 0 }
+    }
+}
+
+/// Why [`Economy::open_account`] opened no wallet.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AccountError {
+    /// A live session already uses the account's wallet.
+    InSession,
+    /// Wallets are durable and the join names no account.
+    Required,
+    /// The journals are full (the disk is behind): try again.
+    StorageBusy,
 }
 
 /// How an answer closed an offer (for the counters and the notice to the maker).
@@ -320,6 +411,8 @@ pub struct LootCredit {
     pub gold_after: u64,
     /// `false` when `take` refused (another claim had taken the loot): nothing was credited.
     pub credited: bool,
+    /// Tell it only once the ledger is durable through this (0: at once).
+    pub ledger_seq: u64,
 }
 
 /// Why [`Economy::credit_loot`] credited nothing and left the loot where it was.
@@ -329,6 +422,8 @@ pub enum LootCreditError {
     Departed,
     /// A balance would overflow.
     Full,
+    /// The journal is full (the disk is behind): the loot stays where it is; claim again.
+    StorageBusy,
 }
 
 /// Sunk amounts of one applied operation (for the shard totals): no client request mints.
@@ -378,6 +473,14 @@ pub struct Economy {
     shards: Box<[CachePadded<Mutex<EconomyShard>>]>,
     /// Round-robin shard choice for new wallets. Written by join.
     next_shard: AtomicUsize,
+    /// Account -> its wallet. Written by the first join of an account and by restore; read by
+    /// every join.
+    accounts: DashMap<u64, WalletHandle, FxBuildHasher>,
+    /// Ledger numbers and the durable watermark. See [`crate::ledger`].
+    ledger: Ledger,
+    /// The committer thread, woken by the first entry after each of its commits. Set once by
+    /// [`crate::durability`].
+    committer: OnceLock<std::thread::Thread>,
 }
 
 impl Economy {
@@ -394,6 +497,7 @@ impl Economy {
                 CachePadded::new(Mutex::new(EconomyShard {
                     wallets,
                     free,
+                    journal: Vec::new(),
                     minted: Holdings::default(),
                     minted_by_loot: Holdings::default(),
                     open_offers: 0,
@@ -405,20 +509,49 @@ impl Economy {
             })
             .collect::<Vec<_>>()
             .into_boxed_slice();
-        Self { shards, next_shard: AtomicUsize::new(0) }
+        Self {
+            shards,
+            next_shard: AtomicUsize::new(0),
+            accounts: DashMap::with_hasher(FxBuildHasher),
+            ledger: Ledger::new(),
+            committer: OnceLock::new(),
+        }
     }
 
-    /// Opens a wallet holding `starting_gold` (minted).
+    /// The ledger's numbers and watermark.
+    pub fn ledger(&self) -> &Ledger {
+        &self.ledger
+    }
+
+    /// Whether `account` has a wallet.
+    pub fn has_account(&self, account: u64) -> bool {
+        self.accounts.contains_key(&account)
+    }
+
+    /// Opens a wallet holding `starting_gold` (minted) for one session (no account).
+    pub fn open_wallet(&self, starting_gold: u64) -> WalletHandle {
+        self.open_wallet_for(0, starting_gold).expect("a wallet without an account is never journaled")
+    }
+
+    /// Opens a wallet for `account` (0: none) holding `starting_gold` (minted), bound to the
+    /// joining session; with the ledger on and an account, its creation is an entry.
     ///
     /// Shards are tried round-robin; the chosen one reuses a closed wallet, or creates one in
     /// its reserved room. If it has neither (join/leave churn can unbalance them), the next ones
-    /// are tried, and only when all 64 are full does a shard grow its wallet vector.
-    pub fn open_wallet(&self, starting_gold: u64) -> WalletHandle {
+    /// are tried, and only when all 64 are full does a shard grow its wallet vector. A shard
+    /// whose journal is full is passed over.
+    fn open_wallet_for(&self, account: u64, starting_gold: u64) -> Result<WalletHandle, AccountError> {
+        let journaled = account != 0 && self.ledger.enabled();
         let start = self.next_shard.fetch_add(1, Ordering::Relaxed) % ECONOMY_SHARDS;
         let mut chosen = None;
+        let mut with_room = None;
         for attempt in 0..ECONOMY_SHARDS {
             let index = (start + attempt) % ECONOMY_SHARDS;
             let mut shard = self.shards[index].lock();
+            if journaled && !shard.journal_has_room(&self.ledger) {
+                continue;
+            }
+            with_room.get_or_insert(index);
             if let Some(slot) = shard.free.pop() {
                 chosen = Some((index, shard, slot));
                 break;
@@ -430,21 +563,86 @@ impl Economy {
                 break;
             }
         }
-        let (shard_index, mut shard, slot) = chosen.unwrap_or_else(|| {
-            let mut shard = self.shards[start].lock();
-            shard.wallets.push(Wallet::closed());
-            let slot = (shard.wallets.len() - 1) as u32;
-            (start, shard, slot)
-        });
+        let (shard_index, mut shard, slot) = match chosen {
+            Some(c) => c,
+            None => {
+                let index = with_room.ok_or(AccountError::StorageBusy)?;
+                let mut shard = self.shards[index].lock();
+                if !shard.journal_has_room(&self.ledger) {
+                    return Err(AccountError::StorageBusy);
+                }
+                shard.wallets.push(Wallet::closed());
+                let slot = (shard.wallets.len() - 1) as u32;
+                (index, shard, slot)
+            }
+        };
+        let shard = &mut *shard;
         let w = &mut shard.wallets[slot as usize];
         let generation = w.generation;
-        *w = Wallet { generation, open: true, gold: starting_gold, ..Wallet::closed() };
+        *w = Wallet { generation, open: true, account, bound: true, gold: starting_gold, ..Wallet::closed() };
         shard.minted.gold += u128::from(starting_gold);
-        WalletHandle { shard: shard_index as u16, slot, generation }
+        if journaled {
+            let mut entry = entry_of(self.ledger.take_seq(), w.image(None), None);
+            entry.minted = StackImage { gold: starting_gold, ..StackImage::default() };
+            entry.mint_cause = MintCause::Starting;
+            self.push_entry(shard, entry);
+        }
+        Ok(WalletHandle { shard: shard_index as u16, slot, generation })
+    }
+
+    /// The wallet of `account` for a joining session: the account's own (resumed) if it has
+    /// one, else a new one with `starting_gold`. Account 0 opens a wallet for this session only,
+    /// unless wallets are durable (then every session needs an account).
+    pub fn open_account(&self, account: u64, starting_gold: u64) -> Result<WalletHandle, AccountError> {
+        if account == 0 {
+            if self.ledger.enabled() {
+                return Err(AccountError::Required);
+            }
+            return self.open_wallet_for(0, starting_gold);
+        }
+        // The account index's shard is held while the wallet is found or made, so two joins
+        // of one account cannot both create it.
+        match self.accounts.entry(account) {
+            Entry::Occupied(e) => {
+                let h = *e.get();
+                let mut shard = self.shards[h.shard as usize].lock();
+                let w = shard.wallet_mut(h).expect("an account's wallet never closes");
+                if w.bound {
+                    return Err(AccountError::InSession);
+                }
+                w.bound = true;
+                Ok(h)
+            }
+            Entry::Vacant(v) => {
+                let h = self.open_wallet_for(account, starting_gold)?;
+                v.insert(h);
+                Ok(h)
+            }
+        }
+    }
+
+    /// The session using `handle` ended: an account's wallet stays (unbound, its open offer
+    /// too, until it times out); a session's own wallet closes ([`Economy::close_wallet`]).
+    /// `false` if the wallet was not open.
+    pub fn release(&self, handle: WalletHandle) -> bool {
+        let Some(shard) = self.shards.get(handle.shard as usize) else { return false };
+        let mut shard = shard.lock();
+        match shard.wallet_mut(handle) {
+            Some(w) if w.account != 0 => {
+                w.bound = false;
+                true
+            }
+            Some(_) => {
+                drop(shard);
+                self.close_wallet(handle)
+            }
+            None => false,
+        }
     }
 
     /// Closes a wallet: its holdings move to the shard's departed totals (the hand-off to
-    /// persistence), and its handle goes stale. `false` if it was already closed.
+    /// persistence), and its handle goes stale. `false` if it was already closed, or if it
+    /// belongs to an account (those never close: see [`Economy::release`]).
     pub fn close_wallet(&self, handle: WalletHandle) -> bool {
         let Some(shard) = self.shards.get(handle.shard as usize) else { return false };
         let mut shard = shard.lock();
@@ -452,17 +650,132 @@ impl Economy {
         let Some(w) = shard.wallets.get_mut(handle.slot as usize).filter(|w| w.open && w.generation == handle.generation) else {
             return false;
         };
+        if w.account != 0 {
+            return false;
+        }
         // An open offer closes with its maker: the escrow goes back into the wallet first.
         if w.return_escrow() {
             shard.open_offers -= 1;
         }
         shard.departed.add_wallet(w);
         w.open = false;
+        w.bound = false;
         w.gold = 0;
         w.items = [0; ITEM_KINDS];
         w.generation = w.generation.wrapping_add(1);
         shard.free.push(handle.slot);
         true
+    }
+
+    /// Loads what a store held (before any operation, on an economy with no wallets yet) and
+    /// turns the ledger on: from now on every change to an account's wallet is an entry, and
+    /// account 0 is refused. Each account's wallet comes back unbound, its window of decisions
+    /// with it; an offer that was open when the store last committed is not: its escrow goes
+    /// back to its maker (the taker never saw it accepted, or the accept would be durable).
+    /// Fails, loading nothing more, when the books and the wallets disagree.
+    pub fn restore(&self, recovered: &Recovered) -> Result<(), String> {
+        if !self.accounts.is_empty() || self.ledger.enabled() {
+            return Err("restore: the economy already has accounts or a ledger".into());
+        }
+        for shard in self.shards.iter() {
+            let mut shard = shard.lock();
+            shard.journal.reserve_exact(JOURNAL_ENTRIES_PER_SHARD);
+        }
+        for (i, stored) in recovered.wallets.iter().enumerate() {
+            let image = &stored.image;
+            if image.account == 0 || self.accounts.contains_key(&image.account) {
+                return Err(format!("restore: account {} twice, or account 0", image.account));
+            }
+            let index = i % ECONOMY_SHARDS;
+            let mut shard = self.shards[index].lock();
+            let shard = &mut *shard;
+            let mut w = Wallet { open: true, account: image.account, gold: image.gold, items: image.items, ..Wallet::closed() };
+            w.highest_transaction = image.highest_transaction;
+            w.last_grant = image.last_grant;
+            for (slot, d) in w.decisions.iter_mut().zip(&stored.decisions) {
+                *slot = Decision { transaction_id: d.transaction_id, gold_after: d.gold_after, status: d.status, ledger_seq: 0 };
+            }
+            if EconomyStatus::try_from(stored.decisions.iter().map(|d| d.status).max().unwrap_or(0)).is_err() {
+                return Err(format!("restore: account {}: a decision with an unknown status", image.account));
+            }
+            let escrow = Stack {
+                gold: image.escrow.gold,
+                item_kind: usize::from(image.escrow.item_kind) % ITEM_KINDS,
+                item_count: image.escrow.item_count,
+            };
+            if !w.can_take(&escrow) {
+                return Err(format!("restore: account {}: its escrow does not fit back", image.account));
+            }
+            w.put_in(&escrow);
+            shard.wallets.push(w);
+            let slot = (shard.wallets.len() - 1) as u32;
+            self.accounts.insert(image.account, WalletHandle { shard: index as u16, slot, generation: 0 });
+        }
+        {
+            let books = &recovered.books;
+            let mut shard = self.shards[0].lock();
+            let holdings = |gold: u128, items: &[u128; ITEM_KINDS]| Holdings { gold, items: *items };
+            shard.minted.add(&holdings(books.minted_gold, &books.minted_items));
+            shard.minted_by_loot.add(&holdings(books.loot_gold, &books.loot_items));
+            shard.minted_by_grant.add(&holdings(books.grant_gold, &books.grant_items));
+            shard.sunk.add(&holdings(books.sunk_gold, &books.sunk_items));
+        }
+        let audit = self.audit();
+        if !audit.is_conserved() {
+            return Err(format!(
+                "restore: the books do not balance: {} gold in wallets, {} minted, {} sunk",
+                audit.live.gold, audit.minted.gold, audit.sunk.gold
+            ));
+        }
+        self.ledger.enable();
+        Ok(())
+    }
+
+    /// The books as they stand (for the committer's first group after a restore).
+    pub fn books(&self) -> Books {
+        let a = self.audit();
+        Books {
+            minted_gold: a.minted.gold,
+            minted_items: a.minted.items,
+            loot_gold: a.minted_by_loot.gold,
+            loot_items: a.minted_by_loot.items,
+            grant_gold: a.minted_by_grant.gold,
+            grant_items: a.minted_by_grant.items,
+            sunk_gold: a.sunk.gold,
+            sunk_items: a.sunk.items,
+            entries: 0,
+        }
+    }
+
+    /// Registers the committer thread (woken when entries wait). Once.
+    pub fn set_committer(&self, thread: std::thread::Thread) {
+        let _ = self.committer.set(thread);
+    }
+
+    /// Pushes `entry` into `shard`'s journal (the caller holds its lock, took the entry's
+    /// number under it, and checked room before deciding) and wakes the committer if it may
+    /// be asleep.
+    fn push_entry(&self, shard: &mut EconomyShard, entry: LedgerEntry) {
+        assert!(shard.journal.len() < JOURNAL_ENTRIES_PER_SHARD, "room is checked before an operation decides");
+        debug_assert!(shard.journal.last().is_none_or(|last| last.seq < entry.seq), "a shard's journal is in number order");
+        shard.journal.push(entry);
+        if self.ledger.note_pending()
+            && let Some(t) = self.committer.get()
+        {
+            t.unpark();
+        }
+    }
+
+    /// Moves every journaled entry numbered below `cut` into `out` (shard by shard, each under
+    /// its lock; see [`crate::ledger`] for why that finds them all). Returns how many.
+    pub fn drain_journal(&self, cut: u64, out: &mut Vec<LedgerEntry>) -> usize {
+        let before = out.len();
+        for shard in self.shards.iter() {
+            let mut shard = shard.lock();
+            let below = shard.journal.partition_point(|e| e.seq < cut);
+            out.extend(shard.journal.drain(..below));
+        }
+        out.len() - before
     }
 
     /// A wallet's balances, if it is open.
@@ -498,7 +811,7 @@ impl Economy {
     /// the player id and session; everything else is decided (and recorded) here.
     /// Waits on the shard locks are added to `waits`.
     pub fn execute(&self, op: &EconomyOp, initiator: WalletHandle, counterparty: Counterparty, waits: &mut LockWaits) -> Outcome {
-        let refuse = |status| Outcome { status, duplicate: false, gold_after: 0 };
+        let refuse = Outcome::refused;
         if op.transaction_id == 0 {
             return refuse(EconomyStatus::InvalidTransaction);
         }
@@ -512,6 +825,7 @@ impl Economy {
         };
         let (mut mine, mut theirs) = self.lock_two(initiator, other, waits);
         let mine = &mut *mine;
+        let room = mine.journal_has_room(&self.ledger);
         let (me, them) = two_wallets(mine, theirs.as_deref_mut(), initiator, other);
         let Some(me) = me.filter(|w| w.open && w.generation == initiator.generation) else {
             return refuse(EconomyStatus::PlayerDeparted);
@@ -519,22 +833,37 @@ impl Economy {
         if let Some(earlier) = me.earlier(op.transaction_id) {
             return earlier;
         }
+        if !room {
+            return refuse(EconomyStatus::StorageBusy);
+        }
         let result = settle(op, me, them, counterparty, other.is_some());
-        let status = match result {
+        let (status, sunk) = match result {
             Ok(flow) => {
                 mine.sunk.gold += u128::from(flow.sunk_gold);
                 let kind = op.item_kind as usize;
                 if flow.sunk_items > 0 {
                     mine.sunk.items[kind] += u128::from(flow.sunk_items);
                 }
-                EconomyStatus::Applied
+                let item_kind = if flow.sunk_items > 0 { op.item_kind as u8 } else { 0 };
+                (EconomyStatus::Applied, StackImage { gold: flow.sunk_gold, item_kind, item_count: flow.sunk_items })
             }
-            Err(status) => status,
+            Err(status) => (status, StackImage::default()),
         };
-        // Re-borrow the initiator's wallet (the split borrow above has ended) to record.
+        // Re-borrow the wallets (the split borrow above has ended) to record.
+        let seq = self.ledger.enabled().then(|| self.ledger.take_seq());
         let me = &mut mine.wallets[initiator.slot as usize];
-        me.record(op.transaction_id, status);
-        Outcome { status, duplicate: false, gold_after: if status == EconomyStatus::Applied { me.gold } else { 0 } }
+        let outcome = me.record(op.transaction_id, status, seq.map_or(0, |s| s + 1));
+        if let Some(seq) = seq {
+            let mine_image = me.image(Some(op.transaction_id));
+            let their_image = other.filter(|_| status == EconomyStatus::Applied).map(|h| match theirs.as_deref() {
+                Some(t) => t.wallets[h.slot as usize].image(None),
+                None => mine.wallets[h.slot as usize].image(None),
+            });
+            let mut entry = entry_of(seq, mine_image, their_image);
+            entry.sunk = sunk;
+            self.push_entry(mine, entry);
+        }
+        outcome
     }
 
     /// A trade offer from `maker` to the taker (`taker`, resolved by the caller from
@@ -552,7 +881,7 @@ impl Economy {
         timeout_ms: u32,
         waits: &mut LockWaits,
     ) -> (Outcome, bool) {
-        let refuse = |status| (Outcome { status, duplicate: false, gold_after: 0 }, false);
+        let refuse = |status| (Outcome::refused(status), false);
         if offer.transaction_id == 0 {
             return refuse(EconomyStatus::InvalidTransaction);
         }
@@ -564,6 +893,9 @@ impl Economy {
         };
         if let Some(earlier) = w.earlier(offer.transaction_id) {
             return (earlier, false);
+        }
+        if self.ledger.enabled() && shard.journal.len() >= JOURNAL_ENTRIES_PER_SHARD {
+            return refuse(EconomyStatus::StorageBusy);
         }
         let closed_expired = w.settle_expired_offer(now_ms);
         if closed_expired {
@@ -597,9 +929,14 @@ impl Economy {
             }
             Err(status) => status,
         };
+        let seq = self.ledger.enabled().then(|| self.ledger.take_seq());
         let w = &mut shard.wallets[maker.slot as usize];
-        w.record(offer.transaction_id, status);
-        (Outcome { status, duplicate: false, gold_after: if status == EconomyStatus::Applied { w.gold } else { 0 } }, closed_expired)
+        let outcome = w.record(offer.transaction_id, status, seq.map_or(0, |s| s + 1));
+        if let Some(seq) = seq {
+            let entry = entry_of(seq, w.image(Some(offer.transaction_id)), None);
+            self.push_entry(shard, entry);
+        }
+        (outcome, closed_expired)
     }
 
     /// An answer to maker `maker_id`'s offer `answer.offer_id` at server time `now_ms`: its
@@ -617,7 +954,7 @@ impl Economy {
         now_ms: u64,
         waits: &mut LockWaits,
     ) -> (Outcome, TradeClose) {
-        let refuse = |status| (Outcome { status, duplicate: false, gold_after: 0 }, TradeClose::None);
+        let refuse = |status| (Outcome::refused(status), TradeClose::None);
         if answer.transaction_id == 0 {
             return refuse(EconomyStatus::InvalidTransaction);
         }
@@ -630,12 +967,16 @@ impl Economy {
         };
         let (mut mine, mut theirs) = self.lock_two(me, maker_h, waits);
         let mine = &mut *mine;
+        let room = mine.journal_has_room(&self.ledger);
         let (w, their) = two_wallets(mine, theirs.as_deref_mut(), me, maker_h);
         let Some(w) = w.filter(|w| w.open && w.generation == me.generation) else {
             return refuse(EconomyStatus::PlayerDeparted);
         };
         if let Some(earlier) = w.earlier(answer.transaction_id) {
             return (earlier, TradeClose::None);
+        }
+        if !room {
+            return refuse(EconomyStatus::StorageBusy);
         }
         let cancelling = matches!(maker, Counterparty::Initiator) || maker_h.is_none() && matches!(maker, Counterparty::Wallet(_));
         let decided: Result<TradeClose, EconomyStatus> = (|| {
@@ -692,9 +1033,19 @@ impl Economy {
                 _ => mine.open_offers -= 1,
             }
         }
+        let seq = self.ledger.enabled().then(|| self.ledger.take_seq());
         let w = &mut mine.wallets[me.slot as usize];
-        w.record(answer.transaction_id, status);
-        (Outcome { status, duplicate: false, gold_after: if status == EconomyStatus::Applied { w.gold } else { 0 } }, close)
+        let outcome = w.record(answer.transaction_id, status, seq.map_or(0, |s| s + 1));
+        if let Some(seq) = seq {
+            let mine_image = w.image(Some(answer.transaction_id));
+            // The maker's wallet changed if the offer closed (accepted, declined or expired).
+            let maker_image = maker_h.filter(|_| close != TradeClose::None).map(|h| match theirs.as_deref() {
+                Some(t) => t.wallets[h.slot as usize].image(None),
+                None => mine.wallets[h.slot as usize].image(None),
+            });
+            self.push_entry(mine, entry_of(seq, mine_image, maker_image));
+        }
+        (outcome, close)
     }
 
     /// Closes every offer timed out by `now_ms`, its escrow back to its maker; returns how
@@ -710,10 +1061,28 @@ impl Economy {
                 continue;
             }
             let (mut closed, mut next) = (0, u64::MAX);
-            for w in shard.wallets.iter_mut().filter(|w| w.open) {
-                closed += u32::from(w.settle_expired_offer(now_ms));
+            for i in 0..shard.wallets.len() {
+                let w = &mut shard.wallets[i];
+                if !w.open {
+                    continue;
+                }
+                // With the disk behind, an expired offer waits for the next tick (the
+                // escrow is not the owner's to spend until the return is journaled).
+                let journaled = self.ledger.enabled() && w.account != 0;
+                if journaled && shard.journal.len() >= JOURNAL_ENTRIES_PER_SHARD {
+                    if let Some(o) = &w.offer {
+                        next = next.min(o.expires_ms);
+                    }
+                    continue;
+                }
+                let settled = w.settle_expired_offer(now_ms);
+                closed += u32::from(settled);
                 if let Some(o) = &w.offer {
                     next = next.min(o.expires_ms);
+                }
+                if settled && journaled {
+                    let entry = entry_of(self.ledger.take_seq(), w.image(None), None);
+                    self.push_entry(shard, entry);
                 }
             }
             shard.open_offers -= closed;
@@ -728,7 +1097,7 @@ impl Economy {
     /// `grant_id`): grants are numbered upwards per player; a repeat of the last applied id
     /// is answered as a duplicate, an older one refused as too old.
     pub fn grant(&self, handle: WalletHandle, grant_id: u64, stack: &TradeStack, waits: &mut LockWaits) -> Outcome {
-        let refuse = |status| Outcome { status, duplicate: false, gold_after: 0 };
+        let refuse = Outcome::refused;
         if grant_id == 0 {
             return refuse(EconomyStatus::InvalidTransaction);
         }
@@ -739,7 +1108,9 @@ impl Economy {
             return refuse(EconomyStatus::PlayerDeparted);
         };
         if grant_id == w.last_grant {
-            return Outcome { status: EconomyStatus::Applied, duplicate: true, gold_after: w.gold };
+            // The grant may still be in a journal: wait for everything numbered so far.
+            let ledger_seq = if self.ledger.enabled() { self.ledger.head() } else { 0 };
+            return Outcome { status: EconomyStatus::Applied, duplicate: true, gold_after: w.gold, ledger_seq };
         }
         if grant_id < w.last_grant {
             return refuse(EconomyStatus::TransactionTooOld);
@@ -752,12 +1123,25 @@ impl Economy {
         if !w.can_take(&s) {
             return refuse(EconomyStatus::Overflow);
         }
+        let journaled = self.ledger.enabled() && w.account != 0;
+        if journaled && shard.journal.len() >= JOURNAL_ENTRIES_PER_SHARD {
+            return refuse(EconomyStatus::StorageBusy);
+        }
         w.put_in(&s);
         w.last_grant = grant_id;
         let gold_after = w.gold;
         shard.minted.add_stack(&s);
         shard.minted_by_grant.add_stack(&s);
-        Outcome { status: EconomyStatus::Applied, duplicate: false, gold_after }
+        let mut ledger_seq = 0;
+        if journaled {
+            let seq = self.ledger.take_seq();
+            let mut entry = entry_of(seq, w.image(None), None);
+            entry.minted = image_of_stack(&s);
+            entry.mint_cause = MintCause::Grant;
+            self.push_entry(shard, entry);
+            ledger_seq = seq + 1;
+        }
+        Outcome { status: EconomyStatus::Applied, duplicate: false, gold_after, ledger_seq }
     }
 
     /// Credits a loot drop to a wallet, taking the loot with `take` (the claim's CAS) under the
@@ -779,18 +1163,33 @@ impl Economy {
             return Err(LootCreditError::Full); // not a table's roll; refuse rather than index out of bounds
         }
         let s = Stack { gold: loot.gold, item_kind: kind, item_count: u64::from(loot.item_count) };
+        let journal_full = self.ledger.enabled() && shard.journal.len() >= JOURNAL_ENTRIES_PER_SHARD;
         let Some(w) = shard.wallet_mut(handle) else { return Err(LootCreditError::Departed) };
         if !w.can_take(&s) {
             return Err(LootCreditError::Full);
         }
+        let journaled = self.ledger.enabled() && w.account != 0;
+        if journaled && journal_full {
+            return Err(LootCreditError::StorageBusy);
+        }
         if !take() {
-            return Ok(LootCredit { gold_after: w.gold, credited: false });
+            return Ok(LootCredit { gold_after: w.gold, credited: false, ledger_seq: 0 });
         }
         w.put_in(&s);
         let gold_after = w.gold;
+        let image = journaled.then(|| w.image(None));
         shard.minted.add_stack(&s);
         shard.minted_by_loot.add_stack(&s);
-        Ok(LootCredit { gold_after, credited: true })
+        let mut ledger_seq = 0;
+        if let Some(image) = image {
+            let seq = self.ledger.take_seq();
+            let mut entry = entry_of(seq, image, None);
+            entry.minted = image_of_stack(&s);
+            entry.mint_cause = MintCause::Loot;
+            self.push_entry(shard, entry);
+            ledger_seq = seq + 1;
+        }
+        Ok(LootCredit { gold_after, credited: true, ledger_seq })
     }
 
     /// Locks every shard in ascending order and reads the whole economy at one instant.

@@ -15,7 +15,9 @@
 use crate::capacity::CapacityGate;
 use crate::combat::{Combat, DamageOutcome, ExpiryHeap, RaidError, RaidReport};
 use crate::config::{AOI_K_MAX, ConfigError, CoreConfig, ITEM_KINDS};
-use crate::economy::{Counterparty, Economy, EconomyAudit, LootCreditError, Outcome, TradeClose, WalletHandle};
+use crate::durability::Durability;
+use crate::economy::{AccountError, Counterparty, Economy, EconomyAudit, LootCreditError, Outcome, TradeClose, WalletHandle};
+use crate::ledger::EconomyStore;
 use crate::grid::{Grid, ObjectMember, PlayerMember};
 use crate::locks::{LockKind, LockWaits};
 use crate::loot::{LOOT_CLAIMED, LootContents, LootTable};
@@ -30,7 +32,10 @@ use crate::stats::{Counter, Stats, StatsSnapshot};
 use crate::tick::{TickBoard, TickInfo};
 use parking_lot::Mutex;
 use std::collections::BinaryHeap;
+use std::path::Path;
+use std::sync::Arc;
 use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
 
 /// Why a join was refused.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -39,6 +44,12 @@ pub enum JoinError {
     ServerFull,
     /// The spawn point is outside the world.
     OutOfBounds,
+    /// A live session already uses the account.
+    AccountInSession,
+    /// A store is open and the join names no account (0).
+    AccountRequired,
+    /// The economy's journals are full (its disk is behind): try again.
+    StorageBusy,
 }
 
 /// Why a leave was refused.
@@ -137,8 +148,23 @@ impl LootError {
             LootError::NotYours => Counter::LootRejectedNotYours,
             LootError::OutOfRange => Counter::LootRejectedOutOfRange,
             LootError::WalletFull => Counter::LootRejectedWalletFull,
+            LootError::StorageBusy => Counter::LootRejectedStorageBusy,
         }
     }
+}
+
+/// What [`Engine::open_store`] found.
+#[derive(Clone, Debug)]
+pub struct Recovery {
+    /// Accounts loaded.
+    pub accounts: u64,
+    /// Ledger entries the store had applied since it was created.
+    pub entries: u64,
+    /// What the store repaired while opening (an interrupted commit rolled back); empty when
+    /// it opened clean.
+    pub repairs: Vec<String>,
+    /// How long opening, loading and checking the books took.
+    pub elapsed: Duration,
 }
 
 /// What a loot claim got.
@@ -151,11 +177,21 @@ pub struct LootReport {
     /// `true` when the claimer had already claimed this loot: this answer repeats it and
     /// credited nothing.
     pub repeat: bool,
+    /// Tell it only once the economy is durable through this (0: at once).
+    pub ledger_seq: u64,
 }
 
 /// The result record of an economy request.
-fn economy_result(transaction_id: u64, player_id: u64, status: EconomyStatus, duplicate: bool, gold_balance: u64) -> EconomyResult {
-    EconomyResult { transaction_id, player_id, gold_balance, status: status as u8, duplicate: u8::from(duplicate), _reserved: [0; 6] }
+fn economy_result(transaction_id: u64, player_id: u64, o: &Outcome) -> EconomyResult {
+    EconomyResult {
+        transaction_id,
+        player_id,
+        gold_balance: o.gold_after,
+        status: o.status as u8,
+        duplicate: u8::from(o.duplicate),
+        _reserved: [0; 6],
+        ledger_seq: o.ledger_seq,
+    }
 }
 
 /// What a move batch did.
@@ -226,14 +262,17 @@ pub struct Engine {
     geometry: SnapshotGeometry,
     /// Combatants, raid objects, bursts.
     combat: Combat,
-    /// Wallets.
-    economy: Economy,
+    /// Wallets. Shared with the committer thread when a store is open.
+    economy: Arc<Economy>,
+    /// The committer, once [`Engine::open_store`] started it; stopped (after a last group) when
+    /// the engine drops.
+    durability: Mutex<Option<Durability>>,
     /// Tick counter and expiry heap. Locked by the tick driver only, once per tick.
     tick_state: Mutex<TickState>,
     /// Per-tick summary. Written by the tick, read by anyone.
     board: TickBoard,
-    /// Counters. Written by every entry point, read by stats readers.
-    stats: Stats,
+    /// Counters. Written by every entry point and the committer, read by stats readers.
+    stats: Arc<Stats>,
 }
 
 /// Per-batch counts, summed locally and added to the striped counters once per batch.
@@ -267,7 +306,8 @@ impl Engine {
             snapshots,
             geometry,
             combat: Combat::new(&config),
-            economy: Economy::new(config.player_capacity),
+            economy: Arc::new(Economy::new(config.player_capacity)),
+            durability: Mutex::new(None),
             tick_state: Mutex::new(TickState {
                 tick: 0,
                 expiry: BinaryHeap::with_capacity(config.raid_burst_capacity as usize),
@@ -277,7 +317,7 @@ impl Engine {
                 gathered: vec![0; cells.div_ceil(64)],
             }),
             board: TickBoard::new(),
-            stats: Stats::new(),
+            stats: Arc::new(Stats::new()),
             config,
         };
         Ok(engine)
@@ -300,6 +340,47 @@ impl Engine {
         self.combat.prewarm_current_thread(share, 0);
     }
 
+    /// Opens the economy's store in `data_dir` (`economy.redb`, created if absent), loads
+    /// every account's wallet from it and starts the committer: from then on every change to a
+    /// wallet is durable before its result may be told (see [`crate::ledger`]), and joins must
+    /// name an account. `on_durable` runs on the committer thread after each durable group.
+    /// Call once, before any join.
+    pub fn open_store(&self, data_dir: &Path, on_durable: Box<dyn Fn() + Send>) -> Result<Recovery, String> {
+        let store = crate::store::RedbStore::open(data_dir).map_err(|e| e.to_string())?;
+        self.open_store_with(Box::new(store), on_durable)
+    }
+
+    /// [`Engine::open_store`] with any store.
+    pub fn open_store_with(&self, mut store: Box<dyn EconomyStore>, on_durable: Box<dyn Fn() + Send>) -> Result<Recovery, String> {
+        let started = Instant::now();
+        let mut durability = self.durability.lock();
+        if durability.is_some() || self.players.live() != 0 {
+            return Err("the store opens once, before any player joins".into());
+        }
+        let recovered = store.load().map_err(|e| format!("reading the economy store: {e}"))?;
+        self.economy.restore(&recovered)?;
+        let mut books = self.economy.books();
+        books.entries = recovered.books.entries;
+        let recovery = Recovery {
+            accounts: recovered.wallets.len() as u64,
+            entries: recovered.books.entries,
+            repairs: recovered.repairs,
+            elapsed: started.elapsed(),
+        };
+        *durability = Some(
+            crate::durability::start(Arc::clone(&self.economy), Arc::clone(&self.stats), store, books, on_durable)
+                .map_err(|e| format!("starting the committer: {e}"))?,
+        );
+        Ok(recovery)
+    }
+
+    /// Every economy result whose `ledger_seq` is at most this may be told (with no store:
+    /// `u64::MAX`).
+    pub fn economy_durable_through(&self) -> u64 {
+        let ledger = self.economy.ledger();
+        if ledger.enabled() { ledger.durable_through() } else { u64::MAX }
+    }
+
     /// The configuration in force.
     pub fn config(&self) -> &CoreConfig {
         &self.config
@@ -310,8 +391,15 @@ impl Engine {
         1 + self.config.contacts_per_move_max as usize
     }
 
-    /// Joins a player at a spawn point.
+    /// Joins a player with no account (a wallet for this session only) at a spawn point.
+    /// Refused `AccountRequired` once a store is open.
     pub fn join(&self, x_m: f32, y_m: f32, faction: u8) -> Result<JoinTicket, JoinError> {
+        self.join_account(0, x_m, y_m, faction)
+    }
+
+    /// Joins a player of `account` at a spawn point: the account's wallet is resumed (the
+    /// first join creates it with the starting gold). One live session per account.
+    pub fn join_account(&self, account: u64, x_m: f32, y_m: f32, faction: u8) -> Result<JoinTicket, JoinError> {
         if !self.grid.in_world(x_m, y_m) {
             self.stats.bump(Counter::JoinsRefusedBounds);
             return Err(JoinError::OutOfBounds);
@@ -320,11 +408,28 @@ impl Engine {
             self.stats.bump(Counter::JoinsRefusedFull);
             return Err(JoinError::ServerFull);
         }
+        let existed = account != 0 && self.economy.has_account(account);
+        let wallet = match self.economy.open_account(account, self.config.starting_gold) {
+            Ok(w) => w,
+            Err(e) => {
+                self.players.unadmit();
+                self.stats.bump(Counter::JoinsRefusedAccount);
+                return Err(match e {
+                    AccountError::InSession => JoinError::AccountInSession,
+                    AccountError::Required => JoinError::AccountRequired,
+                    AccountError::StorageBusy => JoinError::StorageBusy,
+                });
+            }
+        };
         let Some(vacant) = self.players.vacant() else {
+            self.economy.release(wallet);
             self.players.unadmit();
             self.stats.bump(Counter::JoinsRefusedFull);
             return Err(JoinError::ServerFull);
         };
+        if account != 0 {
+            self.stats.bump(if existed { Counter::AccountsResumed } else { Counter::AccountsCreated });
+        }
         let player_id = Players::id_of_vacant(&vacant);
         let session_token = new_session_token();
         let cell = self.grid.cell_of(x_m, y_m);
@@ -333,7 +438,6 @@ impl Engine {
             .combat
             .add_combatant(player_id, faction, self.config.player_hp)
             .expect("combatant arena shard exhausted (capacity is gated)");
-        let wallet = self.economy.open_wallet(self.config.starting_gold);
         // Position and cell first, then the body (which marks the slot occupied for the
         // snapshot), then the record: the first move finds everything in place.
         let mut waits = LockWaits::default();
@@ -371,7 +475,7 @@ impl Engine {
         }
         self.movement.release(slot);
         self.combat.remove_combatant(combatant_key);
-        self.economy.close_wallet(wallet);
+        self.economy.release(wallet);
         self.players.remove(player_id);
         self.stats.add_waits(LockKind::Grid, grid_waits);
         self.stats.add_waits(LockKind::Body, body_waits);
@@ -711,12 +815,12 @@ impl Engine {
             return Err(LootError::NotYours);
         }
         let contents = self.loot_table.roll(loot_id);
-        let gold_now = |repeat| {
-            let gold_after = self.economy.balance(wallet).map_or(0, |b| b.gold);
-            Ok(LootReport { contents, gold_after, repeat })
-        };
         if state & LOOT_CLAIMED != 0 {
-            return gold_now(true);
+            // The credit may still be in a journal: the answer waits for everything numbered
+            // so far.
+            let gold_after = self.economy.balance(wallet).map_or(0, |b| b.gold);
+            let ledger_seq = if self.economy.ledger().enabled() { self.economy.ledger().head() } else { 0 };
+            return Ok(LootReport { contents, gold_after, repeat: true, ledger_seq });
         }
         {
             let body = body_waits.lock(&self.movement.body(slot).state);
@@ -731,9 +835,19 @@ impl Engine {
         }
         let take = || object.loot.compare_exchange(state, state | LOOT_CLAIMED, Ordering::AcqRel, Ordering::Acquire).is_ok();
         match self.economy.credit_loot(wallet, &contents, take, economy_waits) {
-            Ok(credit) => Ok(LootReport { contents, gold_after: credit.gold_after, repeat: !credit.credited }),
+            Ok(credit) => {
+                let ledger_seq = if credit.credited {
+                    credit.ledger_seq
+                } else if self.economy.ledger().enabled() {
+                    self.economy.ledger().head()
+                } else {
+                    0
+                };
+                Ok(LootReport { contents, gold_after: credit.gold_after, repeat: !credit.credited, ledger_seq })
+            }
             Err(LootCreditError::Departed) => Err(LootError::UnknownPlayer),
             Err(LootCreditError::Full) => Err(LootError::WalletFull),
+            Err(LootCreditError::StorageBusy) => Err(LootError::StorageBusy),
         }
     }
 
@@ -753,15 +867,15 @@ impl Engine {
     }
 
     fn economy_one(&self, op: &EconomyOp, waits: &mut LockWaits) -> EconomyResult {
-        let (status, duplicate, gold_after) = match self.economy_parties(op.player_id, op.session_token, op.counterparty_id) {
-            Err(status) => (status, false, 0),
+        let outcome = match self.economy_parties(op.player_id, op.session_token, op.counterparty_id) {
+            Err(status) => Outcome::refused(status),
             Ok((initiator, counterparty)) => {
                 let outcome = self.economy.execute(op, initiator, counterparty, waits);
                 self.count_economy(&outcome);
-                (outcome.status, outcome.duplicate, outcome.gold_after)
+                outcome
             }
         };
-        economy_result(op.transaction_id, op.player_id, status, duplicate, gold_after)
+        economy_result(op.transaction_id, op.player_id, &outcome)
     }
 
     /// Resolves the initiator of an economy request (live, right session) to its wallet, and
@@ -791,7 +905,7 @@ impl Engine {
     pub fn trade_offer(&self, offer: &TradeOffer, now_ms: u64) -> EconomyResult {
         let mut waits = LockWaits::default();
         let result = match self.economy_parties(offer.player_id, offer.session_token, offer.counterparty_id) {
-            Err(status) => economy_result(offer.transaction_id, offer.player_id, status, false, 0),
+            Err(status) => economy_result(offer.transaction_id, offer.player_id, &Outcome::refused(status)),
             Ok((maker, taker)) => {
                 let (o, closed_expired) = self.economy.offer(offer, maker, taker, now_ms, self.config.trade_timeout_ms, &mut waits);
                 self.count_economy(&o);
@@ -801,7 +915,7 @@ impl Engine {
                 if closed_expired {
                     self.stats.bump(Counter::TradesExpired);
                 }
-                economy_result(offer.transaction_id, offer.player_id, o.status, o.duplicate, o.gold_after)
+                economy_result(offer.transaction_id, offer.player_id, &o)
             }
         };
         self.stats.add_waits(LockKind::Economy, waits);
@@ -813,7 +927,7 @@ impl Engine {
     pub fn trade_answer(&self, answer: &TradeAnswer, now_ms: u64) -> EconomyResult {
         let mut waits = LockWaits::default();
         let result = match self.economy_parties(answer.player_id, answer.session_token, answer.maker_id) {
-            Err(status) => economy_result(answer.transaction_id, answer.player_id, status, false, 0),
+            Err(status) => economy_result(answer.transaction_id, answer.player_id, &Outcome::refused(status)),
             Ok((me, maker)) => {
                 let (o, close) = self.economy.answer(answer, me, maker, now_ms, &mut waits);
                 self.count_economy(&o);
@@ -824,7 +938,7 @@ impl Engine {
                     TradeClose::Cancelled => self.stats.bump(Counter::TradesCancelled),
                     TradeClose::Expired => self.stats.bump(Counter::TradesExpired),
                 }
-                economy_result(answer.transaction_id, answer.player_id, o.status, o.duplicate, o.gold_after)
+                economy_result(answer.transaction_id, answer.player_id, &o)
             }
         };
         self.stats.add_waits(LockKind::Economy, waits);
@@ -838,7 +952,7 @@ impl Engine {
     pub fn grant(&self, player_id: u64, grant_id: u64, stack: &TradeStack) -> EconomyResult {
         let Some(player) = self.players.get(player_id) else {
             self.stats.bump(Counter::EconomyUnknownPlayer);
-            return economy_result(grant_id, player_id, EconomyStatus::UnknownPlayer, false, 0);
+            return economy_result(grant_id, player_id, &Outcome::refused(EconomyStatus::UnknownPlayer));
         };
         let wallet = player.wallet;
         drop(player);
@@ -852,7 +966,7 @@ impl Engine {
         } else {
             self.count_economy(&o);
         }
-        economy_result(grant_id, player_id, o.status, o.duplicate, o.gold_after)
+        economy_result(grant_id, player_id, &o)
     }
 
     fn count_economy(&self, o: &Outcome) {

@@ -17,8 +17,11 @@
 //!   expiry by sweeping each burst's cells.
 //! - [`loot`]: what a killed add drops (a seeded roll of the configured table) and the one
 //!   claim that takes it.
-//! - [`economy`]: wallets in 64 shards locked in index order; at-most-once by transaction id;
-//!   conservation checked by [`Engine::economy_audit`].
+//! - [`economy`]: wallets of accounts in 64 shards locked in index order; at-most-once by
+//!   transaction id; conservation checked by [`Engine::economy_audit`].
+//! - [`ledger`], [`durability`], [`store`]: every wallet change as a numbered entry, made
+//!   durable in groups (one fsync each) by the committer thread in a redb file before its
+//!   result is told; recovery at start ([`Engine::open_store`]).
 //! - [`tick`]: the tick and its sequence-locked per-tick summary.
 //! - [`stats`]: striped counters per service and rejection reason.
 //!
@@ -39,9 +42,11 @@ pub mod arena;
 pub mod capacity;
 pub mod combat;
 pub mod config;
+pub mod durability;
 pub mod economy;
 mod engine;
 pub mod grid;
+pub mod ledger;
 pub mod locks;
 pub mod loot;
 pub mod movement;
@@ -49,11 +54,13 @@ pub mod players;
 pub mod records;
 pub mod snapshot;
 pub mod stats;
+pub mod store;
 mod sync;
 pub mod tick;
 
 pub use config::CoreConfig;
 pub use engine::{
     AoiBatchInfo, AoiError, AttackReport, BatchError, DamageError, Engine, JoinError, LeaveError, LootReport, MoveBatchReport, PlayerView,
+    Recovery,
 };
 pub use records::{AttackError, LootError};

@@ -106,6 +106,8 @@ pub enum LootError {
     OutOfRange = 6,
     /// The claimer's wallet cannot hold it (a balance would overflow); the loot stays.
     WalletFull = 7,
+    /// The economy's journal is full (its disk is behind); the loot stays: claim again.
+    StorageBusy = 8,
 }
 
 /// The kind of an entity in the grid.
@@ -317,6 +319,9 @@ pub enum EconomyStatus {
     /// their consent; use a trade offer) or a `LootPickup` (it minted what the client named;
     /// loot is claimed). Refused before anything is read.
     KindRetired = 17,
+    /// The economy's journal is full (its disk is behind): nothing was decided or recorded;
+    /// retransmit later.
+    StorageBusy = 18,
 }
 
 /// The result written for one [`EconomyOp`].
@@ -335,6 +340,9 @@ pub struct EconomyResult {
     pub duplicate: u8,
     /// Zero.
     pub _reserved: [u8; 6],
+    /// Tell the client only once the economy is durable through this
+    /// (`mmo_economy_durable_through() >= ledger_seq`); 0: at once.
+    pub ledger_seq: u64,
 }
 
 /// One entity in an area-of-interest snapshot.
@@ -378,6 +386,7 @@ wire_enum_try_from!(AttackError {
 });
 wire_enum_try_from!(LootError {
     UnknownPlayer = 1, WrongSession = 2, UnknownLoot = 3, NoLoot = 4, NotYours = 5, OutOfRange = 6, WalletFull = 7,
+    StorageBusy = 8,
 });
 wire_enum_try_from!(EntityKind { Player = 1, Add = 2, Projectile = 3, Loot = 4 });
 wire_enum_try_from!(EconomyKind { Transfer = 1, Trade = 2, LootPickup = 3, Spend = 4 });
@@ -385,7 +394,7 @@ wire_enum_try_from!(EconomyStatus {
     Applied = 0, InvalidAmount = 1, Overflow = 2, SelfTrade = 3, UnknownItem = 4,
     InsufficientFunds = 5, InsufficientItems = 6, UnknownPlayer = 7, PlayerDeparted = 8,
     WrongSession = 9, TransactionTooOld = 10, BadKind = 11, InvalidTransaction = 12, OfferPending = 13,
-    NoSuchOffer = 14, NotYourOffer = 15, OfferExpired = 16, KindRetired = 17,
+    NoSuchOffer = 14, NotYourOffer = 15, OfferExpired = 16, KindRetired = 17, StorageBusy = 18,
 });
 
 // Layouts are part of the ABI: any change here is a protocol change.
@@ -399,7 +408,7 @@ const _: () = assert!(size_of::<RaidSpawnRequest>() == 32 && align_of::<RaidSpaw
 const _: () = assert!(offset_of!(RaidSpawnRequest, kind) == 28);
 const _: () = assert!(size_of::<EconomyOp>() == 48 && align_of::<EconomyOp>() == 8);
 const _: () = assert!(offset_of!(EconomyOp, gold) == 32 && offset_of!(EconomyOp, kind) == 46);
-const _: () = assert!(size_of::<EconomyResult>() == 32 && align_of::<EconomyResult>() == 8);
+const _: () = assert!(size_of::<EconomyResult>() == 40 && align_of::<EconomyResult>() == 8);
 const _: () = assert!(offset_of!(EconomyResult, status) == 24);
 const _: () = assert!(size_of::<TradeStack>() == 16 && align_of::<TradeStack>() == 8);
 const _: () = assert!(size_of::<TradeOffer>() == 64 && offset_of!(TradeOffer, give) == 32 && offset_of!(TradeOffer, want) == 48);
@@ -436,9 +445,9 @@ mod tests {
         assert_eq!(EventKind::try_from(0), Err(0));
         assert_eq!(EntityKind::try_from(5), Err(5));
         assert_eq!(EconomyKind::try_from(200), Err(200));
-        assert_eq!(EconomyStatus::try_from(18), Err(18));
+        assert_eq!(EconomyStatus::try_from(19), Err(19));
         assert_eq!(RejectReason::try_from(6), Err(6));
         assert_eq!(LootError::try_from(0), Err(0));
-        assert_eq!(LootError::try_from(8), Err(8));
+        assert_eq!(LootError::try_from(9), Err(9));
     }
 }

@@ -187,6 +187,22 @@ pub struct StatsSnapshot {
     pub economy_offer_expired: u64,
     /// Economy refused: a retired kind (trade without consent, loot pickup).
     pub economy_kind_retired: u64,
+    /// Economy refused: the journal was full (the disk behind); retransmit.
+    pub economy_storage_busy: u64,
+    /// Loot claims refused: the economy's journal was full.
+    pub loot_rejected_storage_busy: u64,
+    /// Accounts whose first join created their wallet.
+    pub accounts_created: u64,
+    /// Joins that resumed their account's wallet.
+    pub accounts_resumed: u64,
+    /// Joins refused: the account is in a live session, or none was named with a store open.
+    pub joins_refused_account: u64,
+    /// Groups of ledger entries made durable (one store commit, one fsync, each).
+    pub ledger_groups: u64,
+    /// Ledger entries made durable.
+    pub ledger_entries: u64,
+    /// Store commits that failed (retried; nothing told until one succeeds).
+    pub ledger_commit_failures: u64,
     /// Trade offers opened (their give in escrow).
     pub trade_offers: u64,
     /// Trade offers accepted: both sides moved.
@@ -299,6 +315,14 @@ define_counters! {
     EconomyNotYourOffer / economy_not_your_offer: "Economy refused: an answer to another player's trade offer.",
     EconomyOfferExpired / economy_offer_expired: "Economy refused: the trade offer had timed out.",
     EconomyKindRetired / economy_kind_retired: "Economy refused: a retired kind (trade without consent, loot pickup).",
+    EconomyStorageBusy / economy_storage_busy: "Economy refused: the journal was full (the disk behind); retransmit.",
+    LootRejectedStorageBusy / loot_rejected_storage_busy: "Loot claims refused: the economy's journal was full.",
+    AccountsCreated / accounts_created: "Accounts whose first join created their wallet.",
+    AccountsResumed / accounts_resumed: "Joins that resumed their account's wallet.",
+    JoinsRefusedAccount / joins_refused_account: "Joins refused: the account is in a live session, or none was named with a store open.",
+    LedgerGroups / ledger_groups: "Groups of ledger entries made durable (one store commit, one fsync, each).",
+    LedgerEntries / ledger_entries: "Ledger entries made durable.",
+    LedgerCommitFailures / ledger_commit_failures: "Store commits that failed (retried; nothing told until one succeeds).",
     TradeOffers / trade_offers: "Trade offers opened (their give in escrow).",
     TradesAccepted / trades_accepted: "Trade offers accepted: both sides moved.",
     TradesDeclined / trades_declined: "Trade offers declined by their taker.",
@@ -368,6 +392,7 @@ impl Counter {
             EconomyStatus::NotYourOffer => Counter::EconomyNotYourOffer,
             EconomyStatus::OfferExpired => Counter::EconomyOfferExpired,
             EconomyStatus::KindRetired => Counter::EconomyKindRetired,
+            EconomyStatus::StorageBusy => Counter::EconomyStorageBusy,
         }
     }
 }
@@ -480,7 +505,7 @@ mod tests {
         use std::collections::HashSet;
         let reasons = [1u8, 2, 3, 4, 5].map(|v| Counter::for_reject(RejectReason::try_from(v).unwrap()) as usize);
         assert_eq!(reasons.iter().collect::<HashSet<_>>().len(), reasons.len());
-        let statuses: Vec<usize> = (0u8..=17).map(|v| Counter::for_economy(EconomyStatus::try_from(v).unwrap()) as usize).collect();
+        let statuses: Vec<usize> = (0u8..=18).map(|v| Counter::for_economy(EconomyStatus::try_from(v).unwrap()) as usize).collect();
         assert_eq!(statuses.iter().collect::<HashSet<_>>().len(), statuses.len());
     }
 }

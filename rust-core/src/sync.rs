@@ -13,10 +13,10 @@
 #[cfg(mmo_loom)]
 pub(crate) use loom::cell::{ConstPtr, MutPtr, UnsafeCell};
 #[cfg(mmo_loom)]
-pub(crate) use loom::sync::atomic::{AtomicI32, AtomicU32, AtomicU64, AtomicUsize, Ordering, fence};
+pub(crate) use loom::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, AtomicU64, AtomicUsize, Ordering, fence};
 
 #[cfg(not(mmo_loom))]
-pub(crate) use std::sync::atomic::{AtomicI32, AtomicU32, AtomicU64, AtomicUsize, Ordering, fence};
+pub(crate) use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, AtomicU64, AtomicUsize, Ordering, fence};
 
 /// `std::cell::UnsafeCell` with loom's access API (`get` / `get_mut` handing out pointers
 /// that are dereferenced explicitly), so the same code runs under both.

@@ -1,0 +1,346 @@
+//! The economy's store on this server's disk: one redb file, `economy.redb`, in the data
+//! directory.
+//!
+//! redb is an embedded, crash-safe B-tree store: a commit with `Durability::Immediate` writes
+//! the new pages with checksums, flips the commit slot and calls `fsync` once; after a crash
+//! the last commit whose checksum verifies is the state (an interrupted one is rolled back,
+//! and the open reports that it repaired the file). One commit holds one group of ledger
+//! entries, so an fsync is shared by every operation in the group.
+//!
+//! Three tables:
+//! - `wallets`: account -> balances, escrow, highest transaction id, last grant id;
+//! - `decisions`: (account, slot) -> the at-most-once decision in that slot of the account's
+//!   window (`transaction_id % DEDUP_WINDOW`), so a retransmit after a restart gets its
+//!   original answer;
+//! - `books`: what was minted (and why) and sunk since the store was created, and how many
+//!   entries it has applied.
+//!
+//! The store holds state, not a log: an entry overwrites its wallets' rows, so opening costs
+//! one read per account and per recorded decision, whatever the number of operations that
+//! led there.
+
+use crate::config::ITEM_KINDS;
+use crate::economy::DEDUP_WINDOW;
+use crate::ledger::{Books, DecisionImage, EconomyStore, LedgerEntry, Recovered, StackImage, StoredWallet, WalletImage};
+use redb::{Database, Durability, ReadableDatabase, ReadableTable, TableDefinition};
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+const WALLETS: TableDefinition<u64, &[u8]> = TableDefinition::new("wallets");
+const DECISIONS: TableDefinition<(u64, u8), &[u8]> = TableDefinition::new("decisions");
+const BOOKS: TableDefinition<&str, &[u8]> = TableDefinition::new("books");
+
+/// Layout version of the rows; a store written by another layout is refused, not misread.
+const ROW_VERSION: u8 = 1;
+const WALLET_ROW: usize = 1 + 8 + 8 * ITEM_KINDS + (8 + 1 + 8) + 8 + 8;
+const DECISION_ROW: usize = 1 + 8 + 8 + 1;
+const BOOKS_ROW: usize = 1 + 4 * 16 * (1 + ITEM_KINDS) + 8;
+
+/// The file name inside the data directory.
+pub const STORE_FILE: &str = "economy.redb";
+
+/// The economy's wallets in a redb file.
+pub struct RedbStore {
+    db: Database,
+    path: PathBuf,
+    /// What redb repaired while opening.
+    repairs: Vec<String>,
+}
+
+fn io_error(context: &str, e: impl std::fmt::Display) -> io::Error {
+    io::Error::other(format!("{context}: {e}"))
+}
+
+impl RedbStore {
+    /// Opens (or creates) `dir/economy.redb`, creating `dir` if needed.
+    pub fn open(dir: &Path) -> io::Result<Self> {
+        std::fs::create_dir_all(dir)?;
+        let path = dir.join(STORE_FILE);
+        let repairs = Arc::new(Mutex::new(Vec::new()));
+        let seen = Arc::clone(&repairs);
+        let db = Database::builder()
+            .set_repair_callback(move |session| {
+                let mut seen = seen.lock().unwrap_or_else(|p| p.into_inner());
+                if seen.is_empty() {
+                    seen.push(format!(
+                        "{}: the last commit was interrupted (torn or truncated); rolled back to the last complete one ({:.0}% checked)",
+                        STORE_FILE,
+                        session.progress() * 100.0
+                    ));
+                }
+            })
+            .create(&path)
+            .map_err(|e| io_error(&format!("opening {}", path.display()), e))?;
+        let repairs = std::mem::take(&mut *repairs.lock().unwrap_or_else(|p| p.into_inner()));
+        Ok(Self { db, path, repairs })
+    }
+
+    /// The file's path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+impl EconomyStore for RedbStore {
+    fn commit(&mut self, entries: &[LedgerEntry], books: &Books) -> io::Result<()> {
+        let mut txn = self.db.begin_write().map_err(|e| io_error("begin", e))?;
+        txn.set_durability(Durability::Immediate).map_err(|e| io_error("durability", e))?;
+        {
+            let mut wallets = txn.open_table(WALLETS).map_err(|e| io_error("wallets", e))?;
+            let mut decisions = txn.open_table(DECISIONS).map_err(|e| io_error("decisions", e))?;
+            let mut row = [0u8; WALLET_ROW];
+            let mut decision_row = [0u8; DECISION_ROW];
+            for entry in entries {
+                for w in entry.wallets() {
+                    encode_wallet(w, &mut row);
+                    wallets.insert(w.account, row.as_slice()).map_err(|e| io_error("wallet row", e))?;
+                    if w.decision.transaction_id != 0 {
+                        encode_decision(&w.decision, &mut decision_row);
+                        let slot = (w.decision.transaction_id % DEDUP_WINDOW as u64) as u8;
+                        decisions.insert((w.account, slot), decision_row.as_slice()).map_err(|e| io_error("decision row", e))?;
+                    }
+                }
+            }
+            let mut books_table = txn.open_table(BOOKS).map_err(|e| io_error("books", e))?;
+            let mut books_row = [0u8; BOOKS_ROW];
+            encode_books(books, &mut books_row);
+            books_table.insert("books", books_row.as_slice()).map_err(|e| io_error("books row", e))?;
+        }
+        txn.commit().map_err(|e| io_error("commit", e))
+    }
+
+    fn load(&mut self) -> io::Result<Recovered> {
+        let txn = self.db.begin_read().map_err(|e| io_error("begin read", e))?;
+        let mut recovered = Recovered { repairs: std::mem::take(&mut self.repairs), ..Recovered::default() };
+        let wallets = match txn.open_table(WALLETS) {
+            Ok(t) => t,
+            Err(redb::TableError::TableDoesNotExist(_)) => return Ok(recovered),
+            Err(e) => return Err(io_error("wallets", e)),
+        };
+        let mut by_account = rustc_hash::FxHashMap::default();
+        for row in wallets.iter().map_err(|e| io_error("wallets", e))? {
+            let (account, bytes) = row.map_err(|e| io_error("wallet row", e))?;
+            let image = decode_wallet(account.value(), bytes.value())?;
+            by_account.insert(account.value(), recovered.wallets.len());
+            recovered.wallets.push(StoredWallet { image, decisions: [DecisionImage::default(); DEDUP_WINDOW] });
+        }
+        let decisions = txn.open_table(DECISIONS).map_err(|e| io_error("decisions", e))?;
+        for row in decisions.iter().map_err(|e| io_error("decisions", e))? {
+            let (key, bytes) = row.map_err(|e| io_error("decision row", e))?;
+            let (account, slot) = key.value();
+            let d = decode_decision(bytes.value())?;
+            let Some(&i) = by_account.get(&account) else {
+                return Err(io::Error::new(io::ErrorKind::InvalidData, format!("a decision of account {account}, which has no wallet")));
+            };
+            if usize::from(slot) >= DEDUP_WINDOW || d.transaction_id % DEDUP_WINDOW as u64 != u64::from(slot) {
+                return Err(io::Error::new(io::ErrorKind::InvalidData, format!("account {account}: decision in the wrong slot {slot}")));
+            }
+            recovered.wallets[i].decisions[usize::from(slot)] = d;
+        }
+        let books = txn.open_table(BOOKS).map_err(|e| io_error("books", e))?;
+        if let Some(row) = books.get("books").map_err(|e| io_error("books row", e))? {
+            recovered.books = decode_books(row.value())?;
+        }
+        Ok(recovered)
+    }
+}
+
+/// Little-endian writer over a fixed row.
+struct Put<'a> {
+    buf: &'a mut [u8],
+    at: usize,
+}
+
+impl Put<'_> {
+    fn bytes(&mut self, b: &[u8]) {
+        self.buf[self.at..self.at + b.len()].copy_from_slice(b);
+        self.at += b.len();
+    }
+    fn u8(&mut self, v: u8) {
+        self.bytes(&[v]);
+    }
+    fn u64(&mut self, v: u64) {
+        self.bytes(&v.to_le_bytes());
+    }
+    fn u128(&mut self, v: u128) {
+        self.bytes(&v.to_le_bytes());
+    }
+}
+
+/// Little-endian reader over a row whose length was checked.
+struct Get<'a> {
+    buf: &'a [u8],
+    at: usize,
+}
+
+impl Get<'_> {
+    fn take<const N: usize>(&mut self) -> [u8; N] {
+        let b: [u8; N] = self.buf[self.at..self.at + N].try_into().expect("length checked by the caller");
+        self.at += N;
+        b
+    }
+    fn u8(&mut self) -> u8 {
+        self.take::<1>()[0]
+    }
+    fn u64(&mut self) -> u64 {
+        u64::from_le_bytes(self.take())
+    }
+    fn u128(&mut self) -> u128 {
+        u128::from_le_bytes(self.take())
+    }
+}
+
+fn check_row(what: &str, bytes: &[u8], len: usize) -> io::Result<()> {
+    if bytes.len() != len || bytes[0] != ROW_VERSION {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("{what} row of {} bytes, version {:?}: expected {len} bytes, version {ROW_VERSION}", bytes.len(), bytes.first()),
+        ));
+    }
+    Ok(())
+}
+
+fn encode_wallet(w: &WalletImage, row: &mut [u8; WALLET_ROW]) {
+    let mut p = Put { buf: row, at: 0 };
+    p.u8(ROW_VERSION);
+    p.u64(w.gold);
+    w.items.iter().for_each(|&i| p.u64(i));
+    p.u64(w.escrow.gold);
+    p.u8(w.escrow.item_kind);
+    p.u64(w.escrow.item_count);
+    p.u64(w.highest_transaction);
+    p.u64(w.last_grant);
+    debug_assert_eq!(p.at, WALLET_ROW);
+}
+
+fn decode_wallet(account: u64, bytes: &[u8]) -> io::Result<WalletImage> {
+    check_row("wallet", bytes, WALLET_ROW)?;
+    let mut g = Get { buf: bytes, at: 1 };
+    let gold = g.u64();
+    let mut items = [0u64; ITEM_KINDS];
+    items.iter_mut().for_each(|i| *i = g.u64());
+    let escrow = StackImage { gold: g.u64(), item_kind: g.u8(), item_count: g.u64() };
+    if usize::from(escrow.item_kind) >= ITEM_KINDS {
+        return Err(io::Error::new(io::ErrorKind::InvalidData, format!("account {account}: escrow of unknown item kind")));
+    }
+    Ok(WalletImage {
+        account,
+        gold,
+        items,
+        escrow,
+        highest_transaction: g.u64(),
+        last_grant: g.u64(),
+        decision: DecisionImage::default(),
+    })
+}
+
+fn encode_decision(d: &DecisionImage, row: &mut [u8; DECISION_ROW]) {
+    let mut p = Put { buf: row, at: 0 };
+    p.u8(ROW_VERSION);
+    p.u64(d.transaction_id);
+    p.u64(d.gold_after);
+    p.u8(d.status);
+}
+
+fn decode_decision(bytes: &[u8]) -> io::Result<DecisionImage> {
+    check_row("decision", bytes, DECISION_ROW)?;
+    let mut g = Get { buf: bytes, at: 1 };
+    Ok(DecisionImage { transaction_id: g.u64(), gold_after: g.u64(), status: g.u8() })
+}
+
+fn encode_books(b: &Books, row: &mut [u8; BOOKS_ROW]) {
+    let mut p = Put { buf: row, at: 0 };
+    p.u8(ROW_VERSION);
+    for (gold, items) in [(b.minted_gold, &b.minted_items), (b.loot_gold, &b.loot_items), (b.grant_gold, &b.grant_items), (b.sunk_gold, &b.sunk_items)]
+    {
+        p.u128(gold);
+        items.iter().for_each(|&i| p.u128(i));
+    }
+    p.u64(b.entries);
+    debug_assert_eq!(p.at, BOOKS_ROW);
+}
+
+fn decode_books(bytes: &[u8]) -> io::Result<Books> {
+    check_row("books", bytes, BOOKS_ROW)?;
+    let mut g = Get { buf: bytes, at: 1 };
+    let mut b = Books::default();
+    for (gold, items) in [
+        (&mut b.minted_gold, &mut b.minted_items),
+        (&mut b.loot_gold, &mut b.loot_items),
+        (&mut b.grant_gold, &mut b.grant_items),
+        (&mut b.sunk_gold, &mut b.sunk_items),
+    ] {
+        *gold = g.u128();
+        items.iter_mut().for_each(|i| *i = g.u128());
+    }
+    b.entries = g.u64();
+    Ok(b)
+}
+
+const _: () = assert!(DEDUP_WINDOW <= u8::MAX as usize, "a window slot fits the decision key's u8");
+
+#[cfg(all(test, not(mmo_loom)))]
+mod tests {
+    use super::*;
+
+    fn image(account: u64, gold: u64, tx: u64) -> WalletImage {
+        let mut items = [0; ITEM_KINDS];
+        items[3] = 7;
+        WalletImage {
+            account,
+            gold,
+            items,
+            escrow: StackImage { gold: 5, item_kind: 2, item_count: 1 },
+            highest_transaction: tx,
+            last_grant: 4,
+            decision: DecisionImage { transaction_id: tx, gold_after: gold, status: 0 },
+        }
+    }
+
+    #[test]
+    fn a_commit_reads_back_after_reopening() {
+        let dir = tempdir();
+        let mut books = Books::default();
+        {
+            let mut store = RedbStore::open(&dir).unwrap();
+            let e1 = LedgerEntry { seq: 0, wallets: [image(9, 100, 1), image(10, 50, 0)], wallet_count: 2, ..Default::default() };
+            let e2 = LedgerEntry { seq: 1, wallets: [image(9, 90, 33), WalletImage::default()], wallet_count: 1, ..Default::default() };
+            books.add(&e1);
+            books.add(&e2);
+            books.minted_gold = 140;
+            store.commit(&[e1, e2], &books).unwrap();
+        }
+        let mut store = RedbStore::open(&dir).unwrap();
+        let r = store.load().unwrap();
+        assert!(r.repairs.is_empty(), "{:?}", r.repairs);
+        assert_eq!(r.books, books);
+        let mut wallets = r.wallets.clone();
+        wallets.sort_by_key(|w| w.image.account);
+        assert_eq!(wallets.len(), 2);
+        assert_eq!(wallets[0].image, WalletImage { decision: DecisionImage::default(), ..image(9, 90, 33) });
+        // Slot 1 holds transaction 1 and slot 1 again holds 33 (33 % 32 == 1): the later wins.
+        assert_eq!(wallets[0].decisions[1].transaction_id, 33);
+        assert_eq!(wallets[1].image.gold, 50);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_row_of_another_layout_is_refused_not_misread() {
+        assert!(decode_wallet(1, &[0u8; WALLET_ROW]).is_err());
+        assert!(decode_decision(&[ROW_VERSION; 3]).is_err());
+        assert!(decode_books(&[]).is_err());
+        let mut row = [0u8; WALLET_ROW];
+        encode_wallet(&image(1, 1, 1), &mut row);
+        row[WALLET_ROW - 8 - 8 - 8 - 1] = 200; // the escrow's item kind
+        assert!(decode_wallet(1, &row).is_err());
+    }
+
+    pub(crate) fn tempdir() -> PathBuf {
+        let mut bytes = [0u8; 8];
+        getrandom::fill(&mut bytes).unwrap();
+        let dir = std::env::temp_dir().join(format!("mmo-store-test-{}", u64::from_le_bytes(bytes)));
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+}
