@@ -32,7 +32,7 @@ rm -rf "$out/keys"
 target/release/mmo-token keygen --out-dir "$out/keys" --name token >/dev/null
 log="$out/server.log"
 heaptrack -o "$out/heaptrack" "$server_bin" --port 0 --engine rust --admin-key "$admin_key" --stats-interval-s 60 \
-  --max-players 2048 --token-public-key "$out/keys/token.pub" --spawn-points "$("$loadtest_bin" --print-spawn-points)" >"$log" 2>&1 &
+  --max-players 2048 --token-public-key "$out/keys/token.pub" --data-dir "$out/data" --spawn-points "$("$loadtest_bin" --print-spawn-points)" >"$log" 2>&1 &
 wrapper_pid=$!
 port=""
 for _ in $(seq 1 200); do

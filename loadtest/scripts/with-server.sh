@@ -32,6 +32,7 @@ target/release/mmo-token keygen --out-dir "$keys" --name token >/dev/null
 spawn_points=$("$loadtest_bin" --print-spawn-points)
 # shellcheck disable=SC2086 # MMO_SERVER_ARGS is a list of flags
 "$server_bin" --port 0 --engine "$engine" --admin-key "$admin_key" --stats-interval-s 0 --token-public-key "$keys/token.pub" \
+  --data-dir "$keys/data" \
   --spawn-points "$spawn_points" ${MMO_SERVER_ARGS:-} >"$log" 2>&1 &
 server_pid=$!
 stop_server() {

@@ -382,6 +382,8 @@ wire_enum! {
         OutOfRange = 6,
         /// The claimer's wallet cannot hold it.
         WalletFull = 7,
+        /// The server's economy journal was full: the loot stays; claim again.
+        StorageBusy = 8,
     }
 }
 
@@ -452,6 +454,8 @@ wire_enum! {
         OfferExpired = 16,
         /// A kind clients may no longer request (a trade without consent, a loot pickup).
         KindRetired = 17,
+        /// The server's economy journal was full (its disk behind): nothing decided; retransmit.
+        StorageBusy = 18,
     }
 }
 

@@ -52,9 +52,23 @@ fn io_error(context: &str, e: impl std::fmt::Display) -> io::Error {
     io::Error::other(format!("{context}: {e}"))
 }
 
+/// Runs `f`, turning a panic inside redb into an error: redb recovers a torn or truncated
+/// commit by itself, but a file whose committed pages were overwritten can make it panic on a
+/// page it cannot parse. The server then refuses to start with that reason instead of dying.
+fn guarded<T>(what: &str, f: impl FnOnce() -> io::Result<T>) -> io::Result<T> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).unwrap_or_else(|panic| {
+        let why = panic.downcast_ref::<String>().map(String::as_str).or_else(|| panic.downcast_ref::<&str>().copied()).unwrap_or("a panic");
+        Err(io::Error::new(io::ErrorKind::InvalidData, format!("{what}: {STORE_FILE} is corrupt ({why})")))
+    })
+}
+
 impl RedbStore {
     /// Opens (or creates) `dir/economy.redb`, creating `dir` if needed.
     pub fn open(dir: &Path) -> io::Result<Self> {
+        guarded("opening", || Self::open_unguarded(dir))
+    }
+
+    fn open_unguarded(dir: &Path) -> io::Result<Self> {
         std::fs::create_dir_all(dir)?;
         let path = dir.join(STORE_FILE);
         let repairs = Arc::new(Mutex::new(Vec::new()));
@@ -84,6 +98,16 @@ impl RedbStore {
 
 impl EconomyStore for RedbStore {
     fn commit(&mut self, entries: &[LedgerEntry], books: &Books) -> io::Result<()> {
+        guarded("committing", || self.commit_unguarded(entries, books))
+    }
+
+    fn load(&mut self) -> io::Result<Recovered> {
+        guarded("reading", || self.load_unguarded())
+    }
+}
+
+impl RedbStore {
+    fn commit_unguarded(&mut self, entries: &[LedgerEntry], books: &Books) -> io::Result<()> {
         let mut txn = self.db.begin_write().map_err(|e| io_error("begin", e))?;
         txn.set_durability(Durability::Immediate).map_err(|e| io_error("durability", e))?;
         {
@@ -110,7 +134,7 @@ impl EconomyStore for RedbStore {
         txn.commit().map_err(|e| io_error("commit", e))
     }
 
-    fn load(&mut self) -> io::Result<Recovered> {
+    fn load_unguarded(&mut self) -> io::Result<Recovered> {
         let txn = self.db.begin_read().map_err(|e| io_error("begin read", e))?;
         let mut recovered = Recovered { repairs: std::mem::take(&mut self.repairs), ..Recovered::default() };
         let wallets = match txn.open_table(WALLETS) {

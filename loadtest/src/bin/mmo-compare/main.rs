@@ -182,6 +182,9 @@ struct Harness {
     players: u32,
     /// CPUs for the server and for the load tester (both empty when unpinned).
     pin: CpuPlan,
+    /// Servers started so far: each gets its own `--data-dir` (its economy store starts
+    /// empty, so every run's bots create their accounts with the starting gold).
+    servers_started: std::sync::atomic::AtomicU32,
 }
 
 /// Which CPUs the server and the load tester run on.
@@ -220,6 +223,14 @@ impl CpuPlan {
 }
 
 impl Harness {
+    /// A data directory no server has used, beside the key pair.
+    fn fresh_data_dir(&self) -> PathBuf {
+        let n = self.servers_started.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let dir = self.token_public_key.with_file_name(format!("server-data-{n}"));
+        let _ = std::fs::remove_dir_all(&dir);
+        dir
+    }
+
     fn server_spec(&self, row: Row, production: bool, wrapper: Wrapper) -> ServerSpec {
         let binary = if production && row.production_build() { self.args.server.clone() } else { self.args.sysalloc_server.clone() };
         ServerSpec {
@@ -237,6 +248,8 @@ impl Harness {
                 (self.players + 64).to_string(),
                 "--token-public-key".into(),
                 self.token_public_key.display().to_string(),
+                "--data-dir".into(),
+                self.fresh_data_dir().display().to_string(),
                 "--spawn-points".into(),
                 mmo_loadtest::run::LOADTEST_SPAWN_POINTS.into(),
             ],
@@ -446,7 +459,7 @@ fn main() -> Result<()> {
     let keys = args.out.join("token-keys");
     let _ = std::fs::remove_dir_all(&keys);
     let (token_public_key, token_secret_key) = mmo_loadtest::token::TokenMinter::generate()?.write_key_pair(&keys, "token")?;
-    let harness = Harness { args, token_public_key, token_secret_key, phase, players, pin };
+    let harness = Harness { args, token_public_key, token_secret_key, phase, players, pin, servers_started: Default::default() };
     let mut results: Vec<RowResult> = rows.iter().map(|_| RowResult::default()).collect();
     // Interleaved: A B C D E, A B C D E, ... so a drift in the machine spreads over the rows.
     for rep in 0..repeats {
