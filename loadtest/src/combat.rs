@@ -76,7 +76,7 @@ pub struct CombatTally {
     /// Answers with `repeat` set.
     pub claim_repeats: u64,
     /// Answers refusing a claim, by `LOOT_RESULT.refusal` (index 0 unused).
-    pub claim_refused: [u64; 8],
+    pub claim_refused: [u64; 9],
     /// Claims given up after [`CLAIM_ATTEMPTS`] sends without an answer.
     pub claims_unanswered: u64,
     /// Kills whose loot was not claimed because the queue was full.
@@ -136,7 +136,7 @@ impl CombatTally {
 // `refused` and `claim_refused` have one slot per refusal byte the codec decodes, the
 // success value's included.
 const _: () = assert!(AttackRefusal::ALL.len() == 9);
-const _: () = assert!(LootRefusal::ALL.len() == 8);
+const _: () = assert!(LootRefusal::ALL.len() == 9);
 
 /// A claim awaiting its answer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
