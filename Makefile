@@ -23,7 +23,7 @@ LOOM_TARGET := target/loom
 LOOM_TESTS  := --test loom_health --test loom_capacity --test loom_tick_board --test loom_snapshot_board
 
 .PHONY: all build rust-build cpp-build run test deps settings-docs soak capacity check-format lint docs unit-tests loom bench bench-smoke bench-token \
-        header header-check cpp-test cpp-asan cpp-tsan cpp-valgrind fuzz compare compare-quick loadtest-smoke clean
+        header header-check cpp-test cpp-asan cpp-tsan cpp-valgrind fuzz compare compare-quick loadtest-smoke crash-test crash-test-short clean
 
 all: build
 
@@ -74,8 +74,20 @@ loadtest-smoke: build
 
 ## The whole test suite. Installs what a fresh Debian 12 machine lacks first (cbindgen,
 ## valgrind, rustfmt/clippy, ...), so this one command works there.
-test: deps check-format header-check lint docs unit-tests cpp-test cpp-asan cpp-tsan cpp-valgrind fuzz loom bench-smoke loadtest-smoke compare-quick
+test: deps check-format header-check lint docs unit-tests cpp-test cpp-asan cpp-tsan cpp-valgrind fuzz loom bench-smoke loadtest-smoke crash-test-short compare-quick
 	@echo "make test: all suites passed"
+
+## The economy's crash test (mmo-crash-test): economy storms with duplicates and retransmits
+## against mmo-server (Rust engine, durable economy), SIGKILLed at CRASH_KILLS random moments
+## and restarted on the same data directory; after every restart no acknowledged operation
+## may be lost or applied twice, every balance must equal what the answers told, and the books
+## must balance. About 3 minutes for 100 kills here; make test runs 10.
+CRASH_KILLS ?= 100
+crash-test: build
+	target/release/mmo-crash-test --kills $(CRASH_KILLS)
+
+crash-test-short: build
+	target/release/mmo-crash-test --kills 10
 
 ## Tools beyond the preinstalled toolchains (idempotent; see .ci/install-deps).
 deps:
