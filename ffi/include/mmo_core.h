@@ -22,8 +22,14 @@
  *   the same engine. Every other function may be called from any thread concurrently.
  *   mmo_tick() is meant for one tick-driver thread (concurrent calls serialise). Each
  *   serving thread calls mmo_engine_prewarm_thread() once before it serves.
+ *   mmo_economy_open() starts one thread of the library's own (the economy's committer),
+ *   stopped and joined by mmo_engine_free(); it calls the caller's MmoDurableCallback.
  * - Ownership: the caller owns the engine from mmo_engine_new() to mmo_engine_free(), and
- *   every buffer it passes. The library keeps no pointer after a call returns.
+ *   every buffer it passes. The library keeps no pointer after a call returns, except the
+ *   MmoDurableCallback and its context given to mmo_economy_open(), kept until
+ *   mmo_engine_free().
+ * - Durability: with a store open (mmo_economy_open()), an economy result may be told only
+ *   once mmo_economy_durable_through() >= its ledger_seq; moves never wait.
  * - Allocator: the library allocates through malloc; the linking process picks the
  *   allocator for C++ and Rust alike (mmo-server links mimalloc's malloc override).
  * - Never throw a C++ exception through these functions.

@@ -51,6 +51,8 @@ fn null_engine_is_refused_by_every_engine_call() {
         assert_eq!(mmo_economy_audit(null(), p.cast()), MMO_ERR_NULL_POINTER);
         assert_eq!(mmo_player_view(null(), 1, p.cast()), MMO_ERR_NULL_POINTER);
         assert_eq!(mmo_debug_inject_panic(null()), MMO_ERR_NULL_POINTER);
+        assert_eq!(mmo_economy_open(null(), b"d".as_ptr(), 1, None, null_mut(), p.cast(), null_mut(), 0), MMO_ERR_NULL_POINTER);
+        assert_eq!(mmo_economy_durable_through(null(), p.cast()), MMO_ERR_NULL_POINTER);
         mmo_engine_free(null_mut());
     }
     assert_eq!(n, 0, "no output written on failure");
@@ -350,4 +352,103 @@ fn every_status_has_its_own_name() {
     assert!(statuses[1..].iter().all(|&s| (1001..=1099).contains(&s)), "errors sit in their own range");
     // SAFETY: as above.
     assert_eq!(unsafe { std::ffi::CStr::from_ptr(mmo_status_name(1000)) }.to_str(), Ok("MMO_UNKNOWN_STATUS"));
+}
+
+fn temp_dir(name: &str) -> std::path::PathBuf {
+    let mut bytes = [0u8; 8];
+    getrandom::fill(&mut bytes).unwrap();
+    let dir = std::env::temp_dir().join(format!("mmo-ffi-{name}-{:x}", u64::from_le_bytes(bytes)));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+unsafe extern "C" fn count_durable(context: *mut std::ffi::c_void) {
+    // SAFETY: the test passes a live AtomicU64 that outlives the engine.
+    unsafe { &*context.cast::<std::sync::atomic::AtomicU64>() }.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+}
+
+#[test]
+fn economy_open_refuses_bad_paths_and_pointers_and_writes_nothing_on_failure() {
+    let e = engine();
+    let mut info = MmoRecoveryInfo::default();
+    let mut buf = [0u64; 64];
+    let mut message = [0 as std::ffi::c_char; 128];
+    // SAFETY: live engine; pointers are NULL, misaligned or lengths absurd on purpose.
+    unsafe {
+        assert_eq!(mmo_economy_open(e, null(), 5, None, null_mut(), &mut info, null_mut(), 0), MMO_ERR_NULL_POINTER);
+        assert_eq!(mmo_economy_open(e, b"x".as_ptr(), usize::MAX, None, null_mut(), &mut info, null_mut(), 0), MMO_ERR_INVALID_ARGUMENT);
+        assert_eq!(mmo_economy_open(e, b"x".as_ptr(), 1, None, null_mut(), null_mut(), null_mut(), 0), MMO_ERR_NULL_POINTER);
+        assert_eq!(
+            mmo_economy_open(e, b"x".as_ptr(), 1, None, null_mut(), misaligned(&mut buf), null_mut(), 0),
+            MMO_ERR_MISALIGNED_POINTER
+        );
+        let not_utf8 = [0xffu8, 0xfe, b'/'];
+        let m = message.as_mut_ptr();
+        assert_eq!(mmo_economy_open(e, not_utf8.as_ptr(), 3, None, null_mut(), &mut info, m, message.len()), MMO_ERR_INVALID_ARGUMENT);
+        assert_eq!(mmo_economy_open(e, b"".as_ptr(), 0, None, null_mut(), &mut info, m, message.len()), MMO_ERR_INVALID_ARGUMENT);
+        // A path that cannot be a directory: a file in the way.
+        let dir = temp_dir("blocked");
+        let file = dir.join("a-file");
+        std::fs::write(&file, b"not a directory").unwrap();
+        let path = file.join("data");
+        let path = path.to_str().unwrap();
+        assert_eq!(mmo_economy_open(e, path.as_ptr(), path.len(), None, null_mut(), &mut info, m, 3), MMO_ERR_STORAGE);
+        assert_eq!(std::ffi::CStr::from_ptr(m).to_bytes().len(), 2, "the message is cut to its capacity, NUL included");
+        std::fs::remove_dir_all(&dir).unwrap();
+        let mut through = 7u64;
+        assert_eq!(mmo_economy_durable_through(e, misaligned(&mut buf)), MMO_ERR_MISALIGNED_POINTER);
+        assert_eq!(mmo_economy_durable_through(e, &mut through), MMO_OK);
+        assert_eq!(through, u64::MAX, "no store: nothing waits");
+        mmo_engine_free(e);
+    }
+    assert_eq!(info, MmoRecoveryInfo::default(), "no output written on failure");
+}
+
+#[test]
+fn economy_open_makes_results_wait_and_calls_back_when_durable() {
+    let e = engine();
+    let dir = temp_dir("open");
+    let path = dir.to_str().unwrap();
+    let calls = std::sync::atomic::AtomicU64::new(0);
+    let mut info = MmoRecoveryInfo::default();
+    // SAFETY: live engine, valid slices; `calls` outlives the engine.
+    unsafe {
+        let context = (&raw const calls).cast_mut().cast();
+        assert_eq!(mmo_economy_open(e, path.as_ptr(), path.len(), Some(count_durable), context, &mut info, null_mut(), 0), MMO_OK);
+        assert_eq!((info.accounts, info.entries, info.repaired), (0, 0, 0));
+        assert_eq!(
+            mmo_economy_open(e, path.as_ptr(), path.len(), None, null_mut(), &mut info, null_mut(), 0),
+            MMO_ERR_STORAGE,
+            "opens once"
+        );
+        let mut t = MmoJoinTicket::default();
+        assert_eq!(mmo_join(e, 0, 10.0, 10.0, 1, &mut t), MMO_ERR_ACCOUNT_REQUIRED);
+        assert_eq!(mmo_join(e, 42, 10.0, 10.0, 1, &mut t), MMO_OK);
+        let mut again = MmoJoinTicket::default();
+        assert_eq!(mmo_join(e, 42, 10.0, 10.0, 1, &mut again), MMO_ERR_ACCOUNT_IN_SESSION);
+        assert_eq!(again, MmoJoinTicket::default());
+        let op = EconomyOp {
+            player_id: t.player_id,
+            session_token: t.session_token,
+            transaction_id: 1,
+            gold: 5,
+            kind: EconomyKind::Spend as u8,
+            ..EconomyOp::default()
+        };
+        let mut result = [EconomyResult::default()];
+        let mut n = 0;
+        assert_eq!(mmo_apply_economy(e, &op, 1, result.as_mut_ptr(), 1, &mut n), MMO_OK);
+        assert_eq!((result[0].status, result[0].gold_balance), (EconomyStatus::Applied as u8, 95));
+        assert!(result[0].ledger_seq > 0);
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        let mut through = 0u64;
+        while through < result[0].ledger_seq {
+            assert!(std::time::Instant::now() < deadline, "the spend never became durable");
+            assert_eq!(mmo_economy_durable_through(e, &mut through), MMO_OK);
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        assert!(calls.load(std::sync::atomic::Ordering::Relaxed) >= 1, "the callback ran after the durable group");
+        mmo_engine_free(e);
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -198,7 +198,9 @@ pub struct EconomyTally {
     /// Answers whose status differed from the transaction's recorded outcome.
     pub inconsistent_answers: u64,
     /// Known refusals by status (index = status byte).
-    pub refused_by_status: [u64; 18],
+    pub refused_by_status: [u64; 19],
+    /// `StorageBusy` answers: not decisions (the server's disk was behind); resent.
+    pub storage_busy: u64,
 }
 
 impl EconomyTally {
@@ -224,6 +226,7 @@ impl EconomyTally {
         self.stray_results += o.stray_results;
         self.repeated_first_answers += o.repeated_first_answers;
         self.inconsistent_answers += o.inconsistent_answers;
+        self.storage_busy += o.storage_busy;
         for (a, b) in self.refused_by_status.iter_mut().zip(o.refused_by_status) {
             *a += b;
         }
@@ -525,7 +528,7 @@ impl EconomyAgent {
             }
         } else {
             self.tally.refused += 1;
-            self.tally.refused_by_status[usize::from(status.as_u8()).min(17)] += 1;
+            self.tally.refused_by_status[usize::from(status.as_u8()).min(18)] += 1;
         }
     }
 
@@ -535,6 +538,12 @@ impl EconomyAgent {
         self.tally.results_received += 1;
         if r.duplicate {
             self.tally.duplicate_results += 1;
+        }
+        if r.status == EconomyStatus::StorageBusy {
+            // Not a decision: the server's disk was behind and nothing was recorded; the
+            // transaction stays in flight and the resend timer asks again.
+            self.tally.storage_busy += 1;
+            return None;
         }
         if let Some(f) = self.in_flight.as_ref().filter(|f| f.request.transaction_id() == r.transaction_id) {
             let first_answers = f.first_answers + u32::from(!r.duplicate);

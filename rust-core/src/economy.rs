@@ -51,9 +51,7 @@
 //! and timed ([`crate::locks`]).
 
 use crate::config::{AMOUNT_MAX, ITEM_KINDS};
-use crate::ledger::{
-    Books, DecisionImage, JOURNAL_ENTRIES_PER_SHARD, Ledger, LedgerEntry, MintCause, Recovered, StackImage, WalletImage,
-};
+use crate::ledger::{Books, DecisionImage, JOURNAL_ENTRIES_PER_SHARD, Ledger, LedgerEntry, MintCause, Recovered, StackImage, WalletImage};
 use crate::locks::LockWaits;
 use crate::loot::LootContents;
 use crate::records::{EconomyKind, EconomyOp, EconomyStatus, TradeAnswer, TradeOffer, TradeStack};

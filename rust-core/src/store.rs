@@ -248,15 +248,7 @@ fn decode_wallet(account: u64, bytes: &[u8]) -> io::Result<WalletImage> {
     if usize::from(escrow.item_kind) >= ITEM_KINDS {
         return Err(io::Error::new(io::ErrorKind::InvalidData, format!("account {account}: escrow of unknown item kind")));
     }
-    Ok(WalletImage {
-        account,
-        gold,
-        items,
-        escrow,
-        highest_transaction: g.u64(),
-        last_grant: g.u64(),
-        decision: DecisionImage::default(),
-    })
+    Ok(WalletImage { account, gold, items, escrow, highest_transaction: g.u64(), last_grant: g.u64(), decision: DecisionImage::default() })
 }
 
 fn encode_decision(d: &DecisionImage, row: &mut [u8; DECISION_ROW]) {
@@ -276,7 +268,8 @@ fn decode_decision(bytes: &[u8]) -> io::Result<DecisionImage> {
 fn encode_books(b: &Books, row: &mut [u8; BOOKS_ROW]) {
     let mut p = Put { buf: row, at: 0 };
     p.u8(ROW_VERSION);
-    for (gold, items) in [(b.minted_gold, &b.minted_items), (b.loot_gold, &b.loot_items), (b.grant_gold, &b.grant_items), (b.sunk_gold, &b.sunk_items)]
+    for (gold, items) in
+        [(b.minted_gold, &b.minted_items), (b.loot_gold, &b.loot_items), (b.grant_gold, &b.grant_items), (b.sunk_gold, &b.sunk_items)]
     {
         p.u128(gold);
         items.iter().for_each(|&i| p.u128(i));

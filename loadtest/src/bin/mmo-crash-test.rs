@@ -40,7 +40,10 @@ const STARTING_GOLD: u64 = 1_000;
 const FACTION: u8 = 2;
 
 #[derive(Parser, Debug)]
-#[command(name = "mmo-crash-test", about = "kill -9 the server during economy storms; check no acknowledged operation is lost or applied twice")]
+#[command(
+    name = "mmo-crash-test",
+    about = "kill -9 the server during economy storms; check no acknowledged operation is lost or applied twice"
+)]
 struct Args {
     /// The server binary.
     #[arg(long, default_value = "build/cpp/mmo-server")]
@@ -184,7 +187,8 @@ fn start_server(args: &Args, port: u16, work: &std::path::Path, round: u32) -> R
                 if !line.contains("durable") {
                     bail!("the server's economy is not durable: {line}");
                 }
-                store_open_ms = line.split("opened in ").nth(1).and_then(|t| t.split(' ').next()).and_then(|t| t.parse().ok()).unwrap_or(0.0);
+                store_open_ms =
+                    line.split("opened in ").nth(1).and_then(|t| t.split(' ').next()).and_then(|t| t.parse().ok()).unwrap_or(0.0);
             }
             Ok(_) => {}
             Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
@@ -386,7 +390,8 @@ async fn check_after_restart(sessions: &[Session], model: &Mutex<Model>, tally: 
             m.accounts[a].next_grant * sessions.len() as u64 + a as u64 + 1
         };
         let stack = TradeSide { gold: 1, item_count: 0, item_kind: 0 };
-        let r = ask(admin, Grant { admin_key: ADMIN_KEY, player_id: s.player_id, grant_id, stack }.into(), grant_id, "a balance grant").await?;
+        let r =
+            ask(admin, Grant { admin_key: ADMIN_KEY, player_id: s.player_id, grant_id, stack }.into(), grant_id, "a balance grant").await?;
         let mut m = model.lock().unwrap();
         if r.status != EconomyStatus::Applied {
             problems.push(format!("account {a}: grant {grant_id} refused {:?}", r.status));
@@ -537,7 +542,10 @@ async fn main() -> Result<()> {
         problems_total
     );
     if problems_total > 0 {
-        bail!("{problems_total} problems: acknowledged operations lost, applied twice, or answered differently (logs in {})", work.display());
+        bail!(
+            "{problems_total} problems: acknowledged operations lost, applied twice, or answered differently (logs in {})",
+            work.display()
+        );
     }
     println!("mmo-crash-test: PASS: 0 acknowledged operations lost, 0 applied twice, books balanced after every restart");
     if temporary {
