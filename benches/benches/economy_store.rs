@@ -53,11 +53,12 @@ fn group_commits(groups_per_size: usize) {
                     x ^= x << 17;
                     let a = 1 + x % 10_000;
                     let b = 1 + (x >> 20) % 10_000;
+                    let n = seq;
                     let image = |account, gold| WalletImage {
                         account,
                         gold,
-                        highest_transaction: seq,
-                        decision: DecisionImage { transaction_id: seq + 1, gold_after: gold, status: 0 },
+                        highest_transaction: n + 1,
+                        decision: DecisionImage { transaction_id: n + 1, gold_after: gold, status: 0 },
                         ..WalletImage::default()
                     };
                     seq += 1;
@@ -119,7 +120,7 @@ fn recovery(operations: u64, accounts: u64) {
                         let from = mine[(x % mine.len() as u64) as usize];
                         let to = ((x >> 24) % players.len() as u64) as usize;
                         next_tx[from] += 1;
-                        let spend = x % 5 == 0;
+                        let spend = x.is_multiple_of(5);
                         let op = EconomyOp {
                             player_id: players[from].player_id,
                             session_token: players[from].session_token,

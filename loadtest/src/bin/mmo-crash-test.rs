@@ -248,19 +248,24 @@ async fn result_for(socket: &UdpSocket, transaction_id: u64, deadline: Instant) 
     }
 }
 
-/// One bot's storm: operations one at a time until `stop`, returning with its in-flight one
-/// (if any) left in the model.
-async fn storm(
-    a: usize,
+/// What the bots of one storm share.
+struct Storm {
     sessions: Arc<Vec<Session>>,
     model: Arc<Mutex<Model>>,
     tally: Arc<Mutex<Tally>>,
-    stop: Arc<tokio::sync::Notify>,
-    stopped: Arc<std::sync::atomic::AtomicBool>,
+    /// Wakes the bots waiting for an answer when the server was killed.
+    stop: tokio::sync::Notify,
+    /// Set once the server was killed.
+    stopped: std::sync::atomic::AtomicBool,
     args: Arc<Args>,
     seed: u64,
-) {
-    let mut rng = Rng::for_index(seed, a as u64);
+}
+
+/// One bot's storm: operations one at a time until the kill, returning with its in-flight one
+/// (if any) left in the model.
+async fn storm(a: usize, storm: Arc<Storm>) {
+    let Storm { sessions, model, tally, stop, stopped, args, seed } = &*storm;
+    let mut rng = Rng::for_index(*seed, a as u64);
     let accounts = sessions.len();
     let me = &sessions[a];
     while !stopped.load(std::sync::atomic::Ordering::Acquire) {
@@ -278,7 +283,7 @@ async fn storm(
             acc.in_flight = Some(op);
             op
         };
-        let req = request(me, &op, &sessions);
+        let req = request(me, &op, sessions);
         send(&me.socket, req.into(), Flags::NONE).await;
         let mut sent = 1;
         if rng.below(100) < args.duplicate_percent {
@@ -481,30 +486,22 @@ async fn main() -> Result<()> {
             break;
         }
         // The storm, then the kill at a random moment of it.
-        let stop = Arc::new(tokio::sync::Notify::new());
-        let stopped = Arc::new(std::sync::atomic::AtomicBool::new(false));
-        let seed = rng.next_u64();
-        let bots: Vec<_> = (0..args.accounts)
-            .map(|a| {
-                let task = storm(
-                    a,
-                    Arc::clone(&sessions),
-                    Arc::clone(&model),
-                    Arc::clone(&tally),
-                    Arc::clone(&stop),
-                    Arc::clone(&stopped),
-                    Arc::clone(&args),
-                    seed,
-                );
-                tokio::spawn(task)
-            })
-            .collect::<Vec<_>>();
+        let shared = Arc::new(Storm {
+            sessions: Arc::clone(&sessions),
+            model: Arc::clone(&model),
+            tally: Arc::clone(&tally),
+            stop: tokio::sync::Notify::new(),
+            stopped: std::sync::atomic::AtomicBool::new(false),
+            args: Arc::clone(&args),
+            seed: rng.next_u64(),
+        });
+        let bots: Vec<_> = (0..args.accounts).map(|a| tokio::spawn(storm(a, Arc::clone(&shared)))).collect();
         let storm_ms = args.storm_ms_min + rng.below(args.storm_ms_max - args.storm_ms_min + 1);
         tokio::time::sleep(Duration::from_millis(storm_ms)).await;
         server.child.kill().context("kill -9")?;
         server.child.wait()?;
-        stopped.store(true, std::sync::atomic::Ordering::Release);
-        stop.notify_waiters();
+        shared.stopped.store(true, std::sync::atomic::Ordering::Release);
+        shared.stop.notify_waiters();
         for b in bots {
             b.await?;
         }
