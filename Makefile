@@ -23,7 +23,7 @@ LOOM_TARGET := target/loom
 LOOM_TESTS  := --test loom_health --test loom_capacity --test loom_tick_board --test loom_snapshot_board --test loom_ledger
 
 .PHONY: all build rust-build cpp-build run test deps settings-docs soak capacity check-format lint docs unit-tests loom bench bench-smoke bench-token \
-        header header-check cpp-test cpp-asan cpp-tsan cpp-valgrind fuzz compare compare-quick loadtest-smoke crash-test crash-test-short clean
+        header header-check cpp-test cpp-asan cpp-tsan cpp-valgrind fuzz compare compare-quick loadtest-smoke crash-test crash-test-short economy-latency clean
 
 all: build
 
@@ -88,6 +88,13 @@ crash-test: build
 
 crash-test-short: build
 	target/release/mmo-crash-test --kills 10
+
+## What durability costs (loadtest/scripts/economy-latency.sh): 1,000 bots moving, without
+## economy traffic, with about 5,000 economy operations a second kept in memory, and the same
+## kept durable; three interleaved rounds, medians of the move and economy round trips.
+## About 5 minutes here; report in report/economy/.
+economy-latency: build
+	loadtest/scripts/economy-latency.sh 3 report/economy
 
 ## Tools beyond the preinstalled toolchains (idempotent; see .ci/install-deps).
 deps:

@@ -142,6 +142,8 @@ struct Tally {
     sent: u64,
     duplicates_sent: u64,
     resolved_after_restart: u64,
+    /// Of those, answered from the window: durable before the kill but never told.
+    resolved_as_decided: u64,
     present_after_restart: u64,
     storage_busy: u64,
 }
@@ -366,7 +368,9 @@ async fn check_after_restart(sessions: &[Session], model: &Mutex<Model>, tally: 
         if let Some(op) = in_flight {
             let r = ask(&s.socket, request(s, &op, sessions).into(), op.transaction_id, "an in-flight operation").await?;
             model.lock().unwrap().told(a, op, Told { status: r.status, gold: r.gold_balance }, true);
-            tally.lock().unwrap().resolved_after_restart += 1;
+            let mut t = tally.lock().unwrap();
+            t.resolved_after_restart += 1;
+            t.resolved_as_decided += u64::from(r.duplicate);
         }
     }
     // 2. The last told operation of each bot is present, with the answer told.
@@ -522,7 +526,7 @@ async fn main() -> Result<()> {
     let max = |v: &[f64]| v.iter().copied().fold(f64::NAN, f64::max);
     println!(
         "mmo-crash-test: {} kills, {} accounts, {:.0} s: {} operations told ({} sent with retransmits, {} duplicated on purpose, {} storage busy); \
-         after restarts {} in-flight operations resolved, {} told operations checked present; store open median {:.1} ms, max {:.1} ms; \
+         after restarts {} in-flight operations resolved ({} of them durable before the kill but never told), {} told operations checked present; store open median {:.1} ms, max {:.1} ms; \
          restart to listening median {:.0} ms; {} problems",
         args.kills,
         args.accounts,
@@ -532,6 +536,7 @@ async fn main() -> Result<()> {
         t.duplicates_sent,
         t.storage_busy,
         t.resolved_after_restart,
+        t.resolved_as_decided,
         t.present_after_restart,
         median(&mut open_ms.clone()),
         max(&open_ms),
