@@ -325,3 +325,81 @@ fn walking_into_untouched_cells_allocates_nothing() {
     assert!(e.stats().cell_crossings - crossings_before >= 100, "the walk entered many new cells");
     assert_eq!(after - before, 0, "entering untouched cells allocated {} times", after - before);
 }
+
+/// With the economy durable, an operation's ledger entry goes into a journal reserved when the
+/// store opened: the calling thread allocates nothing per operation, whether the committer has
+/// caught up or the journal is full (`StorageBusy`). The committer's own work (redb) runs on
+/// its thread, off the serving path.
+#[test]
+fn durable_economy_operations_allocate_nothing_on_the_calling_thread() {
+    let mut bytes = [0u8; 8];
+    getrandom::fill(&mut bytes).unwrap();
+    let dir = std::env::temp_dir().join(format!("mmo-alloc-durable-{:x}", u64::from_le_bytes(bytes)));
+    let e = Engine::new(CoreConfig { starting_gold: 1_000_000, ..small_config() }).unwrap();
+    e.open_store(&dir, Box::new(|| {})).unwrap();
+    let players: Vec<Who> = (1..=64u64)
+        .map(|account| {
+            let t = e.join_account(account, 100.0, 100.0, 1).unwrap();
+            Who { id: t.player_id, token: t.session_token }
+        })
+        .collect();
+    let mut out = [EconomyResult::default(); BATCH];
+    let mut ops = Vec::with_capacity(BATCH);
+    let mut next_tx = vec![0u64; players.len()];
+    let mut play = |rounds: usize| {
+        for round in 0..rounds {
+            ops.clear();
+            for (i, who) in players.iter().enumerate() {
+                next_tx[i] += 1;
+                let to = players[(i + 1 + round) % players.len()];
+                let kind = if (i + round) % 4 == 0 { EconomyKind::Spend } else { EconomyKind::Transfer };
+                let counterparty = if kind == EconomyKind::Spend { 0 } else { to.id };
+                ops.push(op(*who, next_tx[i], kind, counterparty, 3, 0, 0));
+            }
+            e.apply_economy(&ops, &mut out[..ops.len()]).unwrap();
+            // As the network layer does, the results wait for their group commit.
+            let last = out[..ops.len()].iter().map(|r| r.ledger_seq).max().unwrap_or(0);
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+            while e.economy_durable_through() < last {
+                assert!(std::time::Instant::now() < deadline, "the committer stalled");
+                std::thread::sleep(std::time::Duration::from_micros(100));
+            }
+            // A retransmit of each: answered from the window.
+            e.apply_economy(&ops, &mut out[..ops.len()]).unwrap();
+            assert!(out[..ops.len()].iter().all(|r| r.duplicate == 1), "every retransmit answered from the window");
+        }
+    };
+    play(50);
+    // parking_lot sets up a thread's parking data (and may grow its table of threads) the
+    // first time the thread waits for a held lock, once per thread: a server's workers do that
+    // in their first seconds. Wait once here, so a shard lock later contended with the
+    // committer's drain costs nothing.
+    let held = parking_lot::Mutex::new(());
+    std::thread::scope(|s| {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let held = &held;
+        s.spawn(move || {
+            let _guard = held.lock();
+            tx.send(()).unwrap();
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        });
+        rx.recv().unwrap();
+        drop(held.lock());
+    });
+    let before = allocations();
+    play(500);
+    let allocated = allocations() - before;
+    assert!(e.economy_audit().is_conserved());
+    let s = e.stats();
+    assert!(
+        s.ledger_entries > 0,
+        "the committer made entries durable meanwhile: groups {} failures {} busy {} durable {}",
+        s.ledger_groups,
+        s.ledger_commit_failures,
+        s.economy_storage_busy,
+        e.economy_durable_through()
+    );
+    drop(e);
+    let _ = std::fs::remove_dir_all(&dir);
+    assert_eq!(allocated, 0, "32,000 durable operations and their retransmits allocated on the calling thread");
+}
