@@ -359,11 +359,11 @@ struct LootResult {
   uint64_t gold = 0;
   uint32_t item_count = 0;
   uint16_t item_kind = 0;
-  uint8_t refusal = 0;  // 0 claimed, else an MmoLootError (1..7)
+  uint8_t refusal = 0;  // 0 claimed, else an MmoLootError (1..8)
   uint8_t repeat = 0;
   bool operator==(const LootResult&) const = default;
 };
-inline constexpr uint8_t kLootRefusalMax = 7;
+inline constexpr uint8_t kLootRefusalMax = 8;  // MmoLootError: 1..8 (8 storage busy)
 // News of a trade offer: `Offered` to its taker (with the terms), `Accepted` or `Declined` to
 // its maker.
 enum class TradeEvent : uint8_t { Offered = 1, Accepted = 2, Declined = 3 };

@@ -175,7 +175,7 @@ fn non_finite_floats_and_out_of_range_enums_are_bad_fields() {
         ("join_accept", 32, &[11, 0xFF], "status"),
         ("move_ack_rejected", 16, &[6, 0xFF], "result"),
         ("economy_request", 54, &[0, 5, 0xFF], "kind"),
-        ("economy_result", 24, &[18, 0xFF], "status"),
+        ("economy_result", 24, &[19, 0xFF], "status"),
         ("economy_result", 25, &[2, 0xFF], "duplicate"),
         ("raid_trigger", 48, &[0, 1, 5, 0xFF], "kind"),
         ("move_ack_contacts", 20 + 12, &[0, 5], "contact.kind"),

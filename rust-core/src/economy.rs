@@ -65,8 +65,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// Number of wallet shards.
 pub const ECONOMY_SHARDS: usize = 64;
-/// Transaction ids remembered per wallet.
-pub const DEDUP_WINDOW: usize = 32;
+/// Transaction ids remembered per wallet (defined with the ledger, which stores the window).
+pub use crate::ledger::DEDUP_WINDOW;
 
 /// Where a wallet lives. Stale after the wallet closes (its generation moves on).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -37,6 +37,10 @@ use std::io;
 /// (a few ms), so 64 is far from reached unless the disk stalls.
 pub const JOURNAL_ENTRIES_PER_SHARD: usize = 64;
 
+/// Transaction ids whose decisions each wallet remembers (the at-most-once window; slot
+/// `transaction_id % DEDUP_WINDOW`). Re-exported as `economy::DEDUP_WINDOW`.
+pub const DEDUP_WINDOW: usize = 32;
+
 /// A decision recorded for at-most-once (transaction id 0: none).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct DecisionImage {
@@ -173,7 +177,7 @@ pub struct StoredWallet {
     /// Balances, escrow, highest ids (its `decision` field is unused: see `decisions`).
     pub image: WalletImage,
     /// Its de-duplication window, slot `transaction_id % DEDUP_WINDOW`.
-    pub decisions: [DecisionImage; crate::economy::DEDUP_WINDOW],
+    pub decisions: [DecisionImage; DEDUP_WINDOW],
 }
 
 /// What a store held when it was opened.

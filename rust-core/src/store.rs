@@ -20,8 +20,7 @@
 //! led there.
 
 use crate::config::ITEM_KINDS;
-use crate::economy::DEDUP_WINDOW;
-use crate::ledger::{Books, DecisionImage, EconomyStore, LedgerEntry, Recovered, StackImage, StoredWallet, WalletImage};
+use crate::ledger::{Books, DEDUP_WINDOW, DecisionImage, EconomyStore, LedgerEntry, Recovered, StackImage, StoredWallet, WalletImage};
 use redb::{Database, Durability, ReadableDatabase, ReadableTable, TableDefinition};
 use std::io;
 use std::path::{Path, PathBuf};
