@@ -212,7 +212,7 @@ TEST(ProtocolDecode, EachHeaderFaultHasItsOwnError) {
     notice[8] = event;
     EXPECT_EQ(decode_server(notice, s), DecodeError::BadField) << "TRADE_NOTICE event " << int{event};
   }
-  for (const auto& [offset, value] : std::vector<std::pair<size_t, uint8_t>>{{30, 8}, {31, 2}}) {
+  for (const auto& [offset, value] : std::vector<std::pair<size_t, uint8_t>>{{30, 9}, {31, 2}}) {
     Bytes result = encoded(LootResult{1, 2, 3, 4, 0, 0});
     result[offset] = value;
     EXPECT_EQ(decode_server(result, s), DecodeError::BadField) << "LOOT_RESULT byte " << offset << " = " << int{value};
