@@ -130,7 +130,7 @@ cpp-tsan:
 	cmake -S cpp-net -B $(TSAN_BUILD) $(CMAKE_FLAGS) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMMO_TSAN=ON
 	cmake --build $(TSAN_BUILD) --target baseline_test server_e2e_test mmo-server
 	TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" $(TSAN_BUILD)/baseline_test
-	TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" $(TSAN_BUILD)/server_e2e_test
+	TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$(CURDIR)/cpp-net/tests/tsan-rust-core.supp" $(TSAN_BUILD)/server_e2e_test
 
 ## The FFI tests under valgrind memcheck. The staticlib allocates through glibc malloc in
 ## this build, so memcheck tracks the Rust side's heap accesses and leaks too.

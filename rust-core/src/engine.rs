@@ -262,11 +262,12 @@ pub struct Engine {
     geometry: SnapshotGeometry,
     /// Combatants, raid objects, bursts.
     combat: Combat,
+    /// The committer, once [`Engine::open_store`] started it; stopped (after a last group) when
+    /// the engine drops. Declared before `economy` so it drops first: the committer is joined
+    /// and lets go of its reference, and the economy is freed on the dropping thread.
+    durability: Mutex<Option<Durability>>,
     /// Wallets. Shared with the committer thread when a store is open.
     economy: Arc<Economy>,
-    /// The committer, once [`Engine::open_store`] started it; stopped (after a last group) when
-    /// the engine drops.
-    durability: Mutex<Option<Durability>>,
     /// Tick counter and expiry heap. Locked by the tick driver only, once per tick.
     tick_state: Mutex<TickState>,
     /// Per-tick summary. Written by the tick, read by anyone.
@@ -306,8 +307,8 @@ impl Engine {
             snapshots,
             geometry,
             combat: Combat::new(&config),
-            economy: Arc::new(Economy::new(config.player_capacity)),
             durability: Mutex::new(None),
+            economy: Arc::new(Economy::new(config.player_capacity)),
             tick_state: Mutex::new(TickState {
                 tick: 0,
                 expiry: BinaryHeap::with_capacity(config.raid_burst_capacity as usize),
