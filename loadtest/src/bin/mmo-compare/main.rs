@@ -167,6 +167,8 @@ struct RowResult {
     engine_share: Option<f64>,
     /// Share of the perf run's samples in the kernel outside any engine call.
     kernel_share: Option<f64>,
+    /// Share of the perf samples on the economy's committer thread (the store's).
+    store_share: Option<f64>,
     /// Share of the perf run's samples whose stack does not reach a known root.
     unknown_root_share: Option<f64>,
     perf_cpu_ns_per_update: Option<f64>,
@@ -330,6 +332,7 @@ impl Harness {
             perf::flamegraph(&data, &format!("mmo-server --engine {} (raid load), cpu-clock", row.engine()), &self.args.out.join(&svg))?;
         result.engine_share = shares.engine;
         result.kernel_share = shares.kernel;
+        result.store_share = shares.store;
         result.unknown_root_share = shares.unknown_root;
         result.flamegraph = Some(svg);
         let delta = |k: &str| json.get("server_delta").and_then(|d| d.get(k)).and_then(|v| v.as_f64());

@@ -100,19 +100,44 @@ pub fn parse_report(text: &str, limit: usize) -> Vec<TopSymbol> {
 /// Which frames belong to the engine under test (the part that differs between rows).
 pub const ENGINE_FRAME_MARKERS: [&str; 3] = ["mmo_core::", "mmo_ffi::", "mmo::baseline::"];
 
+/// The economy's committer thread (its name, the folded stack's first frame; the kernel cuts
+/// thread names to 15 bytes): its whole stacks are the store's, user and kernel alike.
+pub const STORE_THREAD: &str = "mmo-economy-com";
+
+/// Whether a folded stack is the store's: sampled on the committer thread.
+fn is_store(stack: &str) -> bool {
+    stack.split(';').next().is_some_and(|thread| thread.starts_with(STORE_THREAD))
+}
+
 /// The share of samples (0..1) whose stack holds an engine frame, from folded stacks
-/// (`frame;frame;frame count` lines).
+/// (`frame;frame;frame count` lines), the store's ([`store_share`]) apart.
 pub fn engine_share(folded: &str) -> Option<f64> {
     let (mut engine, mut total) = (0u64, 0u64);
     for line in folded.lines() {
         let Some((stack, count)) = line.rsplit_once(' ') else { continue };
         let Ok(count) = count.parse::<u64>() else { continue };
         total += count;
-        if ENGINE_FRAME_MARKERS.iter().any(|m| stack.contains(m)) {
+        if ENGINE_FRAME_MARKERS.iter().any(|m| stack.contains(m)) && !is_store(stack) {
             engine += count;
         }
     }
     (total > 0).then(|| engine as f64 / total as f64)
+}
+
+/// The share of samples (0..1) on the economy's committer thread: making wallet changes
+/// durable (redb, the writes and fsyncs it asks the kernel for). Only a row that persists has
+/// any.
+pub fn store_share(folded: &str) -> Option<f64> {
+    let (mut store, mut total) = (0u64, 0u64);
+    for line in folded.lines() {
+        let Some((stack, count)) = line.rsplit_once(' ') else { continue };
+        let Ok(count) = count.parse::<u64>() else { continue };
+        total += count;
+        if is_store(stack) {
+            store += count;
+        }
+    }
+    (total > 0).then(|| store as f64 / total as f64)
 }
 
 /// Frames a complete user stack starts from: the process's entry and a thread's start. glibc
@@ -171,18 +196,20 @@ pub fn kernel_share(folded: &str) -> Option<f64> {
         let Ok(count) = count.parse::<u64>() else { continue };
         total += count;
         let leaf = stack.rsplit(';').next().unwrap_or("");
-        if leaf.ends_with("_[k]") && !ENGINE_FRAME_MARKERS.iter().any(|m| stack.contains(m)) {
+        if leaf.ends_with("_[k]") && !ENGINE_FRAME_MARKERS.iter().any(|m| stack.contains(m)) && !is_store(stack) {
             kernel += count;
         }
     }
     (total > 0).then(|| kernel as f64 / total as f64)
 }
 
-/// What a profile's whole stacks say. Engine, kernel and front shares add up to 1.
+/// What a profile's whole stacks say. Engine, store, kernel and front shares add up to 1.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct Shares {
     /// Share of samples with an engine frame anywhere in the stack ([`engine_share`]).
     pub engine: Option<f64>,
+    /// Share of samples on the economy's committer thread ([`store_share`]).
+    pub store: Option<f64>,
     /// Share of samples in the kernel outside any engine call ([`kernel_share`]).
     pub kernel: Option<f64>,
     /// Share of samples whose stack does not reach a known root ([`unknown_root_share`]).
@@ -212,7 +239,12 @@ pub fn flamegraph(data: &Path, title: &str, svg: &Path) -> Result<Shares> {
     // The folded stacks too, next to the graph: the input of any other flame graph tool.
     std::fs::write(svg.with_extension("folded"), &folded).with_context(|| format!("writing {}", svg.with_extension("folded").display()))?;
     let folded = String::from_utf8_lossy(&folded);
-    Ok(Shares { engine: engine_share(&folded), kernel: kernel_share(&folded), unknown_root: unknown_root_share(&folded) })
+    Ok(Shares {
+        engine: engine_share(&folded),
+        store: store_share(&folded),
+        kernel: kernel_share(&folded),
+        unknown_root: unknown_root_share(&folded),
+    })
 }
 
 /// Whether `perf` can record here (it is installed and the kernel lets this user sample).
@@ -235,6 +267,21 @@ mod tests {
         let folded = "main;mmo::net::Worker::run;mmo_ffi::mmo_apply_moves;mmo_core::grid::Grid::for_each_near 30\nmain;__sendmmsg 60\nmain;mmo::baseline::Grid::nearest_k 10\n";
         assert_eq!(engine_share(folded), Some(0.4));
         assert_eq!(engine_share(""), None);
+    }
+
+    #[test]
+    fn the_committer_threads_stacks_are_the_stores_not_the_engines_or_the_kernels() {
+        // 20 samples on the committer (redb, and an fsync in the kernel), 30 in the engine on a
+        // worker, 10 in the kernel under the front, 40 in the front.
+        let folded = "mmo-economy-com;start_thread;mmo_core::durability::start;redb::commit 12\n\
+                      mmo-economy-com;start_thread;mmo_core::durability::start;fdatasync;do_fsync_[k] 8\n\
+                      mmo-server;start_thread;mmo::net::Worker::run;mmo_ffi::mmo_apply_moves;mmo_core::Engine::apply_moves 30\n\
+                      mmo-server;start_thread;mmo::net::Worker::run;sendmmsg;udp_sendmsg_[k] 10\n\
+                      mmo-server;start_thread;mmo::net::Worker::run 40";
+        assert_eq!(store_share(folded), Some(0.2));
+        assert_eq!(engine_share(folded), Some(0.3));
+        assert_eq!(kernel_share(folded), Some(0.1));
+        assert_eq!(store_share("mmo-server;start_thread 5"), Some(0.0), "a row that persists nothing");
     }
 
     #[test]
