@@ -8,6 +8,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <cstddef>
@@ -96,8 +97,6 @@ class Worker {
       return;
     }
     HeldReply& h = held_[(held_head_ + held_count_) % kHeldRepliesMax];
-    static_assert(sizeof(h.bytes) >= wire::kEconomyResultSize && sizeof(h.bytes) >= wire::kLootResultSize &&
-                  sizeof(h.bytes) >= wire::kTradeNoticeSize);
     h.size = static_cast<uint16_t>(wire::encode(message, std::span<uint8_t>(h.bytes)));
     h.to = to;
     h.ledger_seq = ledger_seq;
@@ -141,7 +140,8 @@ class Worker {
     uint64_t ledger_seq = 0;
     SourceAddress to{};
     uint16_t size = 0;
-    std::array<uint8_t, 72> bytes{};
+    // The largest reply that waits: ECONOMY_RESULT, LOOT_RESULT or TRADE_NOTICE.
+    std::array<uint8_t, std::max({wire::kEconomyResultSize, wire::kLootResultSize, wire::kTradeNoticeSize})> bytes{};
   };
   static constexpr size_t kHeldRepliesMax = 4096;
   std::vector<HeldReply> held_ = std::vector<HeldReply>(kHeldRepliesMax);

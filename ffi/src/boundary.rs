@@ -105,6 +105,16 @@ pub(crate) unsafe fn output<'a, T>(ptr: *mut T, capacity: usize) -> Result<&'a m
     Ok(unsafe { std::slice::from_raw_parts_mut(ptr, capacity) })
 }
 
+/// Writes `text` into a caller's message buffer as a NUL-terminated string, cut to fit (an
+/// empty buffer gets nothing).
+pub(crate) fn write_message(buf: &mut [u8], text: &str) {
+    if let Some(last) = buf.len().checked_sub(1) {
+        let n = text.len().min(last);
+        buf[..n].copy_from_slice(&text.as_bytes()[..n]);
+        buf[n] = 0;
+    }
+}
+
 /// Checks a single out-pointer.
 pub(crate) fn out_ptr<T>(ptr: *mut T) -> Result<*mut T, MmoStatus> {
     check_ptr(ptr, 1).map(|()| ptr)

@@ -288,11 +288,7 @@ pub unsafe extern "C" fn mmo_config_check(config: *const MmoConfig, message: *mu
                 Err(e) => (MMO_ERR_INVALID_CONFIG, e.0.to_string()),
             }
         };
-        if let Some(last) = message.len().checked_sub(1) {
-            let n = why.len().min(last);
-            message[..n].copy_from_slice(&why.as_bytes()[..n]);
-            message[n] = 0;
-        }
+        write_message(message, &why);
         status
     })
 }
@@ -624,12 +620,8 @@ pub unsafe extern "C" fn mmo_economy_open(
             let out = check!(out_ptr(out_info));
             let bytes = check!(input(data_dir, data_dir_len));
             let write_message = |text: &str| {
-                if let Ok(buf) = output(message.cast::<u8>(), message_capacity)
-                    && !buf.is_empty()
-                {
-                    let n = text.len().min(buf.len() - 1);
-                    buf[..n].copy_from_slice(&text.as_bytes()[..n]);
-                    buf[n] = 0;
+                if let Ok(buf) = output(message.cast::<u8>(), message_capacity) {
+                    write_message(buf, text);
                 }
             };
             let Ok(dir) = std::str::from_utf8(bytes) else {

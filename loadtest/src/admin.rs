@@ -140,6 +140,29 @@ impl AdminClient {
         Ok(None)
     }
 
+    /// Grants `stack` to `player_id` as grant `grant_id` and returns its answer, resending on
+    /// timeout and after a `StorageBusy` answer (not a decision: the server's disk was behind).
+    pub async fn grant(&mut self, player_id: u64, grant_id: u64, stack: TradeSide) -> Result<protocol::EconomyResult, AdminError> {
+        for _ in 0..self.attempts {
+            self.send(Grant { admin_key: self.key, player_id, grant_id, stack }.into()).await?;
+            let deadline = Instant::now() + self.timeout;
+            while let Some(len) = self.recv_until(deadline).await? {
+                match protocol::decode(&self.buf[..len]) {
+                    Ok(d) => {
+                        if let Message::EconomyResult(r) = d.message
+                            && r.transaction_id == grant_id
+                            && r.status != EconomyStatus::StorageBusy
+                        {
+                            return Ok(r);
+                        }
+                    }
+                    Err(_) => self.decode_errors += 1,
+                }
+            }
+        }
+        Err(AdminError::NoReply(self.attempts))
+    }
+
     /// Grants `stack` to each of `players` (grant id = its index + 1, so each answer names its
     /// player), all sent at once and the unanswered resent every timeout, up to the attempts.
     pub async fn grant_all(&mut self, players: &[u64], stack: TradeSide) -> Result<GrantSummary, AdminError> {

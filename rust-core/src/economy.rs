@@ -311,11 +311,6 @@ impl EconomyShard {
     fn wallet_mut(&mut self, h: WalletHandle) -> Option<&mut Wallet> {
         self.wallets.get_mut(h.slot as usize).filter(|w| w.open && w.generation == h.generation)
     }
-
-    /// Whether the journal can take an entry (always, with the ledger off).
-    fn journal_has_room(&self, ledger: &Ledger) -> bool {
-        !ledger.enabled() || self.journal.len() < JOURNAL_ENTRIES_PER_SHARD
-    }
 }
 
 /// Who the other side of an operation is, as resolved by the caller.
@@ -521,11 +516,6 @@ impl Economy {
         &self.ledger
     }
 
-    /// Whether `account` has a wallet.
-    pub fn has_account(&self, account: u64) -> bool {
-        self.accounts.contains_key(&account)
-    }
-
     /// Opens a wallet holding `starting_gold` (minted) for one session (no account).
     pub fn open_wallet(&self, starting_gold: u64) -> WalletHandle {
         self.open_wallet_for(0, starting_gold).expect("a wallet without an account is never journaled")
@@ -546,7 +536,7 @@ impl Economy {
         for attempt in 0..ECONOMY_SHARDS {
             let index = (start + attempt) % ECONOMY_SHARDS;
             let mut shard = self.shards[index].lock();
-            if journaled && !shard.journal_has_room(&self.ledger) {
+            if journaled && !self.ledger.has_room(&shard.journal) {
                 continue;
             }
             with_room.get_or_insert(index);
@@ -566,7 +556,7 @@ impl Economy {
             None => {
                 let index = with_room.ok_or(AccountError::StorageBusy)?;
                 let mut shard = self.shards[index].lock();
-                if !shard.journal_has_room(&self.ledger) {
+                if !self.ledger.has_room(&shard.journal) {
                     return Err(AccountError::StorageBusy);
                 }
                 shard.wallets.push(Wallet::closed());
@@ -580,23 +570,22 @@ impl Economy {
         *w = Wallet { generation, open: true, account, bound: true, gold: starting_gold, ..Wallet::closed() };
         shard.minted.gold += u128::from(starting_gold);
         if journaled {
-            let mut entry = entry_of(self.ledger.take_seq(), w.image(None), None);
-            entry.minted = StackImage { gold: starting_gold, ..StackImage::default() };
-            entry.mint_cause = MintCause::Starting;
-            self.push_entry(shard, entry);
+            let image = w.image(None);
+            self.push_mint(shard, image, StackImage { gold: starting_gold, ..StackImage::default() }, MintCause::Starting);
         }
         Ok(WalletHandle { shard: shard_index as u16, slot, generation })
     }
 
     /// The wallet of `account` for a joining session: the account's own (resumed) if it has
-    /// one, else a new one with `starting_gold`. Account 0 opens a wallet for this session only,
-    /// unless wallets are durable (then every session needs an account).
-    pub fn open_account(&self, account: u64, starting_gold: u64) -> Result<WalletHandle, AccountError> {
+    /// one, else a new one with `starting_gold`; `true` with it when this join created it.
+    /// Account 0 opens a wallet for this session only, unless wallets are durable (then every
+    /// session needs an account).
+    pub fn open_account(&self, account: u64, starting_gold: u64) -> Result<(WalletHandle, bool), AccountError> {
         if account == 0 {
             if self.ledger.enabled() {
                 return Err(AccountError::Required);
             }
-            return self.open_wallet_for(0, starting_gold);
+            return Ok((self.open_wallet_for(0, starting_gold)?, true));
         }
         // The account index's shard is held while the wallet is found or made, so two joins
         // of one account cannot both create it.
@@ -609,12 +598,12 @@ impl Economy {
                     return Err(AccountError::InSession);
                 }
                 w.bound = true;
-                Ok(h)
+                Ok((h, false))
             }
             Entry::Vacant(v) => {
                 let h = self.open_wallet_for(account, starting_gold)?;
                 v.insert(h);
-                Ok(h)
+                Ok((h, true))
             }
         }
     }
@@ -764,6 +753,17 @@ impl Economy {
         }
     }
 
+    /// Journals a change that minted `minted` (for `cause`) into the wallet now `image`, under
+    /// `shard`'s lock; returns the answer's `ledger_seq`.
+    fn push_mint(&self, shard: &mut EconomyShard, image: WalletImage, minted: StackImage, cause: MintCause) -> u64 {
+        let seq = self.ledger.take_seq();
+        let mut entry = entry_of(seq, image, None);
+        entry.minted = minted;
+        entry.mint_cause = cause;
+        self.push_entry(shard, entry);
+        seq + 1
+    }
+
     /// Moves every journaled entry numbered below `cut` into `out` (shard by shard, each under
     /// its lock; see [`crate::ledger`] for why that finds them all). Returns how many.
     pub fn drain_journal(&self, cut: u64, out: &mut Vec<LedgerEntry>) -> usize {
@@ -823,7 +823,7 @@ impl Economy {
         };
         let (mut mine, mut theirs) = self.lock_two(initiator, other, waits);
         let mine = &mut *mine;
-        let room = mine.journal_has_room(&self.ledger);
+        let room = self.ledger.has_room(&mine.journal);
         let (me, them) = two_wallets(mine, theirs.as_deref_mut(), initiator, other);
         let Some(me) = me.filter(|w| w.open && w.generation == initiator.generation) else {
             return refuse(EconomyStatus::PlayerDeparted);
@@ -892,7 +892,7 @@ impl Economy {
         if let Some(earlier) = w.earlier(offer.transaction_id) {
             return (earlier, false);
         }
-        if self.ledger.enabled() && shard.journal.len() >= JOURNAL_ENTRIES_PER_SHARD {
+        if !self.ledger.has_room(&shard.journal) {
             return refuse(EconomyStatus::StorageBusy);
         }
         let closed_expired = w.settle_expired_offer(now_ms);
@@ -965,7 +965,7 @@ impl Economy {
         };
         let (mut mine, mut theirs) = self.lock_two(me, maker_h, waits);
         let mine = &mut *mine;
-        let room = mine.journal_has_room(&self.ledger);
+        let room = self.ledger.has_room(&mine.journal);
         let (w, their) = two_wallets(mine, theirs.as_deref_mut(), me, maker_h);
         let Some(w) = w.filter(|w| w.open && w.generation == me.generation) else {
             return refuse(EconomyStatus::PlayerDeparted);
@@ -1067,7 +1067,7 @@ impl Economy {
                 // With the disk behind, an expired offer waits for the next tick (the
                 // escrow is not the owner's to spend until the return is journaled).
                 let journaled = self.ledger.enabled() && w.account != 0;
-                if journaled && shard.journal.len() >= JOURNAL_ENTRIES_PER_SHARD {
+                if journaled && !self.ledger.has_room(&shard.journal) {
                     if let Some(o) = &w.offer {
                         next = next.min(o.expires_ms);
                     }
@@ -1106,8 +1106,8 @@ impl Economy {
             return refuse(EconomyStatus::PlayerDeparted);
         };
         if grant_id == w.last_grant {
-            // The grant may still be in a journal: wait for everything numbered so far.
-            let ledger_seq = if self.ledger.enabled() { self.ledger.head() } else { 0 };
+            // The grant may still be in a journal.
+            let ledger_seq = self.ledger.after_everything_so_far();
             return Outcome { status: EconomyStatus::Applied, duplicate: true, gold_after: w.gold, ledger_seq };
         }
         if grant_id < w.last_grant {
@@ -1122,23 +1122,16 @@ impl Economy {
             return refuse(EconomyStatus::Overflow);
         }
         let journaled = self.ledger.enabled() && w.account != 0;
-        if journaled && shard.journal.len() >= JOURNAL_ENTRIES_PER_SHARD {
+        if !self.ledger.has_room(&shard.journal) {
             return refuse(EconomyStatus::StorageBusy);
         }
         w.put_in(&s);
         w.last_grant = grant_id;
         let gold_after = w.gold;
+        let image = journaled.then(|| w.image(None));
         shard.minted.add_stack(&s);
         shard.minted_by_grant.add_stack(&s);
-        let mut ledger_seq = 0;
-        if journaled {
-            let seq = self.ledger.take_seq();
-            let mut entry = entry_of(seq, w.image(None), None);
-            entry.minted = image_of_stack(&s);
-            entry.mint_cause = MintCause::Grant;
-            self.push_entry(shard, entry);
-            ledger_seq = seq + 1;
-        }
+        let ledger_seq = image.map_or(0, |image| self.push_mint(shard, image, image_of_stack(&s), MintCause::Grant));
         Outcome { status: EconomyStatus::Applied, duplicate: false, gold_after, ledger_seq }
     }
 
@@ -1161,32 +1154,25 @@ impl Economy {
             return Err(LootCreditError::Full); // not a table's roll; refuse rather than index out of bounds
         }
         let s = Stack { gold: loot.gold, item_kind: kind, item_count: u64::from(loot.item_count) };
-        let journal_full = self.ledger.enabled() && shard.journal.len() >= JOURNAL_ENTRIES_PER_SHARD;
+        let room = self.ledger.has_room(&shard.journal);
         let Some(w) = shard.wallet_mut(handle) else { return Err(LootCreditError::Departed) };
         if !w.can_take(&s) {
             return Err(LootCreditError::Full);
         }
         let journaled = self.ledger.enabled() && w.account != 0;
-        if journaled && journal_full {
+        if !room {
             return Err(LootCreditError::StorageBusy);
         }
         if !take() {
-            return Ok(LootCredit { gold_after: w.gold, credited: false, ledger_seq: 0 });
+            // Another claim credited it, and may still be in a journal.
+            return Ok(LootCredit { gold_after: w.gold, credited: false, ledger_seq: self.ledger.after_everything_so_far() });
         }
         w.put_in(&s);
         let gold_after = w.gold;
         let image = journaled.then(|| w.image(None));
         shard.minted.add_stack(&s);
         shard.minted_by_loot.add_stack(&s);
-        let mut ledger_seq = 0;
-        if let Some(image) = image {
-            let seq = self.ledger.take_seq();
-            let mut entry = entry_of(seq, image, None);
-            entry.minted = image_of_stack(&s);
-            entry.mint_cause = MintCause::Loot;
-            self.push_entry(shard, entry);
-            ledger_seq = seq + 1;
-        }
+        let ledger_seq = image.map_or(0, |image| self.push_mint(shard, image, image_of_stack(&s), MintCause::Loot));
         Ok(LootCredit { gold_after, credited: true, ledger_seq })
     }
 

@@ -409,9 +409,8 @@ impl Engine {
             self.stats.bump(Counter::JoinsRefusedFull);
             return Err(JoinError::ServerFull);
         }
-        let existed = account != 0 && self.economy.has_account(account);
-        let wallet = match self.economy.open_account(account, self.config.starting_gold) {
-            Ok(w) => w,
+        let (wallet, created) = match self.economy.open_account(account, self.config.starting_gold) {
+            Ok(opened) => opened,
             Err(e) => {
                 self.players.unadmit();
                 self.stats.bump(Counter::JoinsRefusedAccount);
@@ -429,7 +428,7 @@ impl Engine {
             return Err(JoinError::ServerFull);
         };
         if account != 0 {
-            self.stats.bump(if existed { Counter::AccountsResumed } else { Counter::AccountsCreated });
+            self.stats.bump(if created { Counter::AccountsCreated } else { Counter::AccountsResumed });
         }
         let player_id = Players::id_of_vacant(&vacant);
         let session_token = new_session_token();
@@ -817,11 +816,9 @@ impl Engine {
         }
         let contents = self.loot_table.roll(loot_id);
         if state & LOOT_CLAIMED != 0 {
-            // The credit may still be in a journal: the answer waits for everything numbered
-            // so far.
+            // The credit may still be in a journal.
             let gold_after = self.economy.balance(wallet).map_or(0, |b| b.gold);
-            let ledger_seq = if self.economy.ledger().enabled() { self.economy.ledger().head() } else { 0 };
-            return Ok(LootReport { contents, gold_after, repeat: true, ledger_seq });
+            return Ok(LootReport { contents, gold_after, repeat: true, ledger_seq: self.economy.ledger().after_everything_so_far() });
         }
         {
             let body = body_waits.lock(&self.movement.body(slot).state);
@@ -837,14 +834,7 @@ impl Engine {
         let take = || object.loot.compare_exchange(state, state | LOOT_CLAIMED, Ordering::AcqRel, Ordering::Acquire).is_ok();
         match self.economy.credit_loot(wallet, &contents, take, economy_waits) {
             Ok(credit) => {
-                let ledger_seq = if credit.credited {
-                    credit.ledger_seq
-                } else if self.economy.ledger().enabled() {
-                    self.economy.ledger().head()
-                } else {
-                    0
-                };
-                Ok(LootReport { contents, gold_after: credit.gold_after, repeat: !credit.credited, ledger_seq })
+                Ok(LootReport { contents, gold_after: credit.gold_after, repeat: !credit.credited, ledger_seq: credit.ledger_seq })
             }
             Err(LootCreditError::Departed) => Err(LootError::UnknownPlayer),
             Err(LootCreditError::Full) => Err(LootError::WalletFull),

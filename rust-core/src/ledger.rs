@@ -259,6 +259,18 @@ impl Ledger {
         self.next_seq.load(Ordering::Acquire)
     }
 
+    /// Whether a shard's `journal` can take an entry (always, with the ledger off).
+    pub fn has_room(&self, journal: &[LedgerEntry]) -> bool {
+        !self.enabled() || journal.len() < JOURNAL_ENTRIES_PER_SHARD
+    }
+
+    /// The `ledger_seq` of an answer that repeats a change which may still be in a journal
+    /// (a repeated grant or loot claim): it waits for every entry numbered so far. 0 with the
+    /// ledger off.
+    pub fn after_everything_so_far(&self) -> u64 {
+        if self.enabled() { self.head() } else { 0 }
+    }
+
     /// Every entry numbered below this is durable.
     pub fn durable_through(&self) -> u64 {
         self.durable_through.load(Ordering::Acquire)

@@ -332,9 +332,7 @@ fn walking_into_untouched_cells_allocates_nothing() {
 /// its thread, off the serving path.
 #[test]
 fn durable_economy_operations_allocate_nothing_on_the_calling_thread() {
-    let mut bytes = [0u8; 8];
-    getrandom::fill(&mut bytes).unwrap();
-    let dir = std::env::temp_dir().join(format!("mmo-alloc-durable-{:x}", u64::from_le_bytes(bytes)));
+    let dir = temp_dir("alloc-durable");
     let e = Engine::new(CoreConfig { starting_gold: 1_000_000, ..small_config() }).unwrap();
     e.open_store(&dir, Box::new(|| {})).unwrap();
     let players: Vec<Who> = (1..=64u64)

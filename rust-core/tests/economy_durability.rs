@@ -11,7 +11,7 @@ use mmo_core::records::{EconomyKind::*, EconomyResult, EconomyStatus, TradeStack
 use mmo_core::store::{RedbStore, STORE_FILE};
 use mmo_core::{CoreConfig, Engine, JoinError};
 use std::io;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -20,14 +20,6 @@ const STARTING_GOLD: u64 = 1_000;
 
 fn config() -> CoreConfig {
     CoreConfig { starting_gold: STARTING_GOLD, ..small_config() }
-}
-
-fn temp_dir(name: &str) -> PathBuf {
-    let mut bytes = [0u8; 8];
-    getrandom::fill(&mut bytes).unwrap();
-    let dir = std::env::temp_dir().join(format!("mmo-durability-{name}-{:x}", u64::from_le_bytes(bytes)));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
 }
 
 fn durable_engine(dir: &Path) -> Engine {

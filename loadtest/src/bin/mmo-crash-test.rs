@@ -21,11 +21,11 @@
 
 use anyhow::{Context, Result, bail};
 use clap::Parser;
+use mmo_loadtest::admin::AdminClient;
 use mmo_loadtest::bot::{self, JoinPlan, Session};
-use mmo_loadtest::net::{connected_socket, is_transient};
-use mmo_loadtest::protocol::{self, EconomyKind, EconomyRequest, EconomyStatus, Flags, Grant, Message, StatsRequest, TradeSide};
+use mmo_loadtest::net::is_transient;
+use mmo_loadtest::protocol::{self, EconomyKind, EconomyRequest, EconomyStatus, Flags, Message, TradeSide};
 use mmo_loadtest::rng::Rng;
-use mmo_loadtest::server_stats::ServerStats;
 use mmo_loadtest::token::{Issuer, TokenMinter};
 use std::io::{BufRead, BufReader};
 use std::net::{Ipv4Addr, SocketAddrV4, UdpSocket as StdUdpSocket};
@@ -342,25 +342,13 @@ async fn join_all(args: &Args, plan: &JoinPlan, seed: u64) -> Result<Vec<Session
     Ok(sessions)
 }
 
-async fn admin_stats(admin: &UdpSocket) -> Result<ServerStats> {
-    let mut buf = vec![0u8; 65536];
-    for request_id in 1..=20u32 {
-        send(admin, StatsRequest { admin_key: ADMIN_KEY, request_id }.into(), Flags::NONE).await;
-        let deadline = Instant::now() + Duration::from_millis(250);
-        while let Ok(Ok(n)) = tokio::time::timeout(deadline.saturating_duration_since(Instant::now()), admin.recv(&mut buf)).await {
-            if let Ok(d) = protocol::decode(&buf[..n])
-                && let Message::StatsReply(r) = d.message
-                && r.request_id == request_id
-            {
-                return Ok(ServerStats::parse(r.text));
-            }
-        }
-    }
-    bail!("no STATS_REPLY")
-}
-
 /// Steps 1-4 of the module docs, after a restart. Returns the problems found.
-async fn check_after_restart(sessions: &[Session], model: &Mutex<Model>, tally: &Mutex<Tally>, admin: &UdpSocket) -> Result<Vec<String>> {
+async fn check_after_restart(
+    sessions: &[Session],
+    model: &Mutex<Model>,
+    tally: &Mutex<Tally>,
+    admin: &mut AdminClient,
+) -> Result<Vec<String>> {
     let mut problems = Vec::new();
     // 1. Resolve what was in flight.
     for (a, s) in sessions.iter().enumerate() {
@@ -399,8 +387,7 @@ async fn check_after_restart(sessions: &[Session], model: &Mutex<Model>, tally: 
             m.accounts[a].next_grant * sessions.len() as u64 + a as u64 + 1
         };
         let stack = TradeSide { gold: 1, item_count: 0, item_kind: 0 };
-        let r =
-            ask(admin, Grant { admin_key: ADMIN_KEY, player_id: s.player_id, grant_id, stack }.into(), grant_id, "a balance grant").await?;
+        let r = admin.grant(s.player_id, grant_id, stack).await.context("a balance grant")?;
         let mut m = model.lock().unwrap();
         if r.status != EconomyStatus::Applied {
             problems.push(format!("account {a}: grant {grant_id} refused {:?}", r.status));
@@ -414,7 +401,7 @@ async fn check_after_restart(sessions: &[Session], model: &Mutex<Model>, tally: 
         }
     }
     // 4. The books.
-    let stats = admin_stats(admin).await?;
+    let stats = admin.stats().await.context("the server's figures")?;
     let m = model.lock().unwrap();
     let live: u64 = m.accounts.iter().map(|a| a.gold).sum();
     let want = [
@@ -473,9 +460,9 @@ async fn main() -> Result<()> {
             open_ms.push(server.store_open_ms);
         }
         let sessions = Arc::new(join_all(&args, &plan, rng.next_u64()).await?);
-        let admin = connected_socket(server_addr)?;
+        let mut admin = AdminClient::connect(server_addr, ADMIN_KEY)?;
         if round > 0 {
-            let problems = check_after_restart(&sessions, &model, &tally, &admin).await?;
+            let problems = check_after_restart(&sessions, &model, &tally, &mut admin).await?;
             for p in &problems {
                 eprintln!("mmo-crash-test: after kill {round}: {p}");
             }

@@ -110,3 +110,13 @@ pub fn one_object(e: &Engine, x: f32, y: f32, hp: i32, faction: u8) -> u64 {
     e.leave(seer.id, seer.token).unwrap();
     id
 }
+
+/// A fresh directory under the system's temporary directory (an economy store's), named for
+/// `name` and a random suffix; the caller removes it.
+pub fn temp_dir(name: &str) -> std::path::PathBuf {
+    let mut bytes = [0u8; 8];
+    getrandom::fill(&mut bytes).unwrap();
+    let dir = std::env::temp_dir().join(format!("mmo-{name}-{:x}", u64::from_le_bytes(bytes)));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}

@@ -109,35 +109,36 @@ fn is_store(stack: &str) -> bool {
     stack.split(';').next().is_some_and(|thread| thread.starts_with(STORE_THREAD))
 }
 
-/// The share of samples (0..1) whose stack holds an engine frame, from folded stacks
-/// (`frame;frame;frame count` lines), the store's ([`store_share`]) apart.
-pub fn engine_share(folded: &str) -> Option<f64> {
-    let (mut engine, mut total) = (0u64, 0u64);
+/// The share of samples (0..1) whose folded stack (`frame;frame;frame count` lines) `counts`.
+fn share(folded: &str, counts: impl Fn(&str) -> bool) -> Option<f64> {
+    let (mut counted, mut total) = (0u64, 0u64);
     for line in folded.lines() {
         let Some((stack, count)) = line.rsplit_once(' ') else { continue };
         let Ok(count) = count.parse::<u64>() else { continue };
         total += count;
-        if ENGINE_FRAME_MARKERS.iter().any(|m| stack.contains(m)) && !is_store(stack) {
-            engine += count;
+        if counts(stack) {
+            counted += count;
         }
     }
-    (total > 0).then(|| engine as f64 / total as f64)
+    (total > 0).then(|| counted as f64 / total as f64)
+}
+
+/// Whether a folded stack passes through the engine.
+fn in_engine(stack: &str) -> bool {
+    ENGINE_FRAME_MARKERS.iter().any(|m| stack.contains(m))
+}
+
+/// The share of samples (0..1) whose stack holds an engine frame, the store's
+/// ([`store_share`]) apart.
+pub fn engine_share(folded: &str) -> Option<f64> {
+    share(folded, |stack| in_engine(stack) && !is_store(stack))
 }
 
 /// The share of samples (0..1) on the economy's committer thread: making wallet changes
 /// durable (redb, the writes and fsyncs it asks the kernel for). Only a row that persists has
 /// any.
 pub fn store_share(folded: &str) -> Option<f64> {
-    let (mut store, mut total) = (0u64, 0u64);
-    for line in folded.lines() {
-        let Some((stack, count)) = line.rsplit_once(' ') else { continue };
-        let Ok(count) = count.parse::<u64>() else { continue };
-        total += count;
-        if is_store(stack) {
-            store += count;
-        }
-    }
-    (total > 0).then(|| store as f64 / total as f64)
+    share(folded, is_store)
 }
 
 /// Frames a complete user stack starts from: the process's entry and a thread's start. glibc
@@ -171,18 +172,10 @@ pub fn is_root_frame(frame: &str) -> bool {
 /// frame or a function in the middle of the call path; those samples cannot be placed in the
 /// whole stack, so a profile is only read by whole stacks when this share is small.
 pub fn unknown_root_share(folded: &str) -> Option<f64> {
-    let (mut unknown, mut total) = (0u64, 0u64);
-    for line in folded.lines() {
-        let Some((stack, count)) = line.rsplit_once(' ') else { continue };
-        let Ok(count) = count.parse::<u64>() else { continue };
-        total += count;
+    share(folded, |stack| {
         let root = stack.split(';').nth(1).unwrap_or("");
-        let root = root.strip_suffix("_[k]").unwrap_or(root);
-        if !is_root_frame(root) {
-            unknown += count;
-        }
-    }
-    (total > 0).then(|| unknown as f64 / total as f64)
+        !is_root_frame(root.strip_suffix("_[k]").unwrap_or(root))
+    })
 }
 
 /// The share of samples (0..1) in the kernel on the front's behalf: no engine frame in the
@@ -190,17 +183,7 @@ pub fn unknown_root_share(folded: &str) -> Option<f64> {
 /// asked to annotate them). What is left, neither engine nor kernel, is the network front's
 /// own user code (codec, admission, the workers' loops, the C library they call).
 pub fn kernel_share(folded: &str) -> Option<f64> {
-    let (mut kernel, mut total) = (0u64, 0u64);
-    for line in folded.lines() {
-        let Some((stack, count)) = line.rsplit_once(' ') else { continue };
-        let Ok(count) = count.parse::<u64>() else { continue };
-        total += count;
-        let leaf = stack.rsplit(';').next().unwrap_or("");
-        if leaf.ends_with("_[k]") && !ENGINE_FRAME_MARKERS.iter().any(|m| stack.contains(m)) && !is_store(stack) {
-            kernel += count;
-        }
-    }
-    (total > 0).then(|| kernel as f64 / total as f64)
+    share(folded, |stack| stack.rsplit(';').next().unwrap_or("").ends_with("_[k]") && !in_engine(stack) && !is_store(stack))
 }
 
 /// What a profile's whole stacks say. Engine, store, kernel and front shares add up to 1.
