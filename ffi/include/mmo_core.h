@@ -833,9 +833,9 @@ typedef struct MmoStats {
   uint64_t lock_body_contended;
   // Nanoseconds spent waiting for body locks.
   uint64_t lock_body_wait_ns;
-  // Economy shard acquisitions that found the shard locked.
+  // Economy lock acquisitions (wallets, homes) that found the lock held.
   uint64_t lock_economy_contended;
-  // Nanoseconds spent waiting for economy shards.
+  // Nanoseconds spent waiting for economy locks (wallets, homes).
   uint64_t lock_economy_wait_ns;
   // Moves that waited at least once for a grid shard.
   uint64_t moves_waited_grid;

@@ -1,25 +1,48 @@
 //! Economy: wallets (gold and item stacks), reliable operations, and conservation.
 //!
-//! ## Design: wallet shards locked in index order
+//! ## Design: a wallet arena, per-wallet locks, and 64 homes
 //!
 //! Correctness comes first here: a trade must move gold one way and items the other, both or
 //! neither; a retransmitted request must never apply twice; and
-//! `sum(balances) + departed == minted - sunk` must hold, per currency and per item kind, at
-//! every moment a reader can observe. Wallets are therefore kept in [`ECONOMY_SHARDS`] shards,
-//! each a `parking_lot::Mutex` around a vector of wallets, the shard's free list and the
-//! shard's minted / sunk / departed totals. An operation locks the initiator's shard, plus the
-//! counterparty's if it is a different one, **always in ascending shard index**, so two
-//! trades in opposite directions cannot deadlock. While it holds those locks it checks, writes
-//! both wallets and the shard totals, and records its decision; nobody can see half of it.
+//! `sum(balances) + escrow + departed == minted - sunk` must hold, per currency and per item
+//! kind, at every moment a reader can observe.
 //!
-//! Readers observe the economy only through [`Economy::audit`], which locks every shard in
-//! the same ascending order, so it sees a state between operations and recomputes balances
-//! from the wallets themselves (not from a running total that could drift).
+//! Wallets live in the economy's own sharded-slab arena, each behind its own
+//! `parking_lot::Mutex`; a [`WalletHandle`] is the wallet's arena key (its generation included,
+//! so a handle to a closed wallet misses once the slot is reused). An account reaches its
+//! wallet through the account index (`accounts`). Two operations therefore meet only when they
+//! touch a common wallet: two trades between four different players never wait on each other.
+//!
+//! Each wallet also has a **home**, one of [`ECONOMY_SHARDS`], chosen round-robin when it
+//! opens. A home holds three things for its wallets: the member list (which wallets exist, for
+//! the audit and the offer sweep), the books (the ledger journal and the minted / sunk /
+//! departed totals of operations its wallets started), and the earliest time one of their
+//! offers times out.
+//!
+//! ## Concurrency contract
+//!
+//! Locks are taken in this order, never against it, and each level at most as stated:
+//!
+//! 1. the account index's shard (a `DashMap` shard; joins only);
+//! 2. home member lists (one; the audit takes all 64 in ascending home index);
+//! 3. wallets, **in ascending arena key**: one for a spend, a grant, a loot credit or an
+//!    offer, two for a transfer or a trade answer, every open wallet for the audit;
+//! 4. home books: one (the initiator's home; the audit takes all 64 in ascending index).
+//!
+//! An operation locks its wallets, decides with them locked, then locks the initiator's home
+//! books, and while it holds all of them it applies, adds to the totals, takes its ledger
+//! number and pushes its entry: nobody sees half of it. Every change to a wallet is made while
+//! its lock is held, and every change to a home's totals while a wallet lock of the operation is
+//! held too. So the audit, once it holds every member list (no wallet opens or closes), every
+//! wallet in key order (no operation is between its first write and its last) and then every
+//! home's books, reads one instant between operations and recomputes the balances from the
+//! wallets themselves (not from a running total that could drift). `rust-core/tests/
+//! loom_ledger.rs` model-checks the wallet-then-books order against the ledger's cut.
 //!
 //! Why not one economy writer thread fed by a queue? Results must go back to the calling
 //! network worker within its batch, and a hand-off per operation would add a thread wake-up
-//! to every trade's round trip; economy traffic is light next to movement, and with 64 shards
-//! two operations only meet when they touch the same shard.
+//! to every trade's round trip; economy traffic is light next to movement, and with a lock
+//! per wallet two operations only meet when players trade with the same player.
 //!
 //! ## At most once
 //!
@@ -38,18 +61,21 @@
 //! session, closed at leave with its holdings counted as departed (tests, and servers run
 //! without a store). With a store open ([`Economy::restore`], then [`crate::durability`]),
 //! every change to a wallet — a decision recorded for at-most-once included — is a
-//! [`crate::ledger`] entry taken under the shard locks, and its result carries the entry's
-//! `ledger_seq`: the network layer tells it only once the entry is durable. A shard whose
-//! journal is full (the disk is behind) refuses new operations `StorageBusy`, before anything
-//! is decided, so a retransmit can try again.
+//! [`crate::ledger`] entry, numbered while the operation holds its wallets and its home's books
+//! and pushed into that home's journal, and its result carries the entry's `ledger_seq`: the
+//! network layer tells it only once the entry is durable. A home whose journal is full (the
+//! disk is behind) refuses new operations `StorageBusy`, before anything is decided, so a
+//! retransmit can try again.
 //!
-//! ## Locks
+//! ## Locks are not global
 //!
-//! The shard mutexes are the only locks (the account index, a `DashMap`, is taken before a
-//! shard and only by joins). None is global: movement, combat and the tick never
-//! take them, and an economy operation takes at most two of the 64. Waits on them are counted
-//! and timed ([`crate::locks`]).
+//! Movement, combat and the tick's movement work never take these locks; an economy operation
+//! takes at most two wallets and one home. Waits on them are counted and timed
+//! ([`crate::locks`]). Zero allocations per operation: the arena allocates only when a join
+//! creates a wallet past the pages it already has (account wallets never close, and a
+//! session's wallet freed at leave is reused by a later join).
 
+use crate::arena::ArenaConfig;
 use crate::config::{AMOUNT_MAX, ITEM_KINDS};
 use crate::ledger::{Books, DecisionImage, JOURNAL_ENTRIES_PER_SHARD, Ledger, LedgerEntry, MintCause, Recovered, StackImage, WalletImage};
 use crate::locks::LockWaits;
@@ -60,27 +86,26 @@ use dashmap::DashMap;
 use dashmap::mapref::entry::Entry;
 use parking_lot::{Mutex, MutexGuard};
 use rustc_hash::FxBuildHasher;
+use sharded_slab::Slab;
 use std::sync::OnceLock;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
-/// Number of wallet shards.
+/// Number of homes (member lists, journals and books), each wallet in one.
 pub const ECONOMY_SHARDS: usize = 64;
 /// Transaction ids remembered per wallet (defined with the ledger, which stores the window).
 pub use crate::ledger::DEDUP_WINDOW;
 
-/// Where a wallet lives. Stale after the wallet closes (its generation moves on).
+/// A wallet: its key in the economy's arena. Stale once the wallet closes (the arena's
+/// generation moves on when the slot is reused, and a stale key finds nothing).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct WalletHandle {
-    shard: u16,
-    slot: u32,
-    generation: u32,
+    key: usize,
 }
 
 impl WalletHandle {
     /// A handle that matches no wallet.
-    pub const NONE: WalletHandle = WalletHandle { shard: u16::MAX, slot: u32::MAX, generation: u32::MAX };
+    pub const NONE: WalletHandle = WalletHandle { key: usize::MAX };
 }
-
 /// Gold and items, as exact totals (u128 cannot overflow from u64 balances).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Holdings {
@@ -153,8 +178,11 @@ struct OpenOffer {
 }
 
 struct Wallet {
-    generation: u32,
+    /// Whether it is open (a closed wallet stays readable until every borrow of its arena slot
+    /// ends; it refuses everything).
     open: bool,
+    /// Its home (see the module docs). Set when it opens, never changed.
+    home: u16,
     /// Its account (0: a wallet for one session).
     account: u64,
     /// Whether a live session uses it (an account's wallet stays open between sessions).
@@ -170,13 +198,14 @@ struct Wallet {
 }
 
 impl Wallet {
-    fn closed() -> Self {
+    /// An open wallet of `account` in `home`, holding `gold`.
+    fn opened(home: usize, account: u64, gold: u64) -> Self {
         Self {
-            generation: 0,
-            open: false,
-            account: 0,
+            open: true,
+            home: home as u16,
+            account,
             bound: false,
-            gold: 0,
+            gold,
             items: [0; ITEM_KINDS],
             highest_transaction: 0,
             decisions: [Decision::default(); DEDUP_WINDOW],
@@ -246,14 +275,22 @@ impl Wallet {
         })
     }
 
-    /// Records `transaction_id`'s decision, made under ledger number `ledger_seq` (see
-    /// [`Decision::ledger_seq`]), and returns the outcome to tell.
-    fn record(&mut self, transaction_id: u64, status: EconomyStatus, ledger_seq: u64) -> Outcome {
+    /// Records `transaction_id`'s decision and returns the outcome to tell (nothing to wait
+    /// for yet: see [`Wallet::set_ledger_seq`]).
+    fn record(&mut self, transaction_id: u64, status: EconomyStatus) -> Outcome {
         let gold_after = if status == EconomyStatus::Applied { self.gold } else { 0 };
         self.decisions[(transaction_id % DEDUP_WINDOW as u64) as usize] =
-            Decision { transaction_id, gold_after, status: status as u8, ledger_seq };
+            Decision { transaction_id, gold_after, status: status as u8, ledger_seq: 0 };
         self.highest_transaction = self.highest_transaction.max(transaction_id);
-        Outcome { status, duplicate: false, gold_after, ledger_seq }
+        Outcome { status, duplicate: false, gold_after, ledger_seq: 0 }
+    }
+
+    /// The recorded decision of `transaction_id` was journaled: a retransmit's answer waits
+    /// for `ledger_seq` too (see [`Decision::ledger_seq`]).
+    fn set_ledger_seq(&mut self, transaction_id: u64, ledger_seq: u64) {
+        let d = &mut self.decisions[(transaction_id % DEDUP_WINDOW as u64) as usize];
+        debug_assert_eq!(d.transaction_id, transaction_id, "set right after record, under the same lock");
+        d.ledger_seq = ledger_seq;
     }
 
     /// The wallet as it is now, for the ledger; with `decided`, the decision recorded for that
@@ -279,25 +316,21 @@ fn image_of_stack(s: &Stack) -> StackImage {
     StackImage { gold: s.gold, item_kind: s.item_kind as u8, item_count: s.item_count }
 }
 
-/// A ledger entry for one or two wallets (`b`'s image only if it has an account).
-fn entry_of(seq: u64, a: WalletImage, b: Option<WalletImage>) -> LedgerEntry {
+/// A ledger entry for one or two wallets (`b`'s image only if it has an account), numbered
+/// when it is pushed ([`Economy::push_entry`]).
+fn entry_of(a: WalletImage, b: Option<WalletImage>) -> LedgerEntry {
     let b = b.filter(|b| b.account != 0);
-    LedgerEntry { seq, wallets: [a, b.unwrap_or_default()], wallet_count: 1 + u8::from(b.is_some()), ..LedgerEntry::default() }
+    LedgerEntry { wallets: [a, b.unwrap_or_default()], wallet_count: 1 + u8::from(b.is_some()), ..LedgerEntry::default() }
 }
 
-struct EconomyShard {
-    wallets: Vec<Wallet>,
-    free: Vec<u32>,
-    /// Ledger entries of operations on this shard's wallets not yet taken by the committer,
-    /// in sequence order (bounded: [`JOURNAL_ENTRIES_PER_SHARD`]). Pushed by operations under
-    /// this shard's lock; drained by the committer under it.
+/// A home's books: the ledger journal and the totals of the operations its wallets started.
+#[derive(Default)]
+struct HomeBooks {
+    /// Ledger entries of operations started from this home's wallets not yet taken by the
+    /// committer, in sequence order (bounded: [`JOURNAL_ENTRIES_PER_SHARD`]). Pushed by
+    /// operations holding their wallets and these books; drained by the committer under these
+    /// books' lock.
     journal: Vec<LedgerEntry>,
-    /// Wallets of this shard with an open offer.
-    open_offers: u32,
-    /// No open offer of this shard times out before this (server ms; `u64::MAX` when none):
-    /// the tick's sweep skips the shard until then. Lowered by each offer, recomputed by the
-    /// sweep (an accept or cancel leaves it early, which costs one scan finding nothing).
-    next_expiry_ms: u64,
     /// The part of `minted` admin grants created.
     minted_by_grant: Holdings,
     minted: Holdings,
@@ -307,9 +340,48 @@ struct EconomyShard {
     departed: Holdings,
 }
 
-impl EconomyShard {
-    fn wallet_mut(&mut self, h: WalletHandle) -> Option<&mut Wallet> {
-        self.wallets.get_mut(h.slot as usize).filter(|w| w.open && w.generation == h.generation)
+/// One of the [`ECONOMY_SHARDS`] homes. Each part is padded to its own cache lines (two
+/// 64-byte lines: AMD and Intel prefetch lines in adjacent pairs), so the books every operation
+/// of the home writes never share a line with the member list joins write, nor with another
+/// home's.
+struct Home {
+    /// Arena keys of the open wallets whose home this is. Written by joins (open) and leaves
+    /// (close); read by the audit and by the tick's offer sweep.
+    members: CachePadded<Mutex<Vec<usize>>>,
+    /// Journal and totals. Written by every operation started from one of its wallets, drained
+    /// by the committer, read by the audit.
+    books: CachePadded<Mutex<HomeBooks>>,
+    /// No offer of its wallets times out before this (server ms; `u64::MAX` when none).
+    /// Lowered (fetch_min) by each offer while its maker's wallet is locked; raised only by the
+    /// tick's sweep, which stores `u64::MAX` before it scans and lowers it again by what it
+    /// found, so an offer made during the scan is never forgotten.
+    next_expiry_ms: CachePadded<AtomicU64>,
+}
+
+type WalletArena = Slab<Mutex<Wallet>, ArenaConfig>;
+// What a wallet costs in the arena (the docs say a kilobyte and a half): the at-most-once
+// window is most of it.
+const _: () = assert!(std::mem::size_of::<Mutex<Wallet>>() <= 1536);
+type WalletEntry<'a> = sharded_slab::Entry<'a, Mutex<Wallet>, ArenaConfig>;
+
+/// Locks `a` and, if any, `b` (another wallet) in ascending arena key: the one order every
+/// operation takes wallets in, so two trades in opposite directions cannot deadlock.
+fn lock_pair<'a>(
+    a: &'a WalletEntry<'_>,
+    b: Option<&'a WalletEntry<'_>>,
+    waits: &mut LockWaits,
+) -> (MutexGuard<'a, Wallet>, Option<MutexGuard<'a, Wallet>>) {
+    match b {
+        Some(b) if b.key() < a.key() => {
+            let theirs = waits.lock(b);
+            (waits.lock(a), Some(theirs))
+        }
+        Some(b) => {
+            debug_assert_ne!(a.key(), b.key(), "one wallet is not a pair");
+            let mine = waits.lock(a);
+            (mine, Some(waits.lock(b)))
+        }
+        None => (waits.lock(a), None),
     }
 }
 
@@ -355,6 +427,8 @@ pub enum AccountError {
     Required,
     /// The journals are full (the disk is behind): try again.
     StorageBusy,
+    /// The wallet arena has no room (the join is refused as a full server).
+    Full,
 }
 
 /// How an answer closed an offer (for the counters and the notice to the maker).
@@ -462,10 +536,13 @@ impl EconomyAudit {
 
 /// The economy service.
 pub struct Economy {
-    /// Wallet shards; each padded to its own cache lines so two shards' locks never share one.
-    shards: Box<[CachePadded<Mutex<EconomyShard>>]>,
-    /// Round-robin shard choice for new wallets. Written by join.
-    next_shard: AtomicUsize,
+    /// Every open wallet (and closed ones until their last borrow ends). Inserted into by joins
+    /// and restore, removed from by leaves (a session's wallet), read by every operation.
+    wallets: WalletArena,
+    /// The homes. See [`Home`] for who writes each part.
+    homes: Box<[Home]>,
+    /// Round-robin home choice for new wallets. Written by joins.
+    next_home: AtomicUsize,
     /// Account -> its wallet. Written by the first join of an account and by restore; read by
     /// every join.
     accounts: DashMap<u64, WalletHandle, FxBuildHasher>,
@@ -477,34 +554,24 @@ pub struct Economy {
 }
 
 impl Economy {
-    /// Shards with room reserved for `player_capacity` wallets: joins up to that number of
-    /// open wallets allocate nothing, whatever the churn. The room is reserved, not filled: a
-    /// wallet's memory is touched when a join first creates it, so memory follows the players
-    /// who joined, not the capacity.
+    /// An economy with member lists reserved for `player_capacity` wallets: joins up to that
+    /// number of open wallets grow no list. The arena is not pre-filled: a wallet's memory is
+    /// taken when a join first creates it, so memory follows the players who joined, not the
+    /// capacity.
     pub fn new(player_capacity: u32) -> Self {
-        let per_shard = (player_capacity as usize).div_ceil(ECONOMY_SHARDS) + 1;
-        let shards = (0..ECONOMY_SHARDS)
-            .map(|_| {
-                let wallets: Vec<Wallet> = Vec::with_capacity(per_shard);
-                let free = Vec::with_capacity(per_shard);
-                CachePadded::new(Mutex::new(EconomyShard {
-                    wallets,
-                    free,
-                    journal: Vec::new(),
-                    minted: Holdings::default(),
-                    minted_by_loot: Holdings::default(),
-                    open_offers: 0,
-                    next_expiry_ms: u64::MAX,
-                    minted_by_grant: Holdings::default(),
-                    sunk: Holdings::default(),
-                    departed: Holdings::default(),
-                }))
+        let per_home = (player_capacity as usize).div_ceil(ECONOMY_SHARDS) + 1;
+        let homes = (0..ECONOMY_SHARDS)
+            .map(|_| Home {
+                members: CachePadded::new(Mutex::new(Vec::with_capacity(per_home))),
+                books: CachePadded::new(Mutex::new(HomeBooks::default())),
+                next_expiry_ms: CachePadded::new(AtomicU64::new(u64::MAX)),
             })
             .collect::<Vec<_>>()
             .into_boxed_slice();
         Self {
-            shards,
-            next_shard: AtomicUsize::new(0),
+            wallets: Slab::new_with_config::<ArenaConfig>(),
+            homes,
+            next_home: AtomicUsize::new(0),
             accounts: DashMap::with_hasher(FxBuildHasher),
             ledger: Ledger::new(),
             committer: OnceLock::new(),
@@ -516,6 +583,11 @@ impl Economy {
         &self.ledger
     }
 
+    /// The wallet behind `handle`, if its arena slot still holds it (open or closing).
+    fn wallet(&self, handle: WalletHandle) -> Option<WalletEntry<'_>> {
+        self.wallets.get(handle.key)
+    }
+
     /// Opens a wallet holding `starting_gold` (minted) for one session (no account).
     pub fn open_wallet(&self, starting_gold: u64) -> WalletHandle {
         self.open_wallet_for(0, starting_gold).expect("a wallet without an account is never journaled")
@@ -524,56 +596,54 @@ impl Economy {
     /// Opens a wallet for `account` (0: none) holding `starting_gold` (minted), bound to the
     /// joining session; with the ledger on and an account, its creation is an entry.
     ///
-    /// Shards are tried round-robin; the chosen one reuses a closed wallet, or creates one in
-    /// its reserved room. If it has neither (join/leave churn can unbalance them), the next ones
-    /// are tried, and only when all 64 are full does a shard grow its wallet vector. A shard
-    /// whose journal is full is passed over.
+    /// Homes are tried round-robin; the first whose member list has reserved room is taken.
+    /// If none has (join/leave churn can unbalance them), the first with journal room grows its
+    /// list. A home whose journal is full is passed over.
     fn open_wallet_for(&self, account: u64, starting_gold: u64) -> Result<WalletHandle, AccountError> {
         let journaled = account != 0 && self.ledger.enabled();
-        let start = self.next_shard.fetch_add(1, Ordering::Relaxed) % ECONOMY_SHARDS;
-        let mut chosen = None;
+        let start = self.next_home.fetch_add(1, Ordering::Relaxed) % ECONOMY_SHARDS;
         let mut with_room = None;
         for attempt in 0..ECONOMY_SHARDS {
             let index = (start + attempt) % ECONOMY_SHARDS;
-            let mut shard = self.shards[index].lock();
-            if journaled && !self.ledger.has_room(&shard.journal) {
+            let home = &self.homes[index];
+            let members = home.members.lock();
+            let books = home.books.lock();
+            if journaled && !self.ledger.has_room(&books.journal) {
                 continue;
             }
+            if members.len() < members.capacity() {
+                return self.open_in(index, members, books, account, starting_gold, journaled);
+            }
             with_room.get_or_insert(index);
-            if let Some(slot) = shard.free.pop() {
-                chosen = Some((index, shard, slot));
-                break;
-            }
-            if shard.wallets.len() < shard.wallets.capacity() {
-                shard.wallets.push(Wallet::closed());
-                let slot = (shard.wallets.len() - 1) as u32;
-                chosen = Some((index, shard, slot));
-                break;
-            }
         }
-        let (shard_index, mut shard, slot) = match chosen {
-            Some(c) => c,
-            None => {
-                let index = with_room.ok_or(AccountError::StorageBusy)?;
-                let mut shard = self.shards[index].lock();
-                if !self.ledger.has_room(&shard.journal) {
-                    return Err(AccountError::StorageBusy);
-                }
-                shard.wallets.push(Wallet::closed());
-                let slot = (shard.wallets.len() - 1) as u32;
-                (index, shard, slot)
-            }
-        };
-        let shard = &mut *shard;
-        let w = &mut shard.wallets[slot as usize];
-        let generation = w.generation;
-        *w = Wallet { generation, open: true, account, bound: true, gold: starting_gold, ..Wallet::closed() };
-        shard.minted.gold += u128::from(starting_gold);
+        let index = with_room.ok_or(AccountError::StorageBusy)?;
+        let (members, books) = (self.homes[index].members.lock(), self.homes[index].books.lock());
+        if journaled && !self.ledger.has_room(&books.journal) {
+            return Err(AccountError::StorageBusy);
+        }
+        self.open_in(index, members, books, account, starting_gold, journaled)
+    }
+
+    /// Creates the wallet in home `index`, whose member list and books the caller holds (no
+    /// audit can see it half made; nobody else knows its key yet, so its own lock is not needed).
+    fn open_in(
+        &self,
+        index: usize,
+        mut members: MutexGuard<'_, Vec<usize>>,
+        mut books: MutexGuard<'_, HomeBooks>,
+        account: u64,
+        starting_gold: u64,
+        journaled: bool,
+    ) -> Result<WalletHandle, AccountError> {
+        let wallet = Wallet { bound: true, ..Wallet::opened(index, account, starting_gold) };
+        let image = wallet.image(None);
+        let key = self.wallets.insert(Mutex::new(wallet)).ok_or(AccountError::Full)?;
+        members.push(key);
+        books.minted.gold += u128::from(starting_gold);
         if journaled {
-            let image = w.image(None);
-            self.push_mint(shard, image, StackImage { gold: starting_gold, ..StackImage::default() }, MintCause::Starting);
+            self.push_mint(&mut books, image, StackImage { gold: starting_gold, ..StackImage::default() }, MintCause::Starting);
         }
-        Ok(WalletHandle { shard: shard_index as u16, slot, generation })
+        Ok(WalletHandle { key })
     }
 
     /// The wallet of `account` for a joining session: the account's own (resumed) if it has
@@ -592,8 +662,8 @@ impl Economy {
         match self.accounts.entry(account) {
             Entry::Occupied(e) => {
                 let h = *e.get();
-                let mut shard = self.shards[h.shard as usize].lock();
-                let w = shard.wallet_mut(h).expect("an account's wallet never closes");
+                let entry = self.wallet(h).expect("an account's wallet never closes");
+                let mut w = entry.lock();
                 if w.bound {
                     return Err(AccountError::InSession);
                 }
@@ -612,45 +682,48 @@ impl Economy {
     /// too, until it times out); a session's own wallet closes ([`Economy::close_wallet`]).
     /// `false` if the wallet was not open.
     pub fn release(&self, handle: WalletHandle) -> bool {
-        let Some(shard) = self.shards.get(handle.shard as usize) else { return false };
-        let mut shard = shard.lock();
-        match shard.wallet_mut(handle) {
-            Some(w) if w.account != 0 => {
+        let Some(entry) = self.wallet(handle) else { return false };
+        let mut w = entry.lock();
+        match w.open {
+            true if w.account != 0 => {
                 w.bound = false;
                 true
             }
-            Some(_) => {
-                drop(shard);
+            true => {
+                drop(w);
                 self.close_wallet(handle)
             }
-            None => false,
+            false => false,
         }
     }
 
-    /// Closes a wallet: its holdings move to the shard's departed totals (the hand-off to
+    /// Closes a wallet: its holdings move to its home's departed totals (the hand-off to
     /// persistence), and its handle goes stale. `false` if it was already closed, or if it
     /// belongs to an account (those never close: see [`Economy::release`]).
     pub fn close_wallet(&self, handle: WalletHandle) -> bool {
-        let Some(shard) = self.shards.get(handle.shard as usize) else { return false };
-        let mut shard = shard.lock();
-        let shard = &mut *shard;
-        let Some(w) = shard.wallets.get_mut(handle.slot as usize).filter(|w| w.open && w.generation == handle.generation) else {
-            return false;
-        };
-        if w.account != 0 {
+        let Some(entry) = self.wallet(handle) else { return false };
+        // A wallet's home never changes, so it may be read before the member list is locked.
+        let home = &self.homes[usize::from(entry.lock().home)];
+        let mut members = home.members.lock();
+        let mut w = entry.lock();
+        if !w.open || w.account != 0 {
             return false;
         }
         // An open offer closes with its maker: the escrow goes back into the wallet first.
-        if w.return_escrow() {
-            shard.open_offers -= 1;
-        }
-        shard.departed.add_wallet(w);
+        w.return_escrow();
+        home.books.lock().departed.add_wallet(&w);
         w.open = false;
         w.bound = false;
         w.gold = 0;
         w.items = [0; ITEM_KINDS];
-        w.generation = w.generation.wrapping_add(1);
-        shard.free.push(handle.slot);
+        drop(w);
+        let at = members.iter().position(|&k| k == handle.key).expect("an open wallet is a member of its home");
+        members.swap_remove(at);
+        drop(members);
+        drop(entry);
+        // The slot is freed once every borrow of it ends (an operation that found it before it
+        // closed sees it closed and refuses PlayerDeparted).
+        self.wallets.remove(handle.key);
         true
     }
 
@@ -664,9 +737,8 @@ impl Economy {
         if !self.accounts.is_empty() || self.ledger.enabled() {
             return Err("restore: the economy already has accounts or a ledger".into());
         }
-        for shard in self.shards.iter() {
-            let mut shard = shard.lock();
-            shard.journal.reserve_exact(JOURNAL_ENTRIES_PER_SHARD);
+        for home in self.homes.iter() {
+            home.books.lock().journal.reserve_exact(JOURNAL_ENTRIES_PER_SHARD);
         }
         for (i, stored) in recovered.wallets.iter().enumerate() {
             let image = &stored.image;
@@ -674,9 +746,7 @@ impl Economy {
                 return Err(format!("restore: account {} twice, or account 0", image.account));
             }
             let index = i % ECONOMY_SHARDS;
-            let mut shard = self.shards[index].lock();
-            let shard = &mut *shard;
-            let mut w = Wallet { open: true, account: image.account, gold: image.gold, items: image.items, ..Wallet::closed() };
+            let mut w = Wallet { items: image.items, ..Wallet::opened(index, image.account, image.gold) };
             w.highest_transaction = image.highest_transaction;
             w.last_grant = image.last_grant;
             for (slot, d) in w.decisions.iter_mut().zip(&stored.decisions) {
@@ -694,18 +764,19 @@ impl Economy {
                 return Err(format!("restore: account {}: its escrow does not fit back", image.account));
             }
             w.put_in(&escrow);
-            shard.wallets.push(w);
-            let slot = (shard.wallets.len() - 1) as u32;
-            self.accounts.insert(image.account, WalletHandle { shard: index as u16, slot, generation: 0 });
+            let mut members = self.homes[index].members.lock();
+            let key = self.wallets.insert(Mutex::new(w)).ok_or("restore: the wallet arena is full")?;
+            members.push(key);
+            self.accounts.insert(image.account, WalletHandle { key });
         }
         {
             let books = &recovered.books;
-            let mut shard = self.shards[0].lock();
+            let mut home = self.homes[0].books.lock();
             let holdings = |gold: u128, items: &[u128; ITEM_KINDS]| Holdings { gold, items: *items };
-            shard.minted.add(&holdings(books.minted_gold, &books.minted_items));
-            shard.minted_by_loot.add(&holdings(books.loot_gold, &books.loot_items));
-            shard.minted_by_grant.add(&holdings(books.grant_gold, &books.grant_items));
-            shard.sunk.add(&holdings(books.sunk_gold, &books.sunk_items));
+            home.minted.add(&holdings(books.minted_gold, &books.minted_items));
+            home.minted_by_loot.add(&holdings(books.loot_gold, &books.loot_items));
+            home.minted_by_grant.add(&holdings(books.grant_gold, &books.grant_items));
+            home.sunk.add(&holdings(books.sunk_gold, &books.sunk_items));
         }
         let audit = self.audit();
         if !audit.is_conserved() {
@@ -739,137 +810,106 @@ impl Economy {
         let _ = self.committer.set(thread);
     }
 
-    /// Pushes `entry` into `shard`'s journal (the caller holds its lock, took the entry's
-    /// number under it, and checked room before deciding) and wakes the committer if it may
-    /// be asleep.
-    fn push_entry(&self, shard: &mut EconomyShard, entry: LedgerEntry) {
-        assert!(shard.journal.len() < JOURNAL_ENTRIES_PER_SHARD, "room is checked before an operation decides");
-        debug_assert!(shard.journal.last().is_none_or(|last| last.seq < entry.seq), "a shard's journal is in number order");
-        shard.journal.push(entry);
+    /// Takes the next ledger number and pushes `entry` under it into `books`' journal (the
+    /// caller holds those books and the wallets the entry images, and checked room before
+    /// deciding), waking the committer if it may be asleep. Returns the answer's `ledger_seq`.
+    fn push_entry(&self, books: &mut HomeBooks, mut entry: LedgerEntry) -> u64 {
+        assert!(books.journal.len() < JOURNAL_ENTRIES_PER_SHARD, "room is checked before an operation decides");
+        entry.seq = self.ledger.take_seq();
+        debug_assert!(books.journal.last().is_none_or(|last| last.seq < entry.seq), "a journal is in number order");
+        books.journal.push(entry);
         if self.ledger.note_pending()
             && let Some(t) = self.committer.get()
         {
             t.unpark();
         }
+        entry.seq + 1
     }
 
     /// Journals a change that minted `minted` (for `cause`) into the wallet now `image`, under
-    /// `shard`'s lock; returns the answer's `ledger_seq`.
-    fn push_mint(&self, shard: &mut EconomyShard, image: WalletImage, minted: StackImage, cause: MintCause) -> u64 {
-        let seq = self.ledger.take_seq();
-        let mut entry = entry_of(seq, image, None);
+    /// its lock and its home's books; returns the answer's `ledger_seq`.
+    fn push_mint(&self, books: &mut HomeBooks, image: WalletImage, minted: StackImage, cause: MintCause) -> u64 {
+        let mut entry = entry_of(image, None);
         entry.minted = minted;
         entry.mint_cause = cause;
-        self.push_entry(shard, entry);
-        seq + 1
+        self.push_entry(books, entry)
     }
 
-    /// Moves every journaled entry numbered below `cut` into `out` (shard by shard, each under
-    /// its lock; see [`crate::ledger`] for why that finds them all). Returns how many.
+    /// Moves every journaled entry numbered below `cut` into `out` (home by home, each under
+    /// its books' lock; see [`crate::ledger`] for why that finds them all). Returns how many.
     pub fn drain_journal(&self, cut: u64, out: &mut Vec<LedgerEntry>) -> usize {
         let before = out.len();
-        for shard in self.shards.iter() {
-            let mut shard = shard.lock();
-            let below = shard.journal.partition_point(|e| e.seq < cut);
-            out.extend(shard.journal.drain(..below));
+        for home in self.homes.iter() {
+            let mut books = home.books.lock();
+            let below = books.journal.partition_point(|e| e.seq < cut);
+            out.extend(books.journal.drain(..below));
         }
         out.len() - before
     }
 
     /// A wallet's balances, if it is open.
     pub fn balance(&self, handle: WalletHandle) -> Option<Balance> {
-        let mut shard = self.shards.get(handle.shard as usize)?.lock();
-        shard.wallet_mut(handle).map(|w| Balance { gold: w.gold, items: w.items })
-    }
-
-    /// Locks the shard of `a` and, if `b` lives in another one, `b`'s, always in ascending
-    /// shard index (so two operations in opposite directions cannot deadlock).
-    fn lock_two(
-        &self,
-        a: WalletHandle,
-        b: Option<WalletHandle>,
-        waits: &mut LockWaits,
-    ) -> (MutexGuard<'_, EconomyShard>, Option<MutexGuard<'_, EconomyShard>>) {
-        let a_shard = (a.shard as usize).min(ECONOMY_SHARDS - 1);
-        let b_shard = b.map(|h| h.shard as usize).filter(|&s| s != a_shard && s < ECONOMY_SHARDS);
-        match b_shard {
-            Some(s) if s < a_shard => {
-                let theirs = waits.lock(&self.shards[s]);
-                (waits.lock(&self.shards[a_shard]), Some(theirs))
-            }
-            Some(s) => {
-                let mine = waits.lock(&self.shards[a_shard]);
-                (mine, Some(waits.lock(&self.shards[s])))
-            }
-            None => (waits.lock(&self.shards[a_shard]), None),
-        }
+        let entry = self.wallet(handle)?;
+        let w = entry.lock();
+        w.open.then(|| Balance { gold: w.gold, items: w.items })
     }
 
     /// Decides one authenticated operation from `initiator`'s wallet. The caller has checked
     /// the player id and session; everything else is decided (and recorded) here.
-    /// Waits on the shard locks are added to `waits`.
+    /// Waits on the wallet and home locks are added to `waits`.
     pub fn execute(&self, op: &EconomyOp, initiator: WalletHandle, counterparty: Counterparty, waits: &mut LockWaits) -> Outcome {
         let refuse = Outcome::refused;
         if op.transaction_id == 0 {
             return refuse(EconomyStatus::InvalidTransaction);
         }
-        if initiator.shard as usize >= ECONOMY_SHARDS {
-            return refuse(EconomyStatus::PlayerDeparted);
-        }
+        let Some(mine) = self.wallet(initiator) else { return refuse(EconomyStatus::PlayerDeparted) };
         let other = match counterparty {
             Counterparty::Wallet(h) if h == initiator => None,
             Counterparty::Wallet(h) => Some(h),
             _ => None,
         };
-        let (mut mine, mut theirs) = self.lock_two(initiator, other, waits);
-        let mine = &mut *mine;
-        let room = self.ledger.has_room(&mine.journal);
-        let (me, them) = two_wallets(mine, theirs.as_deref_mut(), initiator, other);
-        let Some(me) = me.filter(|w| w.open && w.generation == initiator.generation) else {
+        let theirs = other.and_then(|h| self.wallet(h));
+        let (mut me, mut them) = lock_pair(&mine, theirs.as_ref(), waits);
+        if !me.open {
             return refuse(EconomyStatus::PlayerDeparted);
-        };
+        }
         if let Some(earlier) = me.earlier(op.transaction_id) {
             return earlier;
         }
-        if !room {
+        let mut books = waits.lock(&self.homes[usize::from(me.home)].books);
+        if !self.ledger.has_room(&books.journal) {
             return refuse(EconomyStatus::StorageBusy);
         }
-        let result = settle(op, me, them, counterparty, other.is_some());
+        let result = settle(op, &mut me, them.as_deref_mut().filter(|w| w.open), counterparty, other.is_some());
         let (status, sunk) = match result {
             Ok(flow) => {
-                mine.sunk.gold += u128::from(flow.sunk_gold);
-                let kind = op.item_kind as usize;
+                books.sunk.gold += u128::from(flow.sunk_gold);
                 if flow.sunk_items > 0 {
-                    mine.sunk.items[kind] += u128::from(flow.sunk_items);
+                    books.sunk.items[op.item_kind as usize] += u128::from(flow.sunk_items);
                 }
                 let item_kind = if flow.sunk_items > 0 { op.item_kind as u8 } else { 0 };
                 (EconomyStatus::Applied, StackImage { gold: flow.sunk_gold, item_kind, item_count: flow.sunk_items })
             }
             Err(status) => (status, StackImage::default()),
         };
-        // Re-borrow the wallets (the split borrow above has ended) to record.
-        let seq = self.ledger.enabled().then(|| self.ledger.take_seq());
-        let me = &mut mine.wallets[initiator.slot as usize];
-        let outcome = me.record(op.transaction_id, status, seq.map_or(0, |s| s + 1));
-        if let Some(seq) = seq {
-            let mine_image = me.image(Some(op.transaction_id));
-            let their_image = other.filter(|_| status == EconomyStatus::Applied).map(|h| match theirs.as_deref() {
-                Some(t) => t.wallets[h.slot as usize].image(None),
-                None => mine.wallets[h.slot as usize].image(None),
-            });
-            let mut entry = entry_of(seq, mine_image, their_image);
-            entry.sunk = sunk;
-            self.push_entry(mine, entry);
+        let outcome = me.record(op.transaction_id, status);
+        if !self.ledger.enabled() {
+            return outcome;
         }
-        outcome
+        let their_image = them.as_deref().filter(|_| status == EconomyStatus::Applied).map(|t| t.image(None));
+        let mut entry = entry_of(me.image(Some(op.transaction_id)), their_image);
+        entry.sunk = sunk;
+        let ledger_seq = self.push_entry(&mut books, entry);
+        me.set_ledger_seq(op.transaction_id, ledger_seq);
+        Outcome { ledger_seq, ..outcome }
     }
 
     /// A trade offer from `maker` to the taker (`taker`, resolved by the caller from
     /// `offer.counterparty_id`) at server time `now_ms`, open for `timeout_ms`. Checked in
     /// order: the transaction id (de-duplicated like every request), the amounts, the taker,
     /// the maker's open offer (one at a time; an expired one is closed first), the maker's
-    /// funds; then `give` moves into escrow. Only the maker's shard is locked. Also says whether
-    /// it closed the maker's timed-out offer.
+    /// funds; then `give` moves into escrow. Only the maker's wallet is locked. Also says
+    /// whether it closed the maker's timed-out offer.
     pub fn offer(
         &self,
         offer: &TradeOffer,
@@ -883,22 +923,21 @@ impl Economy {
         if offer.transaction_id == 0 {
             return refuse(EconomyStatus::InvalidTransaction);
         }
-        let Some(shard) = self.shards.get(maker.shard as usize) else { return refuse(EconomyStatus::PlayerDeparted) };
-        let mut shard = waits.lock(shard);
-        let shard = &mut *shard;
-        let Some(w) = shard.wallets.get_mut(maker.slot as usize).filter(|w| w.open && w.generation == maker.generation) else {
+        let Some(entry) = self.wallet(maker) else { return refuse(EconomyStatus::PlayerDeparted) };
+        let mut w = waits.lock(&*entry);
+        if !w.open {
             return refuse(EconomyStatus::PlayerDeparted);
-        };
+        }
         if let Some(earlier) = w.earlier(offer.transaction_id) {
             return (earlier, false);
         }
-        if !self.ledger.has_room(&shard.journal) {
+        let home = &self.homes[usize::from(w.home)];
+        let mut books = waits.lock(&home.books);
+        if !self.ledger.has_room(&books.journal) {
             return refuse(EconomyStatus::StorageBusy);
         }
         let closed_expired = w.settle_expired_offer(now_ms);
-        if closed_expired {
-            shard.open_offers -= 1;
-        }
+        let expires_ms = now_ms.saturating_add(u64::from(timeout_ms));
         let decided = (|| {
             let (give, want) = (stack_of(&offer.give)?, stack_of(&offer.want)?);
             if give == Stack::default() && want == Stack::default() {
@@ -915,26 +954,24 @@ impl Economy {
             }
             w.has(&give)?;
             w.take_out(&give);
-            let expires_ms = now_ms.saturating_add(u64::from(timeout_ms));
             w.offer = Some(OpenOffer { offer_id: offer.transaction_id, taker, taker_id: offer.counterparty_id, give, want, expires_ms });
             Ok(())
         })();
         let status = match decided {
             Ok(()) => {
-                shard.open_offers += 1;
-                shard.next_expiry_ms = shard.next_expiry_ms.min(now_ms.saturating_add(u64::from(timeout_ms)));
+                // While the maker's wallet is locked: see `Home::next_expiry_ms`.
+                home.next_expiry_ms.fetch_min(expires_ms, Ordering::AcqRel);
                 EconomyStatus::Applied
             }
             Err(status) => status,
         };
-        let seq = self.ledger.enabled().then(|| self.ledger.take_seq());
-        let w = &mut shard.wallets[maker.slot as usize];
-        let outcome = w.record(offer.transaction_id, status, seq.map_or(0, |s| s + 1));
-        if let Some(seq) = seq {
-            let entry = entry_of(seq, w.image(Some(offer.transaction_id)), None);
-            self.push_entry(shard, entry);
+        let outcome = w.record(offer.transaction_id, status);
+        if !self.ledger.enabled() {
+            return (outcome, closed_expired);
         }
-        (outcome, closed_expired)
+        let ledger_seq = self.push_entry(&mut books, entry_of(w.image(Some(offer.transaction_id)), None));
+        w.set_ledger_seq(offer.transaction_id, ledger_seq);
+        (Outcome { ledger_seq, ..outcome }, closed_expired)
     }
 
     /// An answer to maker `maker_id`'s offer `answer.offer_id` at server time `now_ms`: its
@@ -943,7 +980,7 @@ impl Economy {
     /// (`accept` 0 from the maker). Checked in order: the transaction id (de-duplicated), the
     /// offer (open, this id, not timed out: a timed-out one is closed here, its escrow back),
     /// who answers (the taker; the maker may only cancel), and for an accept the taker's
-    /// funds and both sides' room. Both shards are locked, in ascending index.
+    /// funds and both sides' room. Both wallets are locked, in ascending arena key.
     pub fn answer(
         &self,
         answer: &TradeAnswer,
@@ -956,30 +993,27 @@ impl Economy {
         if answer.transaction_id == 0 {
             return refuse(EconomyStatus::InvalidTransaction);
         }
-        if me.shard as usize >= ECONOMY_SHARDS {
-            return refuse(EconomyStatus::PlayerDeparted);
-        }
+        let Some(mine) = self.wallet(me) else { return refuse(EconomyStatus::PlayerDeparted) };
         let maker_h = match maker {
             Counterparty::Wallet(h) if h != me => Some(h),
             _ => None,
         };
-        let (mut mine, mut theirs) = self.lock_two(me, maker_h, waits);
-        let mine = &mut *mine;
-        let room = self.ledger.has_room(&mine.journal);
-        let (w, their) = two_wallets(mine, theirs.as_deref_mut(), me, maker_h);
-        let Some(w) = w.filter(|w| w.open && w.generation == me.generation) else {
+        let theirs = maker_h.and_then(|h| self.wallet(h));
+        let (mut w, mut their) = lock_pair(&mine, theirs.as_ref(), waits);
+        if !w.open {
             return refuse(EconomyStatus::PlayerDeparted);
-        };
+        }
         if let Some(earlier) = w.earlier(answer.transaction_id) {
             return (earlier, TradeClose::None);
         }
-        if !room {
+        let mut books = waits.lock(&self.homes[usize::from(w.home)].books);
+        if !self.ledger.has_room(&books.journal) {
             return refuse(EconomyStatus::StorageBusy);
         }
         let cancelling = matches!(maker, Counterparty::Initiator) || maker_h.is_none() && matches!(maker, Counterparty::Wallet(_));
         let decided: Result<TradeClose, EconomyStatus> = (|| {
             // The maker's wallet: another's, or (cancelling) the answerer's own.
-            let maker_w: &mut Wallet = match (maker, their) {
+            let maker_w: &mut Wallet = match (maker, their.as_deref_mut().filter(|m| m.open)) {
                 (Counterparty::Absent | Counterparty::Unknown, _) => return Err(EconomyStatus::UnknownPlayer),
                 _ if cancelling => {
                     if answer.accept != 0 {
@@ -1010,7 +1044,7 @@ impl Economy {
             }
             w.has(&offer.want)?;
             // Room on both sides, checked before anything moves.
-            if !fits_after(w, &offer.want, &offer.give) || !maker_w.can_take(&offer.want) {
+            if !fits_after(&w, &offer.want, &offer.give) || !maker_w.can_take(&offer.want) {
                 return Err(EconomyStatus::Overflow);
             }
             w.take_out(&offer.want);
@@ -1024,68 +1058,53 @@ impl Economy {
             Ok(close) => (EconomyStatus::Applied, close),
             Err(status) => (status, TradeClose::None),
         };
-        if close != TradeClose::None {
-            // The maker's shard: the answerer's own when cancelling or when both share one.
-            match theirs.as_deref_mut() {
-                Some(t) if !cancelling => t.open_offers -= 1,
-                _ => mine.open_offers -= 1,
-            }
+        let outcome = w.record(answer.transaction_id, status);
+        if !self.ledger.enabled() {
+            return (outcome, close);
         }
-        let seq = self.ledger.enabled().then(|| self.ledger.take_seq());
-        let w = &mut mine.wallets[me.slot as usize];
-        let outcome = w.record(answer.transaction_id, status, seq.map_or(0, |s| s + 1));
-        if let Some(seq) = seq {
-            let mine_image = w.image(Some(answer.transaction_id));
-            // The maker's wallet changed if the offer closed (accepted, declined or expired).
-            let maker_image = maker_h.filter(|_| close != TradeClose::None).map(|h| match theirs.as_deref() {
-                Some(t) => t.wallets[h.slot as usize].image(None),
-                None => mine.wallets[h.slot as usize].image(None),
-            });
-            self.push_entry(mine, entry_of(seq, mine_image, maker_image));
-        }
-        (outcome, close)
+        // The maker's wallet changed if the offer closed (accepted, declined or expired).
+        let maker_image = their.as_deref().filter(|_| close != TradeClose::None).map(|m| m.image(None));
+        let ledger_seq = self.push_entry(&mut books, entry_of(w.image(Some(answer.transaction_id)), maker_image));
+        w.set_ledger_seq(answer.transaction_id, ledger_seq);
+        (Outcome { ledger_seq, ..outcome }, close)
     }
 
     /// Closes every offer timed out by `now_ms`, its escrow back to its maker; returns how
-    /// many. A shard whose next timeout is later costs one uncontended lock and a compare, so
-    /// the tick runs this every tick and an offer's escrow is back at the first tick at or
-    /// after its timeout (the same tick in both engines, whatever their shard layouts).
+    /// many. A home whose next timeout is later costs one atomic load, so the tick runs this
+    /// every tick and an offer's escrow is back at the first tick at or after its timeout (the
+    /// same tick in both engines, whatever their layouts).
     pub fn expire_offers(&self, now_ms: u64, waits: &mut LockWaits) -> u32 {
         let mut expired = 0;
-        for shard in self.shards.iter() {
-            let mut shard = waits.lock(shard);
-            let shard = &mut *shard;
-            if now_ms < shard.next_expiry_ms {
+        for home in self.homes.iter() {
+            if now_ms < home.next_expiry_ms.load(Ordering::Acquire) {
                 continue;
             }
-            let (mut closed, mut next) = (0, u64::MAX);
-            for i in 0..shard.wallets.len() {
-                let w = &mut shard.wallets[i];
-                if !w.open {
+            let members = waits.lock(&home.members);
+            home.next_expiry_ms.store(u64::MAX, Ordering::Release);
+            let mut next = u64::MAX;
+            for &key in members.iter() {
+                let Some(entry) = self.wallets.get(key) else { continue };
+                let mut w = waits.lock(&*entry);
+                let Some(offer) = w.offer.filter(|_| w.open) else { continue };
+                if now_ms < offer.expires_ms {
+                    next = next.min(offer.expires_ms);
                     continue;
                 }
-                // With the disk behind, an expired offer waits for the next tick (the
-                // escrow is not the owner's to spend until the return is journaled).
                 let journaled = self.ledger.enabled() && w.account != 0;
-                if journaled && !self.ledger.has_room(&shard.journal) {
-                    if let Some(o) = &w.offer {
-                        next = next.min(o.expires_ms);
-                    }
+                let mut books = waits.lock(&home.books);
+                // With the disk behind, an expired offer waits for the next tick (the escrow
+                // is not the owner's to spend until the return is journaled).
+                if journaled && !self.ledger.has_room(&books.journal) {
+                    next = next.min(offer.expires_ms);
                     continue;
                 }
-                let settled = w.settle_expired_offer(now_ms);
-                closed += u32::from(settled);
-                if let Some(o) = &w.offer {
-                    next = next.min(o.expires_ms);
-                }
-                if settled && journaled {
-                    let entry = entry_of(self.ledger.take_seq(), w.image(None), None);
-                    self.push_entry(shard, entry);
+                w.return_escrow();
+                expired += 1;
+                if journaled {
+                    self.push_entry(&mut books, entry_of(w.image(None), None));
                 }
             }
-            shard.open_offers -= closed;
-            shard.next_expiry_ms = next;
-            expired += closed;
+            home.next_expiry_ms.fetch_min(next, Ordering::AcqRel);
         }
         expired
     }
@@ -1099,12 +1118,11 @@ impl Economy {
         if grant_id == 0 {
             return refuse(EconomyStatus::InvalidTransaction);
         }
-        let Some(shard) = self.shards.get(handle.shard as usize) else { return refuse(EconomyStatus::PlayerDeparted) };
-        let mut shard = waits.lock(shard);
-        let shard = &mut *shard;
-        let Some(w) = shard.wallets.get_mut(handle.slot as usize).filter(|w| w.open && w.generation == handle.generation) else {
+        let Some(entry) = self.wallet(handle) else { return refuse(EconomyStatus::PlayerDeparted) };
+        let mut w = waits.lock(&*entry);
+        if !w.open {
             return refuse(EconomyStatus::PlayerDeparted);
-        };
+        }
         if grant_id == w.last_grant {
             // The grant may still be in a journal.
             let ledger_seq = self.ledger.after_everything_so_far();
@@ -1121,23 +1139,22 @@ impl Economy {
         if !w.can_take(&s) {
             return refuse(EconomyStatus::Overflow);
         }
-        let journaled = self.ledger.enabled() && w.account != 0;
-        if !self.ledger.has_room(&shard.journal) {
+        let mut books = waits.lock(&self.homes[usize::from(w.home)].books);
+        if !self.ledger.has_room(&books.journal) {
             return refuse(EconomyStatus::StorageBusy);
         }
         w.put_in(&s);
         w.last_grant = grant_id;
-        let gold_after = w.gold;
-        let image = journaled.then(|| w.image(None));
-        shard.minted.add_stack(&s);
-        shard.minted_by_grant.add_stack(&s);
-        let ledger_seq = image.map_or(0, |image| self.push_mint(shard, image, image_of_stack(&s), MintCause::Grant));
-        Outcome { status: EconomyStatus::Applied, duplicate: false, gold_after, ledger_seq }
+        books.minted.add_stack(&s);
+        books.minted_by_grant.add_stack(&s);
+        let journaled = self.ledger.enabled() && w.account != 0;
+        let ledger_seq = if journaled { self.push_mint(&mut books, w.image(None), image_of_stack(&s), MintCause::Grant) } else { 0 };
+        Outcome { status: EconomyStatus::Applied, duplicate: false, gold_after: w.gold, ledger_seq }
     }
 
     /// Credits a loot drop to a wallet, taking the loot with `take` (the claim's CAS) under the
-    /// wallet's shard lock once the wallet is known to have room: the take and the credit are
-    /// one step, so loot is never taken without being credited nor credited twice. Books the
+    /// wallet's lock once the wallet is known to have room: the take and the credit are one
+    /// step, so loot is never taken without being credited nor credited twice. Books the
     /// contents as minted, and as minted by loot.
     pub fn credit_loot(
         &self,
@@ -1146,21 +1163,21 @@ impl Economy {
         take: impl FnOnce() -> bool,
         waits: &mut LockWaits,
     ) -> Result<LootCredit, LootCreditError> {
-        let Some(shard) = self.shards.get(handle.shard as usize) else { return Err(LootCreditError::Departed) };
-        let mut shard = waits.lock(shard);
-        let shard = &mut *shard;
         let kind = loot.item_kind as usize;
         if loot.item_count > 0 && kind >= ITEM_KINDS {
             return Err(LootCreditError::Full); // not a table's roll; refuse rather than index out of bounds
         }
         let s = Stack { gold: loot.gold, item_kind: kind, item_count: u64::from(loot.item_count) };
-        let room = self.ledger.has_room(&shard.journal);
-        let Some(w) = shard.wallet_mut(handle) else { return Err(LootCreditError::Departed) };
+        let Some(entry) = self.wallet(handle) else { return Err(LootCreditError::Departed) };
+        let mut w = waits.lock(&*entry);
+        if !w.open {
+            return Err(LootCreditError::Departed);
+        }
         if !w.can_take(&s) {
             return Err(LootCreditError::Full);
         }
-        let journaled = self.ledger.enabled() && w.account != 0;
-        if !room {
+        let mut books = waits.lock(&self.homes[usize::from(w.home)].books);
+        if !self.ledger.has_room(&books.journal) {
             return Err(LootCreditError::StorageBusy);
         }
         if !take() {
@@ -1168,59 +1185,41 @@ impl Economy {
             return Ok(LootCredit { gold_after: w.gold, credited: false, ledger_seq: self.ledger.after_everything_so_far() });
         }
         w.put_in(&s);
-        let gold_after = w.gold;
-        let image = journaled.then(|| w.image(None));
-        shard.minted.add_stack(&s);
-        shard.minted_by_loot.add_stack(&s);
-        let ledger_seq = image.map_or(0, |image| self.push_mint(shard, image, image_of_stack(&s), MintCause::Loot));
-        Ok(LootCredit { gold_after, credited: true, ledger_seq })
+        books.minted.add_stack(&s);
+        books.minted_by_loot.add_stack(&s);
+        let journaled = self.ledger.enabled() && w.account != 0;
+        let ledger_seq = if journaled { self.push_mint(&mut books, w.image(None), image_of_stack(&s), MintCause::Loot) } else { 0 };
+        Ok(LootCredit { gold_after: w.gold, credited: true, ledger_seq })
     }
 
-    /// Locks every shard in ascending order and reads the whole economy at one instant.
+    /// Reads the whole economy at one instant between operations: every home's member list,
+    /// then every open wallet in ascending arena key, then every home's books (the order of the
+    /// concurrency contract; see the module docs). Allocates (it is the admin's and the tests'
+    /// reading, not an operation).
     pub fn audit(&self) -> EconomyAudit {
-        let guards: Vec<MutexGuard<'_, EconomyShard>> = self.shards.iter().map(|s| s.lock()).collect();
+        let members: Vec<MutexGuard<'_, Vec<usize>>> = self.homes.iter().map(|h| h.members.lock()).collect();
+        let mut keys: Vec<usize> = members.iter().flat_map(|m| m.iter().copied()).collect();
+        keys.sort_unstable();
+        let entries: Vec<WalletEntry<'_>> = keys.iter().map(|&k| self.wallets.get(k).expect("a member is in the arena")).collect();
+        let wallets: Vec<MutexGuard<'_, Wallet>> = entries.iter().map(|e| e.lock()).collect();
+        let books: Vec<MutexGuard<'_, HomeBooks>> = self.homes.iter().map(|h| h.books.lock()).collect();
         let mut audit = EconomyAudit::default();
-        for shard in &guards {
-            for w in shard.wallets.iter().filter(|w| w.open) {
-                audit.live.add_wallet(w);
-                audit.open_wallets += 1;
-                if let Some(o) = &w.offer {
-                    audit.escrowed.add_stack(&o.give);
-                    audit.open_offers += 1;
-                }
+        for w in wallets.iter().filter(|w| w.open) {
+            audit.live.add_wallet(w);
+            audit.open_wallets += 1;
+            if let Some(o) = &w.offer {
+                audit.escrowed.add_stack(&o.give);
+                audit.open_offers += 1;
             }
-            audit.minted.add(&shard.minted);
-            audit.minted_by_loot.add(&shard.minted_by_loot);
-            audit.minted_by_grant.add(&shard.minted_by_grant);
-            audit.sunk.add(&shard.sunk);
-            audit.departed.add(&shard.departed);
+        }
+        for b in &books {
+            audit.minted.add(&b.minted);
+            audit.minted_by_loot.add(&b.minted_by_loot);
+            audit.minted_by_grant.add(&b.minted_by_grant);
+            audit.sunk.add(&b.sunk);
+            audit.departed.add(&b.departed);
         }
         audit
-    }
-}
-
-/// Borrows the wallet of `a` (from `mine`, its shard; unchecked: the caller checks it is open
-/// and of `a`'s generation) and, if any, the open wallet of `b` (from `theirs` when that is
-/// another shard, else from `mine`; `None` if closed, stale, or `a` itself).
-fn two_wallets<'a>(
-    mine: &'a mut EconomyShard,
-    theirs: Option<&'a mut EconomyShard>,
-    a: WalletHandle,
-    b: Option<WalletHandle>,
-) -> (Option<&'a mut Wallet>, Option<&'a mut Wallet>) {
-    match (b, theirs) {
-        (Some(h), Some(their_shard)) => (mine.wallets.get_mut(a.slot as usize), their_shard.wallet_mut(h)),
-        (Some(h), None) => {
-            let (ai, bi, len) = (a.slot as usize, h.slot as usize, mine.wallets.len());
-            if ai != bi && ai < len && bi < len && (h.shard as usize) < ECONOMY_SHARDS {
-                let [x, y] = mine.wallets.get_disjoint_mut([ai, bi]).expect("distinct slots in range");
-                let y = (y.open && y.generation == h.generation).then_some(y);
-                (Some(x), y)
-            } else {
-                (mine.wallets.get_mut(ai), None)
-            }
-        }
-        (None, _) => (mine.wallets.get_mut(a.slot as usize), None),
     }
 }
 
@@ -1333,31 +1332,52 @@ mod tests {
     }
 
     #[test]
-    fn same_shard_transfers_split_the_borrow_correctly() {
-        let eco = Economy::new(1);
-        // 65 wallets over 64 shards: the first and the 65th share shard 0.
-        let handles: Vec<WalletHandle> = (0..65).map(|_| eco.open_wallet(50)).collect();
-        let (a, b) = (handles[0], handles[64]);
-        assert_eq!(a.shard, b.shard);
+    fn transfers_both_ways_lock_in_key_order_whichever_side_starts() {
+        let eco = Economy::new(2);
+        let (a, b) = (eco.open_wallet(50), eco.open_wallet(50));
+        assert!(a.key < b.key || b.key < a.key);
         let out = eco.execute(&transfer(1, 20), a, Counterparty::Wallet(b), &mut LockWaits::default());
         assert_eq!((out.status, out.gold_after), (EconomyStatus::Applied, 30));
-        assert_eq!(eco.balance(b).unwrap().gold, 70);
+        let out = eco.execute(&transfer(1, 5), b, Counterparty::Wallet(a), &mut LockWaits::default());
+        assert_eq!((out.status, out.gold_after), (EconomyStatus::Applied, 65));
+        assert_eq!(eco.balance(a).unwrap().gold, 35);
         assert!(eco.audit().is_conserved());
     }
 
     #[test]
-    fn churn_reuses_free_slots_in_other_shards_before_growing() {
-        let eco = Economy::new(64);
-        let handles: Vec<WalletHandle> = (0..128).map(|_| eco.open_wallet(0)).collect();
-        // Free every wallet in shards 1..64; the next opens land there, not in a grown shard 0.
-        for h in handles.iter().filter(|h| h.shard != 0) {
+    fn a_stale_or_forged_handle_finds_no_wallet() {
+        let eco = Economy::new(4);
+        let old = eco.open_wallet(10);
+        assert!(eco.close_wallet(old));
+        let new = eco.open_wallet(10);
+        assert_ne!(old, new, "a reused slot gets a new generation");
+        let forged =
+            [WalletHandle::NONE, WalletHandle { key: old.key ^ 1 }, WalletHandle { key: 1 << 61 }, WalletHandle { key: usize::MAX >> 2 }];
+        for h in std::iter::once(old).chain(forged) {
+            assert_eq!(eco.balance(h), None, "{h:?}");
+            let out = eco.execute(&transfer(1, 1), h, Counterparty::Wallet(new), &mut LockWaits::default());
+            assert_eq!(out.status, EconomyStatus::PlayerDeparted, "{h:?}");
+            let out = eco.execute(&transfer(2, 1), new, Counterparty::Wallet(h), &mut LockWaits::default());
+            assert_eq!(out.status, EconomyStatus::PlayerDeparted, "{h:?}");
+            assert!(!eco.close_wallet(h) && !eco.release(h));
+        }
+        assert_eq!(eco.balance(new).unwrap().gold, 10);
+        assert!(eco.audit().is_conserved());
+    }
+
+    #[test]
+    fn churn_fills_reserved_member_room_before_growing_a_list() {
+        let eco = Economy::new(64 * 3);
+        let handles: Vec<WalletHandle> = (0..64 * 4).map(|_| eco.open_wallet(0)).collect();
+        let capacities: Vec<usize> = eco.homes.iter().map(|h| h.members.lock().capacity()).collect();
+        for h in handles.iter().step_by(2) {
             assert!(eco.close_wallet(*h));
         }
-        let lens_before: Vec<usize> = eco.shards.iter().map(|s| s.lock().wallets.len()).collect();
-        for _ in 0..100 {
+        for _ in 0..64 * 2 {
             eco.open_wallet(0);
         }
-        let lens_after: Vec<usize> = eco.shards.iter().map(|s| s.lock().wallets.len()).collect();
-        assert_eq!(lens_before, lens_after, "no shard grew while others had room");
+        let after: Vec<usize> = eco.homes.iter().map(|h| h.members.lock().capacity()).collect();
+        assert_eq!(capacities, after, "no member list grew while others had room");
+        assert_eq!(eco.audit().open_wallets, 64 * 4);
     }
 }

@@ -3,9 +3,9 @@
 //! `Engine` is `Send + Sync`; the network front holds it behind an `Arc` (or the FFI's
 //! handle) and calls it from all workers at once. Each entry point touches only the services
 //! it needs, in a fixed order (player record -> body lock -> one grid shard at a time;
-//! player records -> economy shards in ascending order), and no entry point holds a lock
-//! while calling into a service that could take a lock held by its caller, so there is no
-//! deadlock cycle. The locks that exist are listed in each module's doc; none is taken by
+//! player records -> economy wallets in ascending arena key -> one economy home), and no
+//! entry point holds a lock while calling into a service that could take a lock held by its
+//! caller, so there is no deadlock cycle. The locks that exist are listed in each module's doc; none is taken by
 //! every update, and every wait on one is counted ([`crate::locks`]).
 //!
 //! The area of interest is answered from the tick's published world snapshot
@@ -418,6 +418,7 @@ impl Engine {
                     AccountError::InSession => JoinError::AccountInSession,
                     AccountError::Required => JoinError::AccountRequired,
                     AccountError::StorageBusy => JoinError::StorageBusy,
+                    AccountError::Full => JoinError::ServerFull,
                 });
             }
         };
@@ -772,7 +773,7 @@ impl Engine {
     /// [`LootError`]'s order: the claimer (live, right session), the object (exists, holds
     /// loot, the claimer's kill), the distance from the claimer's body to it (at most
     /// `loot_range_m`); then the loot is taken and credited in one step under the claimer's
-    /// wallet shard lock, or left where it is if the wallet cannot hold it. Of any number of
+    /// wallet's lock, or left where it is if the wallet cannot hold it. Of any number of
     /// concurrent claims exactly one credits; a claim of loot this player already claimed is
     /// answered again with `repeat` set.
     pub fn claim_loot(&self, player_id: u64, session_token: u64, loot_id: u64) -> Result<LootReport, LootError> {
@@ -1124,7 +1125,7 @@ impl Engine {
         self.stats.snapshot()
     }
 
-    /// A consistent reading of the whole economy (locks every wallet shard briefly).
+    /// A consistent reading of the whole economy (locks every wallet and home briefly).
     pub fn economy_audit(&self) -> EconomyAudit {
         self.economy.audit()
     }

@@ -3,15 +3,17 @@
 //!
 //! ## Why a number per entry
 //!
-//! Economy operations run on many network threads at once, each under its wallets' shard locks
-//! ([`crate::economy`]). An operation that changes a wallet of an account takes the next
-//! ledger sequence number **while it holds those locks** and pushes its entry into the journal
-//! of a shard it holds before letting go. Two operations that touch a common wallet therefore
-//! take their numbers in the order they happened, and an entry with a number below any number
-//! already handed out is already in some shard's journal or is being pushed by a thread that
-//! still holds that shard's lock. So the committer ([`crate::durability`]) can take a cut `c`
-//! (the next number to be handed out), lock the shards one at a time, take every entry below
-//! `c`, and have all of them, with no lock over the whole economy and no wait on any thread.
+//! Economy operations run on many network threads at once, each holding its wallets' locks
+//! and then its home's books ([`crate::economy`]). An operation that changes a wallet of an
+//! account takes the next ledger sequence number **while it holds all of those locks** and
+//! pushes its entry into that home's journal before letting go. Two operations that touch a
+//! common wallet therefore take their numbers in the order they held it, and an entry with a
+//! number below any number already handed out is already in some home's journal or is being
+//! pushed by a thread that still holds that home's books. So the committer
+//! ([`crate::durability`]) can take a cut `c` (the next number to be handed out), lock the
+//! homes' books one at a time, take every entry below `c`, and have all of them, with no lock
+//! over the whole economy and no wait on any thread. `rust-core/tests/loom_ledger.rs`
+//! model-checks this.
 //!
 //! ## Why post-images
 //!
@@ -31,9 +33,9 @@ use crate::sync::{AtomicBool, AtomicU64, Ordering};
 use crossbeam_utils::CachePadded;
 use std::io;
 
-/// Entries a shard's journal holds before operations on that shard are refused
-/// `StorageBusy` (the committer is behind). At 5,000 operations a second over 64 shards, a
-/// shard gets about one entry per 13 ms; the committer takes them every group commit
+/// Entries a home's journal holds before operations started from its wallets are refused
+/// `StorageBusy` (the committer is behind). At 5,000 operations a second over 64 homes, a
+/// home gets about one entry per 13 ms; the committer takes them every group commit
 /// (a few ms), so 64 is far from reached unless the disk stalls.
 pub const JOURNAL_ENTRIES_PER_SHARD: usize = 64;
 
@@ -210,7 +212,7 @@ pub struct Ledger {
     /// Whether wallets of accounts are durable (a store is open). Written once, before the
     /// engine serves; read by every economy operation.
     enabled: AtomicBool,
-    /// The next sequence number. Taken (fetch_add) by operations under their shard locks; read
+    /// The next sequence number. Taken (fetch_add) by operations under their wallet and home locks; read
     /// by the committer as its cut. Padded: it is the one line every economy operation writes.
     next_seq: CachePadded<AtomicU64>,
     /// Every entry numbered below this is durable. Written by the committer; read by the
@@ -248,7 +250,7 @@ impl Ledger {
         self.enabled.load(Ordering::Acquire)
     }
 
-    /// Takes the next number. Call only while holding the lock of the shard whose journal
+    /// Takes the next number. Call only while holding the books of the home whose journal
     /// the entry goes into (see the module docs).
     pub fn take_seq(&self) -> u64 {
         self.next_seq.fetch_add(1, Ordering::AcqRel)
@@ -259,7 +261,7 @@ impl Ledger {
         self.next_seq.load(Ordering::Acquire)
     }
 
-    /// Whether a shard's `journal` can take an entry (always, with the ledger off).
+    /// Whether a home's `journal` can take an entry (always, with the ledger off).
     pub fn has_room(&self, journal: &[LedgerEntry]) -> bool {
         !self.enabled() || journal.len() < JOURNAL_ENTRIES_PER_SHARD
     }

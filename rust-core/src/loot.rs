@@ -15,14 +15,14 @@
 //! Only the killer may claim (a claim of another player's kill is refused `NotYours`), from
 //! within `loot_range_m` of the corpse (the claimer's body position, as the server has it).
 //! The claim takes the loot with one compare-and-swap of the `loot` word from `killer` to
-//! `killer | LOOT_CLAIMED`, made under the claimer's wallet shard lock after the wallet's
+//! `killer | LOOT_CLAIMED`, made under the claimer's wallet lock after the wallet's
 //! room is checked ([`crate::economy::Economy::credit_loot`]): the CAS and the credit happen
 //! together or not at all, so of any number of concurrent claims exactly one credits, and a
 //! refused credit (a full wallet) leaves the loot on the ground. A claim of loot already
 //! claimed by the same player is answered again (`repeat`) with the same contents and
 //! credits nothing, so a client may retransmit a claim whose answer it lost.
 //!
-//! Loot is booked as minted (and separately as minted by loot) in the economy's shard totals,
+//! Loot is booked as minted (and separately as minted by loot) in its home's totals,
 //! so the conservation audit holds and shows how much value loot created.
 
 use crate::combat::SplitMix64;

@@ -239,9 +239,9 @@ pub struct StatsSnapshot {
     pub lock_body_contended: u64,
     /// Nanoseconds spent waiting for body locks.
     pub lock_body_wait_ns: u64,
-    /// Economy shard acquisitions that found the shard locked.
+    /// Economy lock acquisitions (wallets, homes) that found the lock held.
     pub lock_economy_contended: u64,
-    /// Nanoseconds spent waiting for economy shards.
+    /// Nanoseconds spent waiting for economy locks (wallets, homes).
     pub lock_economy_wait_ns: u64,
     /// Moves that waited at least once for a grid shard.
     pub moves_waited_grid: u64,
@@ -340,8 +340,8 @@ define_counters! {
     LockGridWaitNs / lock_grid_wait_ns: "Nanoseconds spent waiting for grid shards.",
     LockBodyContended / lock_body_contended: "Body lock acquisitions that found the lock held.",
     LockBodyWaitNs / lock_body_wait_ns: "Nanoseconds spent waiting for body locks.",
-    LockEconomyContended / lock_economy_contended: "Economy shard acquisitions that found the shard locked.",
-    LockEconomyWaitNs / lock_economy_wait_ns: "Nanoseconds spent waiting for economy shards.",
+    LockEconomyContended / lock_economy_contended: "Economy lock acquisitions (wallets, homes) that found the lock held.",
+    LockEconomyWaitNs / lock_economy_wait_ns: "Nanoseconds spent waiting for economy locks (wallets, homes).",
     MovesWaitedGrid / moves_waited_grid: "Moves that waited at least once for a grid shard.",
     MovesWaitedBody / moves_waited_body: "Moves that waited for their body lock.",
 }
