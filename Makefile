@@ -23,7 +23,7 @@ LOOM_TARGET := target/loom
 LOOM_TESTS  := --test loom_health --test loom_capacity --test loom_tick_board --test loom_snapshot_board --test loom_ledger
 
 .PHONY: all build rust-build cpp-build run test deps settings-docs soak capacity check-format lint docs unit-tests loom bench bench-smoke bench-token \
-        header header-check cpp-test cpp-asan cpp-tsan cpp-valgrind fuzz compare compare-quick loadtest-smoke crash-test crash-test-short economy-latency clean
+        header header-check cpp-test cpp-asan cpp-tsan cpp-valgrind fuzz compare compare-quick loadtest-smoke crash-test crash-test-short economy-latency commit-linger clean
 
 all: build
 
@@ -95,6 +95,13 @@ crash-test-short: build
 ## About 5 minutes here; report in report/economy/.
 economy-latency: build
 	loadtest/scripts/economy-latency.sh 3 report/economy
+
+## What the store's commit linger buys (loadtest/scripts/commit-linger.sh): the economy
+## scenario at a trickle (~500 operations/s) and at 5,000/s, linger 0, 1,000 and 3,000 us,
+## three interleaved rounds: economy round trip, entries per commit, committer CPU per entry.
+## About 8 minutes. Reports in report/commit-linger/.
+commit-linger: build
+	loadtest/scripts/commit-linger.sh 3 report/commit-linger
 
 ## Tools beyond the preinstalled toolchains (idempotent; see .ci/install-deps).
 deps:

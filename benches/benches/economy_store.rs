@@ -15,6 +15,7 @@
 //! `cargo bench -p mmo-benches --bench economy_store`; with `-- --test` (make bench-smoke) the
 //! sizes shrink to a smoke run.
 
+use mmo_core::durability::CommitPolicy;
 use mmo_core::ledger::{Books, DecisionImage, EconomyStore, LedgerEntry, WalletImage};
 use mmo_core::records::{EconomyKind, EconomyOp, EconomyResult, EconomyStatus};
 use mmo_core::store::RedbStore;
@@ -102,7 +103,7 @@ fn recovery(operations: u64, accounts: u64) {
     let written = Instant::now();
     {
         let e = Arc::new(Engine::new(config.clone()).unwrap());
-        e.open_store(&dir, Box::new(|| {})).unwrap();
+        e.open_store(&dir, CommitPolicy::default(), Box::new(|| {})).unwrap();
         let players: Vec<_> = (1..=accounts).map(|a| e.join_account(a, 100.0, 100.0, 1).unwrap()).collect();
         let players = Arc::new(players);
         let threads: Vec<_> = (0..2u64)
@@ -144,7 +145,7 @@ fn recovery(operations: u64, accounts: u64) {
     for _ in 0..3 {
         let e = Engine::new(config.clone()).unwrap();
         let t = Instant::now();
-        let r = e.open_store(&dir, Box::new(|| {})).unwrap();
+        let r = e.open_store(&dir, CommitPolicy::default(), Box::new(|| {})).unwrap();
         opens.push(t.elapsed());
         assert_eq!(r.accounts, accounts);
         assert!(r.entries >= operations, "{} entries for {operations} operations", r.entries);

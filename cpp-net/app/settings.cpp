@@ -77,6 +77,9 @@ void visit_settings(Settings& s, V&& v) {
   v(Text{"server", "economy_store", "--economy-store", s.economy_store,
          "durable: wallets of accounts in data_dir/economy.redb, every economy result told only once on disk (rust engine); "
          "memory: kept in memory only (the baseline and null engines always)"});
+  v(Number<uint32_t>{"server", "economy_commit_linger_us", "--economy-commit-linger-us", s.server.economy_commit_linger_us, 0, 100000,
+                     "after an idle spell, how long the durable store lets an economy change wait for others (or for 16 of them) "
+                     "before it commits: fewer commits and fsyncs under a trickle of trades and loot, replies up to this much later"});
   v(Text{"server", "public_address", "--public-address", s.public_address_text,
          "IPv4:port a connect token must name to admit here (empty: the bind address and the bound port)"});
   v(Number<uint32_t>{"server", "token_max_lifetime_s", "--token-max-lifetime-s", s.token_max_lifetime_s, 1, 86400,

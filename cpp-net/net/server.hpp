@@ -73,6 +73,8 @@ struct ServerConfig {
   uint32_t saved_positions = 65536;  // accounts whose last position is remembered (a power of two)
   // Directory of the economy's durable store (empty: the engine keeps its economy in memory).
   std::string economy_data_dir;
+  // How long the store's committer lets a change wait for others after an idle spell.
+  uint32_t economy_commit_linger_us = 0;
 };
 
 // Engine statuses counted by kind: slot (status - 1000) for the error codes 1001..1099, slot

@@ -57,7 +57,7 @@
 #define MMO_AOI_NOT_IN_SNAPSHOT 4294967295
 
 // Version of this ABI. Bumped on any change to a function signature or record layout.
-#define MMO_ABI_VERSION 5
+#define MMO_ABI_VERSION 6
 
 // What an event written by a move batch reports.
 enum MmoEventKind
@@ -273,6 +273,9 @@ typedef enum MmoEconomyStatus MmoEconomyStatus;
 typedef uint8_t MmoEconomyStatus;
 #endif // __STDC_VERSION__ >= 202311L
 #endif // __cplusplus
+
+// How the committer forms groups (see the module docs).
+typedef struct CommitPolicy CommitPolicy;
 
 // An engine as the C side holds it: opaque.
 typedef struct MmoEngine MmoEngine;
@@ -987,6 +990,8 @@ typedef struct MmoLatencySummary {
 
 
 
+
+
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus
@@ -1133,7 +1138,9 @@ MmoStatus mmo_claim_loot(const struct MmoEngine *engine,
 // NUL needed; the file `economy.redb` is created if absent), loads every account's wallet and
 // starts the committer thread. From then on every change to a wallet is made durable in groups
 // (one fsync each) and each economy result carries a `ledger_seq`: tell it only once
-// `mmo_economy_durable_through` reaches it. `on_durable(context)` is called on the committer
+// `mmo_economy_durable_through` reaches it. After an idle spell the committer lets the first
+// change wait up to `commit_linger_us` (0..=100000; 0: not at all) for others, or until 16
+// wait, before it commits: fewer commits under a trickle of operations, at that much latency. `on_durable(context)` is called on the committer
 // thread after each durable group (NULL: not called; poll instead). Call once, after
 // `mmo_engine_new` and before any join. On failure nothing is opened and `message` (if
 // non-NULL) holds a NUL-terminated reason, truncated to `message_capacity`.
@@ -1145,6 +1152,7 @@ MmoStatus mmo_claim_loot(const struct MmoEngine *engine,
 MmoStatus mmo_economy_open(const struct MmoEngine *engine,
                            const uint8_t *data_dir,
                            size_t data_dir_len,
+                           uint32_t commit_linger_us,
                            MmoDurableCallback on_durable,
                            void *context,
                            struct MmoRecoveryInfo *out_info,

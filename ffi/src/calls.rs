@@ -6,6 +6,7 @@ use crate::boundary::*;
 use crate::config::MmoConfig;
 use crate::status::*;
 use mmo_core::combat::{DamageOutcome, RaidError};
+use mmo_core::durability::CommitPolicy;
 use mmo_core::{AoiError, CoreConfig, DamageError, Engine, JoinError, LeaveError};
 use std::ffi::c_char;
 use std::mem::{offset_of, size_of};
@@ -594,7 +595,9 @@ pub unsafe extern "C" fn mmo_claim_loot(
 /// NUL needed; the file `economy.redb` is created if absent), loads every account's wallet and
 /// starts the committer thread. From then on every change to a wallet is made durable in groups
 /// (one fsync each) and each economy result carries a `ledger_seq`: tell it only once
-/// [`mmo_economy_durable_through`] reaches it. `on_durable(context)` is called on the committer
+/// [`mmo_economy_durable_through`] reaches it. After an idle spell the committer lets the first
+/// change wait up to `commit_linger_us` (0..=100000; 0: not at all) for others, or until 16
+/// wait, before it commits: fewer commits under a trickle of operations, at that much latency. `on_durable(context)` is called on the committer
 /// thread after each durable group (NULL: not called; poll instead). Call once, after
 /// `mmo_engine_new` and before any join. On failure nothing is opened and `message` (if
 /// non-NULL) holds a NUL-terminated reason, truncated to `message_capacity`.
@@ -608,6 +611,7 @@ pub unsafe extern "C" fn mmo_economy_open(
     engine: *const MmoEngine,
     data_dir: *const u8,
     data_dir_len: usize,
+    commit_linger_us: u32,
     on_durable: MmoDurableCallback,
     context: *mut std::ffi::c_void,
     out_info: *mut MmoRecoveryInfo,
@@ -632,13 +636,20 @@ pub unsafe extern "C" fn mmo_economy_open(
                 write_message("data_dir is empty");
                 return MMO_ERR_INVALID_ARGUMENT;
             }
+            let policy = match CommitPolicy::lingering_us(commit_linger_us) {
+                Ok(policy) => policy,
+                Err(e) => {
+                    write_message(&e);
+                    return MMO_ERR_INVALID_ARGUMENT;
+                }
+            };
             let notice = on_durable.map(|callback| DurableNotice { callback, context });
             let on_durable: Box<dyn Fn() + Send> = Box::new(move || {
                 if let Some(n) = &notice {
                     n.call();
                 }
             });
-            match h.engine.open_store(std::path::Path::new(dir), on_durable) {
+            match h.engine.open_store(std::path::Path::new(dir), policy, on_durable) {
                 Ok(r) => {
                     out.write(MmoRecoveryInfo {
                         accounts: r.accounts,

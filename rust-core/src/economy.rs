@@ -818,7 +818,7 @@ impl Economy {
         entry.seq = self.ledger.take_seq();
         debug_assert!(books.journal.last().is_none_or(|last| last.seq < entry.seq), "a journal is in number order");
         books.journal.push(entry);
-        if self.ledger.note_pending()
+        if self.ledger.note_pending(entry.seq)
             && let Some(t) = self.committer.get()
         {
             t.unpark();

@@ -15,7 +15,7 @@
 use crate::capacity::CapacityGate;
 use crate::combat::{Combat, DamageOutcome, ExpiryHeap, RaidError, RaidReport};
 use crate::config::{AOI_K_MAX, ConfigError, CoreConfig, ITEM_KINDS};
-use crate::durability::Durability;
+use crate::durability::{CommitPolicy, Durability};
 use crate::economy::{AccountError, Counterparty, Economy, EconomyAudit, LootCreditError, Outcome, TradeClose, WalletHandle};
 use crate::grid::{Grid, ObjectMember, PlayerMember};
 use crate::ledger::EconomyStore;
@@ -346,13 +346,18 @@ impl Engine {
     /// wallet is durable before its result may be told (see [`crate::ledger`]), and joins must
     /// name an account. `on_durable` runs on the committer thread after each durable group.
     /// Call once, before any join.
-    pub fn open_store(&self, data_dir: &Path, on_durable: Box<dyn Fn() + Send>) -> Result<Recovery, String> {
+    pub fn open_store(&self, data_dir: &Path, policy: CommitPolicy, on_durable: Box<dyn Fn() + Send>) -> Result<Recovery, String> {
         let store = crate::store::RedbStore::open(data_dir).map_err(|e| e.to_string())?;
-        self.open_store_with(Box::new(store), on_durable)
+        self.open_store_with(Box::new(store), policy, on_durable)
     }
 
     /// [`Engine::open_store`] with any store.
-    pub fn open_store_with(&self, mut store: Box<dyn EconomyStore>, on_durable: Box<dyn Fn() + Send>) -> Result<Recovery, String> {
+    pub fn open_store_with(
+        &self,
+        mut store: Box<dyn EconomyStore>,
+        policy: CommitPolicy,
+        on_durable: Box<dyn Fn() + Send>,
+    ) -> Result<Recovery, String> {
         let started = Instant::now();
         let mut durability = self.durability.lock();
         if durability.is_some() || self.players.live() != 0 {
@@ -369,7 +374,7 @@ impl Engine {
             elapsed: started.elapsed(),
         };
         *durability = Some(
-            crate::durability::start(Arc::clone(&self.economy), Arc::clone(&self.stats), store, books, on_durable)
+            crate::durability::start(Arc::clone(&self.economy), Arc::clone(&self.stats), store, books, policy, on_durable)
                 .map_err(|e| format!("starting the committer: {e}"))?,
         );
         Ok(recovery)

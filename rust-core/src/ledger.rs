@@ -221,6 +221,9 @@ pub struct Ledger {
     /// Set by an operation that pushed an entry, cleared by the committer before it takes a
     /// cut: only the first entry after a commit pays for waking the committer.
     wake_pending: AtomicBool,
+    /// Entries waiting at which a lingering committer wants to be woken. Written once by the
+    /// committer as it starts; read by every push.
+    group_target: AtomicU64,
 }
 
 impl Default for Ledger {
@@ -237,6 +240,7 @@ impl Ledger {
             next_seq: CachePadded::new(AtomicU64::new(0)),
             durable_through: CachePadded::new(AtomicU64::new(0)),
             wake_pending: AtomicBool::new(false),
+            group_target: AtomicU64::new(1),
         }
     }
 
@@ -284,10 +288,19 @@ impl Ledger {
         debug_assert!(before <= cut, "the watermark never moves back");
     }
 
-    /// Marks that an entry is waiting; returns whether the caller should wake the committer
-    /// (the first since the committer last looked).
-    pub fn note_pending(&self) -> bool {
-        !self.wake_pending.swap(true, Ordering::AcqRel)
+    /// Marks that the entry numbered `seq` is waiting; returns whether the caller should wake
+    /// the committer: the first entry since the committer last looked, and the one that makes
+    /// a lingering committer's group target (see [`crate::durability`]).
+    pub fn note_pending(&self, seq: u64) -> bool {
+        let first = !self.wake_pending.swap(true, Ordering::AcqRel);
+        let target = self.group_target.load(Ordering::Relaxed);
+        first || seq + 1 == self.durable_through().saturating_add(target)
+    }
+
+    /// Sets the number of waiting entries at which [`Ledger::note_pending`] asks for a wake-up
+    /// although the committer was already woken (at least 1).
+    pub fn set_group_target(&self, entries: u64) {
+        self.group_target.store(entries.max(1), Ordering::Relaxed);
     }
 
     /// The committer is about to take a cut: later entries wake it again.

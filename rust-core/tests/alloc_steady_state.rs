@@ -19,6 +19,7 @@
 
 mod common;
 use common::*;
+use mmo_core::durability::CommitPolicy;
 use mmo_core::records::{AoiEntry, EconomyKind, EconomyResult, EntityKind, EventKind, MoveEvent, MoveRecord, RaidSpawnRequest, TradeStack};
 use mmo_core::snapshot::NOT_IN_SNAPSHOT;
 use mmo_core::{CoreConfig, Engine};
@@ -334,7 +335,7 @@ fn walking_into_untouched_cells_allocates_nothing() {
 fn durable_economy_operations_allocate_nothing_on_the_calling_thread() {
     let dir = temp_dir("alloc-durable");
     let e = Engine::new(CoreConfig { starting_gold: 1_000_000, ..small_config() }).unwrap();
-    e.open_store(&dir, Box::new(|| {})).unwrap();
+    e.open_store(&dir, CommitPolicy::default(), Box::new(|| {})).unwrap();
     let players: Vec<Who> = (1..=64u64)
         .map(|account| {
             let t = e.join_account(account, 100.0, 100.0, 1).unwrap();

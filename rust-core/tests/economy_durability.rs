@@ -6,6 +6,7 @@
 
 mod common;
 use common::*;
+use mmo_core::durability::CommitPolicy;
 use mmo_core::ledger::{Books, EconomyStore, LedgerEntry, Recovered};
 use mmo_core::records::{EconomyKind::*, EconomyResult, EconomyStatus, TradeStack};
 use mmo_core::store::{RedbStore, STORE_FILE};
@@ -24,7 +25,7 @@ fn config() -> CoreConfig {
 
 fn durable_engine(dir: &Path) -> Engine {
     let e = Engine::new(config()).unwrap();
-    e.open_store(dir, Box::new(|| {})).unwrap();
+    e.open_store(dir, CommitPolicy::default(), Box::new(|| {})).unwrap();
     e
 }
 
@@ -92,7 +93,7 @@ fn every_told_result_survives_a_restart_and_a_retransmit_gets_the_original_answe
         // Dropped here like a crash after the last told result: nothing untold matters.
     }
     let e = Engine::new(config()).unwrap();
-    let recovery = e.open_store(&dir, Box::new(|| {})).unwrap();
+    let recovery = e.open_store(&dir, CommitPolicy::default(), Box::new(|| {})).unwrap();
     assert_eq!(recovery.accounts, 2);
     assert!(recovery.entries >= 43, "2 creations, a grant, 40 decisions: {}", recovery.entries);
     assert!(recovery.repairs.is_empty(), "{:?}", recovery.repairs);
@@ -201,6 +202,45 @@ impl EconomyStore for StallingStore {
 }
 
 #[test]
+fn after_an_idle_spell_the_committer_lingers_until_its_group_target_then_commits_once() {
+    let commits = Arc::new(AtomicU64::new(0));
+    let entries = Arc::new(Mutex::new(Vec::new()));
+    let store = StallingStore {
+        stalled: Arc::new(AtomicBool::new(false)),
+        failing: Arc::new(AtomicBool::new(false)),
+        commits: Arc::clone(&commits),
+        entries: Arc::clone(&entries),
+    };
+    let e = Engine::new(config()).unwrap();
+    // A linger far longer than the test: only the fourth entry can end it.
+    let policy = CommitPolicy { linger: Duration::from_secs(600), group_target: 4 };
+    e.open_store_with(Box::new(store), policy, Box::new(|| {})).unwrap();
+    let a = join_account(&e, 1); // entry 0: account 1 created (wakes the idle committer)
+    let b = join_account(&e, 2); // entry 1
+    let first = run_op(&e, op(a, 1, Transfer, b.id, 5, 0, 0)); // entry 2
+    assert_eq!((e.economy_durable_through(), commits.load(Ordering::Acquire)), (0, 0), "lingering: nothing committed yet");
+    let fourth = run_op(&e, op(b, 1, Transfer, a.id, 1, 0, 0)); // entry 3: the group target
+    wait_durable(&e, &fourth);
+    assert!(first.ledger_seq < fourth.ledger_seq);
+    assert_eq!(commits.load(Ordering::Acquire), 1, "one commit for the four");
+    assert_eq!(entries.lock().unwrap().iter().map(|e| e.seq).collect::<Vec<_>>(), vec![0, 1, 2, 3]);
+    assert_eq!((e.stats().ledger_groups, e.stats().ledger_entries), (1, 4));
+    // Stopping does not wait out a linger: a lone entry is committed at once by the stop.
+    let lone = run_op(&e, op(a, 2, Spend, 0, 1, 0, 0));
+    let started = Instant::now();
+    drop(e);
+    assert!(started.elapsed() < Duration::from_secs(60), "the stop waited out the linger");
+    assert_eq!(entries.lock().unwrap().last().map(|e| e.seq + 1), Some(lone.ledger_seq), "the lone entry was committed at the stop");
+}
+
+#[test]
+fn commit_linger_is_bounded() {
+    assert!(CommitPolicy::lingering_us(100_000).is_ok());
+    assert!(CommitPolicy::lingering_us(100_001).unwrap_err().contains("100000"));
+    assert_eq!(CommitPolicy::lingering_us(0).unwrap().linger, Duration::ZERO);
+}
+
+#[test]
 fn a_stalled_disk_holds_every_result_and_full_journals_refuse_storage_busy() {
     let (stalled, failing) = (Arc::new(AtomicBool::new(true)), Arc::new(AtomicBool::new(false)));
     let commits = Arc::new(AtomicU64::new(0));
@@ -212,7 +252,7 @@ fn a_stalled_disk_holds_every_result_and_full_journals_refuse_storage_busy() {
         entries: Arc::clone(&entries),
     };
     let e = Engine::new(config()).unwrap();
-    e.open_store_with(Box::new(store), Box::new(|| {})).unwrap();
+    e.open_store_with(Box::new(store), CommitPolicy::default(), Box::new(|| {})).unwrap();
     // Joins create accounts (entries); the committer takes the first group and stalls in it.
     let a = join_account(&e, 1);
     let b = join_account(&e, 2);
@@ -278,7 +318,7 @@ fn a_torn_store_file_is_an_error_or_a_repair_never_a_panic_and_never_unbalanced_
     for bytes in variants {
         std::fs::write(&file, &bytes).unwrap();
         let e = Engine::new(config()).unwrap();
-        match e.open_store(&dir, Box::new(|| {})) {
+        match e.open_store(&dir, CommitPolicy::default(), Box::new(|| {})) {
             Ok(recovery) => {
                 outcomes.0 += 1;
                 assert!(e.economy_audit().is_conserved(), "a store that opens has balanced books ({recovery:?})");
@@ -298,9 +338,9 @@ fn a_store_opens_once_and_before_any_join() {
     let dir = temp_dir("once");
     let e = Engine::new(config()).unwrap();
     let _ = join(&e, 10.0, 10.0, 1);
-    assert!(e.open_store(&dir, Box::new(|| {})).is_err(), "players joined without accounts");
+    assert!(e.open_store(&dir, CommitPolicy::default(), Box::new(|| {})).is_err(), "players joined without accounts");
     let e = durable_engine(&dir);
-    assert!(e.open_store(&dir, Box::new(|| {})).is_err(), "already open");
+    assert!(e.open_store(&dir, CommitPolicy::default(), Box::new(|| {})).is_err(), "already open");
     // Without a store, results wait for nothing.
     let plain = engine();
     let a = join(&plain, 10.0, 10.0, 1);
