@@ -12,6 +12,12 @@
 //! durable), then opens the store again in a fresh engine three times and reports the median
 //! time `Engine::open_store` took (open, read every wallet and decision, check the books).
 //!
+//! Part 3 prices one commit of one entry in CPU, the committer's cost under a trickle of
+//! operations: `RedbStore::commit` of a one-entry group against the floor an append-only log
+//! of our own would stand on (a 512-byte record written into a preallocated file and
+//! `fdatasync`ed), both on the calling thread's clock (`/proc/thread-self/schedstat`: user and
+//! kernel time, the fsync's writeback included).
+//!
 //! `cargo bench -p mmo-benches --bench economy_store`; with `-- --test` (make bench-smoke) the
 //! sizes shrink to a smoke run.
 
@@ -163,13 +169,82 @@ fn recovery(operations: u64, accounts: u64) {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// The calling thread's CPU time so far (user and kernel), in nanoseconds.
+fn thread_cpu_ns() -> u64 {
+    std::fs::read_to_string("/proc/thread-self/schedstat")
+        .ok()
+        .and_then(|s| s.split_whitespace().next().and_then(|n| n.parse().ok()))
+        .unwrap_or(0)
+}
+
+/// Runs `commit` `count` times; returns (wall p50, CPU per commit).
+fn price(count: usize, mut commit: impl FnMut(u64)) -> (Duration, Duration) {
+    let mut times = Vec::with_capacity(count);
+    let cpu_before = thread_cpu_ns();
+    for i in 0..count as u64 {
+        let t = Instant::now();
+        commit(i);
+        times.push(t.elapsed());
+    }
+    let cpu = Duration::from_nanos((thread_cpu_ns() - cpu_before) / count as u64);
+    times.sort();
+    (percentile(&times, 0.5), cpu)
+}
+
+fn cost_per_commit(commits: usize) {
+    use std::os::unix::fs::FileExt;
+    println!("economy_store: one one-entry commit, {commits} commits each (CPU: the committing thread's user + kernel time)");
+    println!("{:>34} {:>10} {:>16}", "commit", "p50_us", "cpu_us_per_commit");
+    let dir = temp_dir("per-commit");
+    let mut store = RedbStore::open(&dir).unwrap();
+    let mut books = Books::default();
+    // Accounts to rewrite, as the group-commit part's.
+    let warm: Vec<LedgerEntry> = (1..=10_000u64)
+        .map(|a| LedgerEntry {
+            seq: a,
+            wallets: [WalletImage { account: a, gold: a, ..WalletImage::default() }, WalletImage::default()],
+            wallet_count: 1,
+            ..LedgerEntry::default()
+        })
+        .collect();
+    store.commit(&warm, &books).unwrap();
+    let (p50, cpu) = price(commits, |i| {
+        let a = 1 + (i * 7_919) % 10_000;
+        let image = WalletImage {
+            account: a,
+            gold: i,
+            highest_transaction: i + 1,
+            decision: DecisionImage { transaction_id: i + 1, gold_after: i, status: 0 },
+            ..WalletImage::default()
+        };
+        let entry = LedgerEntry { seq: 10_001 + i, wallets: [image, WalletImage::default()], wallet_count: 1, ..LedgerEntry::default() };
+        books.add(&entry);
+        store.commit(std::slice::from_ref(&entry), &books).unwrap();
+    });
+    println!("{:>34} {:>10} {:>16}", "redb (RedbStore::commit)", p50.as_micros(), cpu.as_micros());
+    drop(store);
+    let record = [0x5au8; 512];
+    let log = std::fs::OpenOptions::new().create(true).truncate(true).read(true).write(true).open(dir.join("append.log")).unwrap();
+    let room = (commits + 1) * record.len();
+    log.write_all_at(&vec![0u8; room], 0).unwrap();
+    log.sync_all().unwrap();
+    let (p50, cpu) = price(commits, |i| {
+        log.write_all_at(&record, i * record.len() as u64).unwrap();
+        log.sync_data().unwrap();
+    });
+    println!("{:>34} {:>10} {:>16}", "append 512 B + fdatasync (floor)", p50.as_micros(), cpu.as_micros());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 fn main() {
     let smoke = std::env::args().any(|a| a == "--test");
     if smoke {
         group_commits(20);
         recovery(10_000, 100);
+        cost_per_commit(20);
     } else {
         group_commits(1_000);
         recovery(1_000_000, 1_000);
+        cost_per_commit(2_000);
     }
 }
