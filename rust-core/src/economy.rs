@@ -354,11 +354,14 @@ struct Home {
     /// No offer of its wallets times out before this (server ms; `u64::MAX` when none).
     /// Lowered (fetch_min) by each offer while its maker's wallet is locked; raised only by the
     /// tick's sweep, which stores `u64::MAX` before it scans and lowers it again by what it
-    /// found, so an offer made during the scan is never forgotten.
+    /// found, so an offer made during the scan is never forgotten (model-checked:
+    /// `tests/loom_offer_expiry.rs`).
     next_expiry_ms: CachePadded<AtomicU64>,
 }
 
 type WalletArena = Slab<Mutex<Wallet>, ArenaConfig>;
+/// Arena keys use the bits below this; the ones above are [`ArenaConfig`]'s reserved bits.
+const RESERVED_KEY_SHIFT: u32 = usize::BITS - <ArenaConfig as sharded_slab::Config>::RESERVED_BITS as u32;
 // What a wallet costs in the arena (the docs say a kilobyte and a half): the at-most-once
 // window is most of it.
 const _: () = assert!(std::mem::size_of::<Mutex<Wallet>>() <= 1536);
@@ -584,7 +587,14 @@ impl Economy {
     }
 
     /// The wallet behind `handle`, if its arena slot still holds it (open or closing).
+    ///
+    /// A key with a reserved high bit set finds nothing: sharded-slab ignores those bits, so
+    /// such a key would alias a live wallet under a different number, and two "different"
+    /// handles to one wallet would lock its mutex twice.
     fn wallet(&self, handle: WalletHandle) -> Option<WalletEntry<'_>> {
+        if handle.key >> RESERVED_KEY_SHIFT != 0 {
+            return None;
+        }
         self.wallets.get(handle.key)
     }
 
@@ -734,8 +744,8 @@ impl Economy {
     /// back to its maker (the taker never saw it accepted, or the accept would be durable).
     /// Fails, loading nothing more, when the books and the wallets disagree.
     pub fn restore(&self, recovered: &Recovered) -> Result<(), String> {
-        if !self.accounts.is_empty() || self.ledger.enabled() {
-            return Err("restore: the economy already has accounts or a ledger".into());
+        if !self.accounts.is_empty() || self.ledger.enabled() || self.homes.iter().any(|h| !h.members.lock().is_empty()) {
+            return Err("restore: the economy already has wallets or a ledger".into());
         }
         for home in self.homes.iter() {
             home.books.lock().journal.reserve_exact(JOURNAL_ENTRIES_PER_SHARD);
@@ -764,9 +774,10 @@ impl Economy {
                 return Err(format!("restore: account {}: its escrow does not fit back", image.account));
             }
             w.put_in(&escrow);
-            let mut members = self.homes[index].members.lock();
             let key = self.wallets.insert(Mutex::new(w)).ok_or("restore: the wallet arena is full")?;
-            members.push(key);
+            // The member list is let go before the account index is written (the index comes
+            // first in the lock order).
+            self.homes[index].members.lock().push(key);
             self.accounts.insert(image.account, WalletHandle { key });
         }
         {
@@ -1351,8 +1362,15 @@ mod tests {
         assert!(eco.close_wallet(old));
         let new = eco.open_wallet(10);
         assert_ne!(old, new, "a reused slot gets a new generation");
-        let forged =
-            [WalletHandle::NONE, WalletHandle { key: old.key ^ 1 }, WalletHandle { key: 1 << 61 }, WalletHandle { key: usize::MAX >> 2 }];
+        let forged = [
+            WalletHandle::NONE,
+            WalletHandle { key: old.key ^ 1 },
+            WalletHandle { key: 1 << 61 },
+            WalletHandle { key: usize::MAX >> 2 },
+            // The live wallet's key with a reserved bit set: sharded-slab alone would find it.
+            WalletHandle { key: new.key | 1 << 62 },
+            WalletHandle { key: new.key | 1 << 63 },
+        ];
         for h in std::iter::once(old).chain(forged) {
             assert_eq!(eco.balance(h), None, "{h:?}");
             let out = eco.execute(&transfer(1, 1), h, Counterparty::Wallet(new), &mut LockWaits::default());
