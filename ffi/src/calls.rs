@@ -597,8 +597,8 @@ pub unsafe extern "C" fn mmo_claim_loot(
 /// (one fsync each) and each economy result carries a `ledger_seq`: tell it only once
 /// [`mmo_economy_durable_through`] reaches it. After an idle spell the committer lets the first
 /// change wait up to `commit_linger_us` (0..=100000; 0: not at all) for others, or until 16
-/// wait, before it commits: fewer commits under a trickle of operations, at that much latency. `on_durable(context)` is called on the committer
-/// thread after each durable group (NULL: not called; poll instead). Call once, after
+/// wait, before it commits: fewer commits under a trickle of operations, at that much latency.
+/// `on_durable(context)` is called on the committer thread after each durable group (NULL: not called; poll instead). Call once, after
 /// `mmo_engine_new` and before any join. On failure nothing is opened and `message` (if
 /// non-NULL) holds a NUL-terminated reason, truncated to `message_capacity`.
 ///

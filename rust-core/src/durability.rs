@@ -102,7 +102,9 @@ pub fn start(
     let handle = std::thread::Builder::new().name("mmo-economy-commit".into()).spawn(move || {
         let mut group: Vec<LedgerEntry> = Vec::with_capacity(crate::economy::ECONOMY_SHARDS * JOURNAL_ENTRIES_PER_SHARD);
         let ledger = economy.ledger();
-        ledger.set_group_target(policy.group_target);
+        if !policy.linger.is_zero() {
+            ledger.set_group_target(policy.group_target.max(1));
+        }
         let mut durable = ledger.durable_through();
         // Whether the last round found nothing to commit (the next entry ends an idle spell).
         let mut idle = true;

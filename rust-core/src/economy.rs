@@ -903,15 +903,31 @@ impl Economy {
             }
             Err(status) => (status, StackImage::default()),
         };
-        let outcome = me.record(op.transaction_id, status);
+        let their_image = || them.as_deref().filter(|_| status == EconomyStatus::Applied).map(|t| t.image(None));
+        self.record_decision(&mut books, &mut me, op.transaction_id, status, their_image, sunk)
+    }
+
+    /// Records `transaction_id`'s decision in the initiator's wallet `w` and, with the ledger
+    /// on, journals the change into `books` (`w` as it is now with that decision, the
+    /// counterparty's image if `other` gives one, what it sank); the outcome carries the
+    /// entry's `ledger_seq`. The caller holds `w`, the counterparty and `books`.
+    fn record_decision(
+        &self,
+        books: &mut HomeBooks,
+        w: &mut Wallet,
+        transaction_id: u64,
+        status: EconomyStatus,
+        other: impl FnOnce() -> Option<WalletImage>,
+        sunk: StackImage,
+    ) -> Outcome {
+        let outcome = w.record(transaction_id, status);
         if !self.ledger.enabled() {
             return outcome;
         }
-        let their_image = them.as_deref().filter(|_| status == EconomyStatus::Applied).map(|t| t.image(None));
-        let mut entry = entry_of(me.image(Some(op.transaction_id)), their_image);
+        let mut entry = entry_of(w.image(Some(transaction_id)), other());
         entry.sunk = sunk;
-        let ledger_seq = self.push_entry(&mut books, entry);
-        me.set_ledger_seq(op.transaction_id, ledger_seq);
+        let ledger_seq = self.push_entry(books, entry);
+        w.set_ledger_seq(transaction_id, ledger_seq);
         Outcome { ledger_seq, ..outcome }
     }
 
@@ -976,13 +992,8 @@ impl Economy {
             }
             Err(status) => status,
         };
-        let outcome = w.record(offer.transaction_id, status);
-        if !self.ledger.enabled() {
-            return (outcome, closed_expired);
-        }
-        let ledger_seq = self.push_entry(&mut books, entry_of(w.image(Some(offer.transaction_id)), None));
-        w.set_ledger_seq(offer.transaction_id, ledger_seq);
-        (Outcome { ledger_seq, ..outcome }, closed_expired)
+        let outcome = self.record_decision(&mut books, &mut w, offer.transaction_id, status, || None, StackImage::default());
+        (outcome, closed_expired)
     }
 
     /// An answer to maker `maker_id`'s offer `answer.offer_id` at server time `now_ms`: its
@@ -1069,15 +1080,9 @@ impl Economy {
             Ok(close) => (EconomyStatus::Applied, close),
             Err(status) => (status, TradeClose::None),
         };
-        let outcome = w.record(answer.transaction_id, status);
-        if !self.ledger.enabled() {
-            return (outcome, close);
-        }
         // The maker's wallet changed if the offer closed (accepted, declined or expired).
-        let maker_image = their.as_deref().filter(|_| close != TradeClose::None).map(|m| m.image(None));
-        let ledger_seq = self.push_entry(&mut books, entry_of(w.image(Some(answer.transaction_id)), maker_image));
-        w.set_ledger_seq(answer.transaction_id, ledger_seq);
-        (Outcome { ledger_seq, ..outcome }, close)
+        let maker_image = || their.as_deref().filter(|_| close != TradeClose::None).map(|m| m.image(None));
+        (self.record_decision(&mut books, &mut w, answer.transaction_id, status, maker_image, StackImage::default()), close)
     }
 
     /// Closes every offer timed out by `now_ms`, its escrow back to its maker; returns how

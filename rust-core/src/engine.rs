@@ -5,8 +5,8 @@
 //! it needs, in a fixed order (player record -> body lock -> one grid shard at a time;
 //! player records -> economy wallets in ascending arena key -> one economy home), and no
 //! entry point holds a lock while calling into a service that could take a lock held by its
-//! caller, so there is no deadlock cycle. The locks that exist are listed in each module's doc; none is taken by
-//! every update, and every wait on one is counted ([`crate::locks`]).
+//! caller, so there is no deadlock cycle. The locks that exist are listed in each module's
+//! doc; none is taken by every update, and every wait on one is counted ([`crate::locks`]).
 //!
 //! The area of interest is answered from the tick's published world snapshot
 //! ([`crate::snapshot`]), never from the live grid: [`Engine::tick`] builds and publishes it,

@@ -212,8 +212,8 @@ pub struct Ledger {
     /// Whether wallets of accounts are durable (a store is open). Written once, before the
     /// engine serves; read by every economy operation.
     enabled: AtomicBool,
-    /// The next sequence number. Taken (fetch_add) by operations under their wallet and home locks; read
-    /// by the committer as its cut. Padded: it is the one line every economy operation writes.
+    /// The next sequence number. Taken (fetch_add) by operations under their wallet and home
+    /// locks; read by the committer as its cut. Padded: it is the one line every economy operation writes.
     next_seq: CachePadded<AtomicU64>,
     /// Every entry numbered below this is durable. Written by the committer; read by the
     /// network layer to release held replies.
@@ -221,8 +221,9 @@ pub struct Ledger {
     /// Set by an operation that pushed an entry, cleared by the committer before it takes a
     /// cut: only the first entry after a commit pays for waking the committer.
     wake_pending: AtomicBool,
-    /// Entries waiting at which a lingering committer wants to be woken. Written once by the
-    /// committer as it starts; read by every push.
+    /// Entries waiting at which a lingering committer wants to be woken (0: it never lingers,
+    /// so only the first entry wakes it). Written once by the committer as it starts; read by
+    /// every push.
     group_target: AtomicU64,
 }
 
@@ -240,7 +241,7 @@ impl Ledger {
             next_seq: CachePadded::new(AtomicU64::new(0)),
             durable_through: CachePadded::new(AtomicU64::new(0)),
             wake_pending: AtomicBool::new(false),
-            group_target: AtomicU64::new(1),
+            group_target: AtomicU64::new(0),
         }
     }
 
@@ -294,13 +295,13 @@ impl Ledger {
     pub fn note_pending(&self, seq: u64) -> bool {
         let first = !self.wake_pending.swap(true, Ordering::AcqRel);
         let target = self.group_target.load(Ordering::Relaxed);
-        first || seq + 1 == self.durable_through().saturating_add(target)
+        first || target != 0 && seq + 1 == self.durable_through().saturating_add(target)
     }
 
     /// Sets the number of waiting entries at which [`Ledger::note_pending`] asks for a wake-up
-    /// although the committer was already woken (at least 1).
+    /// although the committer was already woken (a lingering committer's group target).
     pub fn set_group_target(&self, entries: u64) {
-        self.group_target.store(entries.max(1), Ordering::Relaxed);
+        self.group_target.store(entries, Ordering::Relaxed);
     }
 
     /// The committer is about to take a cut: later entries wake it again.
