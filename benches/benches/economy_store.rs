@@ -21,6 +21,7 @@
 //! `cargo bench -p mmo-benches --bench economy_store`; with `-- --test` (make bench-smoke) the
 //! sizes shrink to a smoke run.
 
+use mmo_core::commit_log::LoggedStore;
 use mmo_core::durability::CommitPolicy;
 use mmo_core::ledger::{Books, DecisionImage, EconomyStore, LedgerEntry, WalletImage};
 use mmo_core::records::{EconomyKind, EconomyOp, EconomyResult, EconomyStatus};
@@ -196,19 +197,8 @@ fn cost_per_commit(commits: usize) {
     println!("economy_store: one one-entry commit, {commits} commits each (CPU: the committing thread's user + kernel time)");
     println!("{:>34} {:>10} {:>16}", "commit", "p50_us", "cpu_us_per_commit");
     let dir = temp_dir("per-commit");
-    let mut store = RedbStore::open(&dir).unwrap();
-    let mut books = Books::default();
-    // Accounts to rewrite, as the group-commit part's.
-    let warm: Vec<LedgerEntry> = (1..=10_000u64)
-        .map(|a| LedgerEntry {
-            seq: a,
-            wallets: [WalletImage { account: a, gold: a, ..WalletImage::default() }, WalletImage::default()],
-            wallet_count: 1,
-            ..LedgerEntry::default()
-        })
-        .collect();
-    store.commit(&warm, &books).unwrap();
-    let (p50, cpu) = price(commits, |i| {
+    // Each store rewrites 10,000 accounts' wallets, one entry per commit.
+    let one_entry = |i: u64| {
         let a = 1 + (i * 7_919) % 10_000;
         let image = WalletImage {
             account: a,
@@ -217,12 +207,34 @@ fn cost_per_commit(commits: usize) {
             decision: DecisionImage { transaction_id: i + 1, gold_after: i, status: 0 },
             ..WalletImage::default()
         };
-        let entry = LedgerEntry { seq: 10_001 + i, wallets: [image, WalletImage::default()], wallet_count: 1, ..LedgerEntry::default() };
-        books.add(&entry);
-        store.commit(std::slice::from_ref(&entry), &books).unwrap();
-    });
-    println!("{:>34} {:>10} {:>16}", "redb (RedbStore::commit)", p50.as_micros(), cpu.as_micros());
-    drop(store);
+        LedgerEntry { seq: 10_001 + i, wallets: [image, WalletImage::default()], wallet_count: 1, ..LedgerEntry::default() }
+    };
+    let warm: Vec<LedgerEntry> = (1..=10_000u64)
+        .map(|a| LedgerEntry {
+            seq: a,
+            wallets: [WalletImage { account: a, gold: a, ..WalletImage::default() }, WalletImage::default()],
+            wallet_count: 1,
+            ..LedgerEntry::default()
+        })
+        .collect();
+    for name in ["redb (RedbStore::commit)", "commit log (LoggedStore::commit)"] {
+        let dir = dir.join(name.split(' ').next().unwrap_or("store"));
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut store: Box<dyn EconomyStore> =
+            if name.starts_with("redb") { Box::new(RedbStore::open(&dir).unwrap()) } else { Box::new(LoggedStore::open(&dir).unwrap()) };
+        store.load().unwrap();
+        let mut books = Books { entries: 0, ..Books::default() };
+        for chunk in warm.chunks(1_000) {
+            chunk.iter().for_each(|e| books.add(e));
+            store.commit(chunk, &books).unwrap();
+        }
+        let (p50, cpu) = price(commits, |i| {
+            let entry = one_entry(i);
+            books.add(&entry);
+            store.commit(std::slice::from_ref(&entry), &books).unwrap();
+        });
+        println!("{:>34} {:>10} {:>16}", name, p50.as_micros(), cpu.as_micros());
+    }
     let record = [0x5au8; 512];
     let log = std::fs::OpenOptions::new().create(true).truncate(true).read(true).write(true).open(dir.join("append.log")).unwrap();
     let room = (commits + 1) * record.len();

@@ -70,11 +70,12 @@ class Engine {
   // from then on an economy result may be told only once economy_durable_through() reaches its
   // ledger_seq; `on_durable(context)` is called (on another thread) after each durable group.
   // After an idle spell the committer lets a first change wait up to `commit_linger_us` for
-  // others before it commits (see mmo_economy_open).
+  // others before it commits, and the commit log's segments are `log_segment_kib` KiB (0: the
+  // default; see mmo_economy_open).
   // Engines that keep their economy in memory answer MMO_ERR_INVALID_ARGUMENT with a message.
-  virtual MmoStatus economy_open(std::string_view data_dir, uint32_t commit_linger_us, MmoDurableCallback on_durable, void* context,
-                                 MmoRecoveryInfo& info, std::string& message) {
-    (void)data_dir, (void)commit_linger_us, (void)on_durable, (void)context, (void)info;
+  virtual MmoStatus economy_open(std::string_view data_dir, uint32_t commit_linger_us, uint32_t log_segment_kib, MmoDurableCallback on_durable,
+                                 void* context, MmoRecoveryInfo& info, std::string& message) {
+    (void)data_dir, (void)commit_linger_us, (void)log_segment_kib, (void)on_durable, (void)context, (void)info;
     message = std::string(name()) + " engine keeps its economy in memory (no store)";
     return MMO_ERR_INVALID_ARGUMENT;
   }

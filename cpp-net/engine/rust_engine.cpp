@@ -29,11 +29,11 @@ class RustEngine final : public Engine {
   MmoStatus join(uint64_t account_id, float x_m, float y_m, uint8_t faction, MmoJoinTicket& out) override {
     return mmo_join(engine_, account_id, x_m, y_m, faction, &out);
   }
-  MmoStatus economy_open(std::string_view data_dir, uint32_t commit_linger_us, MmoDurableCallback on_durable, void* context,
-                         MmoRecoveryInfo& info, std::string& message) override {
+  MmoStatus economy_open(std::string_view data_dir, uint32_t commit_linger_us, uint32_t log_segment_kib, MmoDurableCallback on_durable,
+                         void* context, MmoRecoveryInfo& info, std::string& message) override {
     std::array<char, 512> text{};
     const MmoStatus status = mmo_economy_open(engine_, reinterpret_cast<const uint8_t*>(data_dir.data()), data_dir.size(), commit_linger_us,
-                                              on_durable, context, &info, text.data(), text.size());
+                                              log_segment_kib, on_durable, context, &info, text.data(), text.size());
     message = text.data();
     return status;
   }

@@ -72,7 +72,7 @@ Server::Server(const ServerConfig& config, std::unique_ptr<Engine> engine)
   if (!config_.economy_data_dir.empty()) {
     MmoRecoveryInfo info{};
     std::string message;
-    const MmoStatus status = engine_->economy_open(config_.economy_data_dir, config_.economy_commit_linger_us, &Server::on_economy_durable, this, info, message);
+    const MmoStatus status = engine_->economy_open(config_.economy_data_dir, config_.economy_commit_linger_us, config_.economy_log_segment_kib, &Server::on_economy_durable, this, info, message);
     if (status != MMO_OK) throw std::runtime_error("economy store in " + config_.economy_data_dir + ": " + message);
     char line[256];
     std::snprintf(line, sizeof line, "durable (%s/economy.redb: %llu accounts, %llu entries, opened in %.1f ms%s%s)",

@@ -75,6 +75,8 @@ struct ServerConfig {
   std::string economy_data_dir;
   // How long the store's committer lets a change wait for others after an idle spell.
   uint32_t economy_commit_linger_us = 0;
+  // Size of the store's commit log segments in KiB (0: the engine's default).
+  uint32_t economy_log_segment_kib = 0;
 };
 
 // Engine statuses counted by kind: slot (status - 1000) for the error codes 1001..1099, slot

@@ -57,7 +57,7 @@
 #define MMO_AOI_NOT_IN_SNAPSHOT 4294967295
 
 // Version of this ABI. Bumped on any change to a function signature or record layout.
-#define MMO_ABI_VERSION 6
+#define MMO_ABI_VERSION 7
 
 // What an event written by a move batch reports.
 enum MmoEventKind
@@ -273,9 +273,6 @@ typedef enum MmoEconomyStatus MmoEconomyStatus;
 typedef uint8_t MmoEconomyStatus;
 #endif // __STDC_VERSION__ >= 202311L
 #endif // __cplusplus
-
-// How the committer forms groups (see the module docs).
-typedef struct CommitPolicy CommitPolicy;
 
 // An engine as the C side holds it: opaque.
 typedef struct MmoEngine MmoEngine;
@@ -990,8 +987,6 @@ typedef struct MmoLatencySummary {
 
 
 
-
-
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus
@@ -1141,6 +1136,8 @@ MmoStatus mmo_claim_loot(const struct MmoEngine *engine,
 // `mmo_economy_durable_through` reaches it. After an idle spell the committer lets the first
 // change wait up to `commit_linger_us` (0..=100000; 0: not at all) for others, or until 16
 // wait, before it commits: fewer commits under a trickle of operations, at that much latency.
+// Commits append to a log whose segments are `log_segment_kib` KiB (0: 8192; else
+// 64..=1048576), each folded into `economy.redb` when full.
 // `on_durable(context)` is called on the committer thread after each durable group (NULL: not called; poll instead). Call once, after
 // `mmo_engine_new` and before any join. On failure nothing is opened and `message` (if
 // non-NULL) holds a NUL-terminated reason, truncated to `message_capacity`.
@@ -1153,6 +1150,7 @@ MmoStatus mmo_economy_open(const struct MmoEngine *engine,
                            const uint8_t *data_dir,
                            size_t data_dir_len,
                            uint32_t commit_linger_us,
+                           uint32_t log_segment_kib,
                            MmoDurableCallback on_durable,
                            void *context,
                            struct MmoRecoveryInfo *out_info,

@@ -598,6 +598,8 @@ pub unsafe extern "C" fn mmo_claim_loot(
 /// [`mmo_economy_durable_through`] reaches it. After an idle spell the committer lets the first
 /// change wait up to `commit_linger_us` (0..=100000; 0: not at all) for others, or until 16
 /// wait, before it commits: fewer commits under a trickle of operations, at that much latency.
+/// Commits append to a log whose segments are `log_segment_kib` KiB (0: 8192; else
+/// 64..=1048576), each folded into `economy.redb` when full.
 /// `on_durable(context)` is called on the committer thread after each durable group (NULL: not called; poll instead). Call once, after
 /// `mmo_engine_new` and before any join. On failure nothing is opened and `message` (if
 /// non-NULL) holds a NUL-terminated reason, truncated to `message_capacity`.
@@ -612,6 +614,7 @@ pub unsafe extern "C" fn mmo_economy_open(
     data_dir: *const u8,
     data_dir_len: usize,
     commit_linger_us: u32,
+    log_segment_kib: u32,
     on_durable: MmoDurableCallback,
     context: *mut std::ffi::c_void,
     out_info: *mut MmoRecoveryInfo,
@@ -636,7 +639,7 @@ pub unsafe extern "C" fn mmo_economy_open(
                 write_message("data_dir is empty");
                 return MMO_ERR_INVALID_ARGUMENT;
             }
-            let policy = match CommitPolicy::lingering_us(commit_linger_us) {
+            let policy = match CommitPolicy::lingering_us(commit_linger_us).and_then(|p| p.with_log_segment_kib(log_segment_kib)) {
                 Ok(policy) => policy,
                 Err(e) => {
                     write_message(&e);

@@ -51,7 +51,7 @@ fn null_engine_is_refused_by_every_engine_call() {
         assert_eq!(mmo_economy_audit(null(), p.cast()), MMO_ERR_NULL_POINTER);
         assert_eq!(mmo_player_view(null(), 1, p.cast()), MMO_ERR_NULL_POINTER);
         assert_eq!(mmo_debug_inject_panic(null()), MMO_ERR_NULL_POINTER);
-        assert_eq!(mmo_economy_open(null(), b"d".as_ptr(), 1, 1000, None, null_mut(), p.cast(), null_mut(), 0), MMO_ERR_NULL_POINTER);
+        assert_eq!(mmo_economy_open(null(), b"d".as_ptr(), 1, 1000, 0, None, null_mut(), p.cast(), null_mut(), 0), MMO_ERR_NULL_POINTER);
         assert_eq!(mmo_economy_durable_through(null(), p.cast()), MMO_ERR_NULL_POINTER);
         mmo_engine_free(null_mut());
     }
@@ -375,29 +375,36 @@ fn economy_open_refuses_bad_paths_and_pointers_and_writes_nothing_on_failure() {
     let mut message = [0 as std::ffi::c_char; 128];
     // SAFETY: live engine; pointers are NULL, misaligned or lengths absurd on purpose.
     unsafe {
-        assert_eq!(mmo_economy_open(e, null(), 5, 1000, None, null_mut(), &mut info, null_mut(), 0), MMO_ERR_NULL_POINTER);
+        assert_eq!(mmo_economy_open(e, null(), 5, 1000, 0, None, null_mut(), &mut info, null_mut(), 0), MMO_ERR_NULL_POINTER);
         assert_eq!(
-            mmo_economy_open(e, b"x".as_ptr(), usize::MAX, 1000, None, null_mut(), &mut info, null_mut(), 0),
+            mmo_economy_open(e, b"x".as_ptr(), usize::MAX, 1000, 0, None, null_mut(), &mut info, null_mut(), 0),
             MMO_ERR_INVALID_ARGUMENT
         );
-        assert_eq!(mmo_economy_open(e, b"x".as_ptr(), 1, 1000, None, null_mut(), null_mut(), null_mut(), 0), MMO_ERR_NULL_POINTER);
+        assert_eq!(mmo_economy_open(e, b"x".as_ptr(), 1, 1000, 0, None, null_mut(), null_mut(), null_mut(), 0), MMO_ERR_NULL_POINTER);
         assert_eq!(
-            mmo_economy_open(e, b"x".as_ptr(), 1, 1000, None, null_mut(), misaligned(&mut buf), null_mut(), 0),
+            mmo_economy_open(e, b"x".as_ptr(), 1, 1000, 0, None, null_mut(), misaligned(&mut buf), null_mut(), 0),
             MMO_ERR_MISALIGNED_POINTER
         );
         let not_utf8 = [0xffu8, 0xfe, b'/'];
         let m = message.as_mut_ptr();
         assert_eq!(
-            mmo_economy_open(e, not_utf8.as_ptr(), 3, 1000, None, null_mut(), &mut info, m, message.len()),
+            mmo_economy_open(e, not_utf8.as_ptr(), 3, 1000, 0, None, null_mut(), &mut info, m, message.len()),
             MMO_ERR_INVALID_ARGUMENT
         );
-        assert_eq!(mmo_economy_open(e, b"".as_ptr(), 0, 1000, None, null_mut(), &mut info, m, message.len()), MMO_ERR_INVALID_ARGUMENT);
+        assert_eq!(mmo_economy_open(e, b"".as_ptr(), 0, 1000, 0, None, null_mut(), &mut info, m, message.len()), MMO_ERR_INVALID_ARGUMENT);
         for linger_us in [100_001, u32::MAX] {
             assert_eq!(
-                mmo_economy_open(e, b"x".as_ptr(), 1, linger_us, None, null_mut(), &mut info, m, message.len()),
+                mmo_economy_open(e, b"x".as_ptr(), 1, linger_us, 0, None, null_mut(), &mut info, m, message.len()),
                 MMO_ERR_INVALID_ARGUMENT
             );
             assert!(std::ffi::CStr::from_ptr(m).to_str().unwrap().contains("linger"));
+        }
+        for segment_kib in [1, 63, 1_048_577, u32::MAX] {
+            assert_eq!(
+                mmo_economy_open(e, b"x".as_ptr(), 1, 0, segment_kib, None, null_mut(), &mut info, m, message.len()),
+                MMO_ERR_INVALID_ARGUMENT
+            );
+            assert!(std::ffi::CStr::from_ptr(m).to_str().unwrap().contains("segment"));
         }
         // A path that cannot be a directory: a file in the way.
         let dir = temp_dir("blocked");
@@ -405,7 +412,7 @@ fn economy_open_refuses_bad_paths_and_pointers_and_writes_nothing_on_failure() {
         std::fs::write(&file, b"not a directory").unwrap();
         let path = file.join("data");
         let path = path.to_str().unwrap();
-        assert_eq!(mmo_economy_open(e, path.as_ptr(), path.len(), 1000, None, null_mut(), &mut info, m, 3), MMO_ERR_STORAGE);
+        assert_eq!(mmo_economy_open(e, path.as_ptr(), path.len(), 1000, 0, None, null_mut(), &mut info, m, 3), MMO_ERR_STORAGE);
         assert_eq!(std::ffi::CStr::from_ptr(m).to_bytes().len(), 2, "the message is cut to its capacity, NUL included");
         std::fs::remove_dir_all(&dir).unwrap();
         let mut through = 7u64;
@@ -427,10 +434,10 @@ fn economy_open_makes_results_wait_and_calls_back_when_durable() {
     // SAFETY: live engine, valid slices; `calls` outlives the engine.
     unsafe {
         let context = (&raw const calls).cast_mut().cast();
-        assert_eq!(mmo_economy_open(e, path.as_ptr(), path.len(), 1000, Some(count_durable), context, &mut info, null_mut(), 0), MMO_OK);
+        assert_eq!(mmo_economy_open(e, path.as_ptr(), path.len(), 1000, 0, Some(count_durable), context, &mut info, null_mut(), 0), MMO_OK);
         assert_eq!((info.accounts, info.entries, info.repaired), (0, 0, 0));
         assert_eq!(
-            mmo_economy_open(e, path.as_ptr(), path.len(), 1000, None, null_mut(), &mut info, null_mut(), 0),
+            mmo_economy_open(e, path.as_ptr(), path.len(), 1000, 0, None, null_mut(), &mut info, null_mut(), 0),
             MMO_ERR_STORAGE,
             "opens once"
         );

@@ -52,11 +52,15 @@ pub struct CommitPolicy {
     pub linger: Duration,
     /// Entries waiting at which the committer stops lingering and commits.
     pub group_target: u64,
+    /// The size of the commit log's segments ([`crate::commit_log`]): a segment is folded
+    /// into the redb checkpoint each time one fills.
+    pub log_segment_bytes: u64,
 }
 
 impl CommitPolicy {
     /// Commit each entry as soon as the committer sees it (no lingering).
-    pub const AT_ONCE: CommitPolicy = CommitPolicy { linger: Duration::ZERO, group_target: 1 };
+    pub const AT_ONCE: CommitPolicy =
+        CommitPolicy { linger: Duration::ZERO, group_target: 1, log_segment_bytes: crate::commit_log::SEGMENT_BYTES };
     /// Longest linger accepted (a reply waits up to this much longer).
     pub const LINGER_MAX: Duration = Duration::from_millis(100);
 
@@ -68,12 +72,28 @@ impl CommitPolicy {
         }
         Ok(Self { linger, ..Self::default() })
     }
+
+    /// This policy with log segments of `kib` KiB (0: the default,
+    /// [`crate::commit_log::SEGMENT_BYTES`]).
+    pub fn with_log_segment_kib(self, kib: u32) -> Result<Self, String> {
+        use crate::commit_log::{SEGMENT_BYTES, SEGMENT_BYTES_MAX, SEGMENT_BYTES_MIN};
+        let bytes = if kib == 0 { SEGMENT_BYTES } else { u64::from(kib) << 10 };
+        if !(SEGMENT_BYTES_MIN..=SEGMENT_BYTES_MAX).contains(&bytes) {
+            return Err(format!(
+                "a commit log segment of {kib} KiB: {}..={} KiB allowed",
+                SEGMENT_BYTES_MIN >> 10,
+                SEGMENT_BYTES_MAX >> 10
+            ));
+        }
+        Ok(Self { log_segment_bytes: bytes, ..self })
+    }
 }
 
 impl Default for CommitPolicy {
-    /// No linger (see the module docs for why), 16 entries as the target when one is set.
+    /// No linger (see the module docs for why), 16 entries as the target when one is set,
+    /// segments of [`crate::commit_log::SEGMENT_BYTES`].
     fn default() -> Self {
-        Self { linger: Duration::ZERO, group_target: 16 }
+        Self { linger: Duration::ZERO, group_target: 16, log_segment_bytes: crate::commit_log::SEGMENT_BYTES }
     }
 }
 

@@ -347,7 +347,7 @@ impl Engine {
     /// name an account. `on_durable` runs on the committer thread after each durable group.
     /// Call once, before any join.
     pub fn open_store(&self, data_dir: &Path, policy: CommitPolicy, on_durable: Box<dyn Fn() + Send>) -> Result<Recovery, String> {
-        let store = crate::store::RedbStore::open(data_dir).map_err(|e| e.to_string())?;
+        let store = crate::commit_log::LoggedStore::open_with(data_dir, policy.log_segment_bytes).map_err(|e| e.to_string())?;
         self.open_store_with(Box::new(store), policy, on_durable)
     }
 

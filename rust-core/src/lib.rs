@@ -41,6 +41,7 @@ pub mod allocator;
 pub mod arena;
 pub mod capacity;
 pub mod combat;
+pub mod commit_log;
 pub mod config;
 pub mod durability;
 pub mod economy;

@@ -19,6 +19,7 @@
 //! one read per account and per recorded decision, whatever the number of operations that
 //! led there.
 
+use crate::commit_log::StateDelta;
 use crate::config::ITEM_KINDS;
 use crate::ledger::{Books, DEDUP_WINDOW, DecisionImage, EconomyStore, LedgerEntry, Recovered, StackImage, StoredWallet, WalletImage};
 use redb::{Database, Durability, ReadableDatabase, ReadableTable, TableDefinition};
@@ -32,8 +33,8 @@ const BOOKS: TableDefinition<&str, &[u8]> = TableDefinition::new("books");
 
 /// Layout version of the rows; a store written by another layout is refused, not misread.
 const ROW_VERSION: u8 = 1;
-const WALLET_ROW: usize = 1 + 8 + 8 * ITEM_KINDS + (8 + 1 + 8) + 8 + 8;
-const DECISION_ROW: usize = 1 + 8 + 8 + 1;
+pub(crate) const WALLET_ROW: usize = 1 + 8 + 8 * ITEM_KINDS + (8 + 1 + 8) + 8 + 8;
+pub(crate) const DECISION_ROW: usize = 1 + 8 + 8 + 1;
 const BOOKS_ROW: usize = 1 + 4 * 16 * (1 + ITEM_KINDS) + 8;
 
 /// The file name inside the data directory.
@@ -107,23 +108,42 @@ impl EconomyStore for RedbStore {
 
 impl RedbStore {
     fn commit_unguarded(&mut self, entries: &[LedgerEntry], books: &Books) -> io::Result<()> {
+        let wallets = entries.iter().flat_map(LedgerEntry::wallets);
+        self.write_rows(wallets.clone(), wallets.map(|w| (w.account, &w.decision)), books)
+    }
+
+    /// Writes `state` (wallets and decisions as an economy log segment left them, and the
+    /// books after it) in one transaction and one fsync: a checkpoint of the commit log
+    /// ([`crate::commit_log`]).
+    pub(crate) fn write_state(&mut self, state: &StateDelta) -> io::Result<()> {
+        guarded("checkpointing", || {
+            self.write_rows(state.wallets.values(), state.decisions.iter().map(|(&(account, _), d)| (account, d)), &state.books)
+        })
+    }
+
+    /// Inserts (overwrites) each wallet row, each decision with a transaction id into its
+    /// window slot, and the books, in that order, and commits once with an fsync.
+    fn write_rows<'a>(
+        &mut self,
+        wallets: impl Iterator<Item = &'a WalletImage>,
+        decisions: impl Iterator<Item = (u64, &'a DecisionImage)>,
+        books: &Books,
+    ) -> io::Result<()> {
         let mut txn = self.db.begin_write().map_err(|e| io_error("begin", e))?;
         txn.set_durability(Durability::Immediate).map_err(|e| io_error("durability", e))?;
         {
-            let mut wallets = txn.open_table(WALLETS).map_err(|e| io_error("wallets", e))?;
-            let mut decisions = txn.open_table(DECISIONS).map_err(|e| io_error("decisions", e))?;
+            let mut wallet_table = txn.open_table(WALLETS).map_err(|e| io_error("wallets", e))?;
             let mut row = [0u8; WALLET_ROW];
+            for w in wallets {
+                encode_wallet(w, &mut row);
+                wallet_table.insert(w.account, row.as_slice()).map_err(|e| io_error("wallet row", e))?;
+            }
+            let mut decision_table = txn.open_table(DECISIONS).map_err(|e| io_error("decisions", e))?;
             let mut decision_row = [0u8; DECISION_ROW];
-            for entry in entries {
-                for w in entry.wallets() {
-                    encode_wallet(w, &mut row);
-                    wallets.insert(w.account, row.as_slice()).map_err(|e| io_error("wallet row", e))?;
-                    if w.decision.transaction_id != 0 {
-                        encode_decision(&w.decision, &mut decision_row);
-                        let slot = (w.decision.transaction_id % DEDUP_WINDOW as u64) as u8;
-                        decisions.insert((w.account, slot), decision_row.as_slice()).map_err(|e| io_error("decision row", e))?;
-                    }
-                }
+            for (account, d) in decisions.filter(|(_, d)| d.transaction_id != 0) {
+                encode_decision(d, &mut decision_row);
+                let slot = (d.transaction_id % DEDUP_WINDOW as u64) as u8;
+                decision_table.insert((account, slot), decision_row.as_slice()).map_err(|e| io_error("decision row", e))?;
             }
             let mut books_table = txn.open_table(BOOKS).map_err(|e| io_error("books", e))?;
             let mut books_row = [0u8; BOOKS_ROW];
@@ -224,7 +244,7 @@ fn check_row(what: &str, bytes: &[u8], len: usize) -> io::Result<()> {
     Ok(())
 }
 
-fn encode_wallet(w: &WalletImage, row: &mut [u8; WALLET_ROW]) {
+pub(crate) fn encode_wallet(w: &WalletImage, row: &mut [u8; WALLET_ROW]) {
     let mut p = Put { buf: row, at: 0 };
     p.u8(ROW_VERSION);
     p.u64(w.gold);
@@ -237,7 +257,7 @@ fn encode_wallet(w: &WalletImage, row: &mut [u8; WALLET_ROW]) {
     debug_assert_eq!(p.at, WALLET_ROW);
 }
 
-fn decode_wallet(account: u64, bytes: &[u8]) -> io::Result<WalletImage> {
+pub(crate) fn decode_wallet(account: u64, bytes: &[u8]) -> io::Result<WalletImage> {
     check_row("wallet", bytes, WALLET_ROW)?;
     let mut g = Get { buf: bytes, at: 1 };
     let gold = g.u64();
@@ -250,7 +270,7 @@ fn decode_wallet(account: u64, bytes: &[u8]) -> io::Result<WalletImage> {
     Ok(WalletImage { account, gold, items, escrow, highest_transaction: g.u64(), last_grant: g.u64(), decision: DecisionImage::default() })
 }
 
-fn encode_decision(d: &DecisionImage, row: &mut [u8; DECISION_ROW]) {
+pub(crate) fn encode_decision(d: &DecisionImage, row: &mut [u8; DECISION_ROW]) {
     let mut p = Put { buf: row, at: 0 };
     p.u8(ROW_VERSION);
     p.u64(d.transaction_id);
@@ -258,7 +278,7 @@ fn encode_decision(d: &DecisionImage, row: &mut [u8; DECISION_ROW]) {
     p.u8(d.status);
 }
 
-fn decode_decision(bytes: &[u8]) -> io::Result<DecisionImage> {
+pub(crate) fn decode_decision(bytes: &[u8]) -> io::Result<DecisionImage> {
     check_row("decision", bytes, DECISION_ROW)?;
     let mut g = Get { buf: bytes, at: 1 };
     Ok(DecisionImage { transaction_id: g.u64(), gold_after: g.u64(), status: g.u8() })
@@ -297,7 +317,7 @@ fn decode_books(bytes: &[u8]) -> io::Result<Books> {
 const _: () = assert!(DEDUP_WINDOW <= u8::MAX as usize, "a window slot fits the decision key's u8");
 
 #[cfg(all(test, not(mmo_loom)))]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     fn image(account: u64, gold: u64, tx: u64) -> WalletImage {

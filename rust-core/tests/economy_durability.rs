@@ -213,7 +213,7 @@ fn after_an_idle_spell_the_committer_lingers_until_its_group_target_then_commits
     };
     let e = Engine::new(config()).unwrap();
     // A linger far longer than the test: only the fourth entry can end it.
-    let policy = CommitPolicy { linger: Duration::from_secs(600), group_target: 4 };
+    let policy = CommitPolicy { linger: Duration::from_secs(600), group_target: 4, ..CommitPolicy::default() };
     e.open_store_with(Box::new(store), policy, Box::new(|| {})).unwrap();
     let a = join_account(&e, 1); // entry 0: account 1 created (wakes the idle committer)
     let b = join_account(&e, 2); // entry 1

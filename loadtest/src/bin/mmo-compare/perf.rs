@@ -100,13 +100,14 @@ pub fn parse_report(text: &str, limit: usize) -> Vec<TopSymbol> {
 /// Which frames belong to the engine under test (the part that differs between rows).
 pub const ENGINE_FRAME_MARKERS: [&str; 3] = ["mmo_core::", "mmo_ffi::", "mmo::baseline::"];
 
-/// The economy's committer thread (its name, the folded stack's first frame; the kernel cuts
-/// thread names to 15 bytes): its whole stacks are the store's, user and kernel alike.
-pub const STORE_THREAD: &str = "mmo-economy-com";
+/// The economy store's threads, the committer and the log's checkpoint thread (their names,
+/// the folded stack's first frame; the kernel cuts thread names to 15 bytes): their whole
+/// stacks are the store's, user and kernel alike.
+pub const STORE_THREADS: [&str; 2] = ["mmo-economy-com", "mmo-economy-che"];
 
-/// Whether a folded stack is the store's: sampled on the committer thread.
+/// Whether a folded stack is the store's: sampled on one of its threads.
 fn is_store(stack: &str) -> bool {
-    stack.split(';').next().is_some_and(|thread| thread.starts_with(STORE_THREAD))
+    stack.split(';').next().is_some_and(|thread| STORE_THREADS.iter().any(|t| thread.starts_with(t)))
 }
 
 /// The share of samples (0..1) whose folded stack (`frame;frame;frame count` lines) `counts`.
@@ -254,10 +255,12 @@ mod tests {
 
     #[test]
     fn the_committer_threads_stacks_are_the_stores_not_the_engines_or_the_kernels() {
-        // 20 samples on the committer (redb, and an fsync in the kernel), 30 in the engine on a
-        // worker, 10 in the kernel under the front, 40 in the front.
-        let folded = "mmo-economy-com;start_thread;mmo_core::durability::start;redb::commit 12\n\
-                      mmo-economy-com;start_thread;mmo_core::durability::start;fdatasync;do_fsync_[k] 8\n\
+        // 20 samples on the store's threads (the committer's append and fsync in the kernel, the
+        // checkpoint thread's redb commit), 30 in the engine on a worker, 10 in the kernel under
+        // the front, 40 in the front.
+        let folded = "mmo-economy-com;start_thread;mmo_core::durability::start;mmo_core::commit_log::LoggedStore::commit 12\n\
+                      mmo-economy-com;start_thread;mmo_core::durability::start;fdatasync;do_fsync_[k] 3\n\
+                      mmo-economy-che;start_thread;mmo_core::commit_log::start_checkpointer;redb::commit 5\n\
                       mmo-server;start_thread;mmo::net::Worker::run;mmo_ffi::mmo_apply_moves;mmo_core::Engine::apply_moves 30\n\
                       mmo-server;start_thread;mmo::net::Worker::run;sendmmsg;udp_sendmsg_[k] 10\n\
                       mmo-server;start_thread;mmo::net::Worker::run 40";
