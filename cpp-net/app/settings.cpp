@@ -81,7 +81,7 @@ void visit_settings(Settings& s, V&& v) {
                      "after an idle spell, how long the durable store lets an economy change wait for others (or for 16 of them) "
                      "before it commits: fewer commits and fsyncs under a trickle of trades and loot, replies up to this much later"});
   v(Number<uint32_t>{"server", "economy_log_segment_kib", "--economy-log-segment-kib", s.server.economy_log_segment_kib, 0, 1048576,
-                     "size of the durable store's commit log segments (0: 8192); each full one is folded into economy.redb on a "
+                     "size of the durable store's commit log segments (0: 1024); each full one is folded into economy.redb on a "
                      "thread of its own, and a restart reads at most three (64 and up)"});
   v(Text{"server", "public_address", "--public-address", s.public_address_text,
          "IPv4:port a connect token must name to admit here (empty: the bind address and the bound port)"});

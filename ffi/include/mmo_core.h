@@ -1136,7 +1136,7 @@ MmoStatus mmo_claim_loot(const struct MmoEngine *engine,
 // `mmo_economy_durable_through` reaches it. After an idle spell the committer lets the first
 // change wait up to `commit_linger_us` (0..=100000; 0: not at all) for others, or until 16
 // wait, before it commits: fewer commits under a trickle of operations, at that much latency.
-// Commits append to a log whose segments are `log_segment_kib` KiB (0: 8192; else
+// Commits append to a log whose segments are `log_segment_kib` KiB (0: 1024; else
 // 64..=1048576), each folded into `economy.redb` when full.
 // `on_durable(context)` is called on the committer thread after each durable group (NULL: not called; poll instead). Call once, after
 // `mmo_engine_new` and before any join. On failure nothing is opened and `message` (if

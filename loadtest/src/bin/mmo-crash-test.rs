@@ -20,7 +20,7 @@
 //! changed; the tool says which and exits 1. `make crash-test` runs 100 kills; `make test` 10.
 //!
 //! The server's commit log gets small segments (`--log-segment-kib`, 256 KiB by default against
-//! the product's 8 MiB), so each storm fills several and kills land while segments switch and
+//! the product's 1 MiB), so each storm fills several and kills land while segments switch and
 //! while full ones are folded into `economy.redb` on the checkpoint thread.
 
 use anyhow::{Context, Result, bail};
