@@ -73,9 +73,9 @@ void visit_settings(Settings& s, V&& v) {
   v(Text{"server", "token_public_key", "--token-public-key", s.token_public_key_path,
          "file holding the backend's Ed25519 public key that signs connect tokens (mmo-token keygen's .pub; empty: a development key pair in data_dir)"});
   v(Text{"server", "data_dir", "--data-dir", s.data_dir,
-         "directory for the server's files (the economy's store economy.redb, the development token key pair)"});
+         "directory for the server's files (the economy's store: economy.redb and its commit log economy-*.log; the development token key pair)"});
   v(Text{"server", "economy_store", "--economy-store", s.economy_store,
-         "durable: wallets of accounts in data_dir/economy.redb, every economy result told only once on disk (rust engine); "
+         "durable: wallets of accounts in data_dir (commit log + economy.redb), every economy result told only once on disk (rust engine); "
          "memory: kept in memory only (the baseline and null engines always)"});
   v(Number<uint32_t>{"server", "economy_commit_linger_us", "--economy-commit-linger-us", s.server.economy_commit_linger_us, 0, 100000,
                      "after an idle spell, how long the durable store lets an economy change wait for others (or for 16 of them) "

@@ -75,7 +75,7 @@ Server::Server(const ServerConfig& config, std::unique_ptr<Engine> engine)
     const MmoStatus status = engine_->economy_open(config_.economy_data_dir, config_.economy_commit_linger_us, config_.economy_log_segment_kib, &Server::on_economy_durable, this, info, message);
     if (status != MMO_OK) throw std::runtime_error("economy store in " + config_.economy_data_dir + ": " + message);
     char line[256];
-    std::snprintf(line, sizeof line, "durable (%s/economy.redb: %llu accounts, %llu entries, opened in %.1f ms%s%s)",
+    std::snprintf(line, sizeof line, "durable (%s/economy.redb and its commit log: %llu accounts, %llu entries, opened in %.1f ms%s%s)",
                   config_.economy_data_dir.c_str(), static_cast<unsigned long long>(info.accounts),
                   static_cast<unsigned long long>(info.entries), static_cast<double>(info.elapsed_us) / 1000.0,
                   info.repaired != 0 ? "; " : "", info.repaired != 0 ? message.c_str() : "");

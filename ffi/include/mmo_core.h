@@ -1130,7 +1130,8 @@ MmoStatus mmo_claim_loot(const struct MmoEngine *engine,
                          struct MmoLootResult *out_result);
 
 // Opens the economy's store in the directory `data_dir` (`data_dir_len` bytes of UTF-8, no
-// NUL needed; the file `economy.redb` is created if absent), loads every account's wallet and
+// NUL needed; `economy.redb` and the commit log's `economy-*.log` are created if absent),
+// loads every account's wallet and
 // starts the committer thread. From then on every change to a wallet is made durable in groups
 // (one fsync each) and each economy result carries a `ledger_seq`: tell it only once
 // `mmo_economy_durable_through` reaches it. After an idle spell the committer lets the first

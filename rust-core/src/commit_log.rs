@@ -94,8 +94,9 @@ const _: () = assert!(SEGMENT_BYTES_MIN <= SEGMENT_BYTES && SEGMENT_BYTES <= SEG
 /// How long a switch of segments waits for the checkpoint thread before the commit fails (and
 /// the committer, which retries failed commits, tries again).
 const SPARE_WAIT: Duration = Duration::from_secs(1);
-/// Zeros written per call while preparing a segment.
-const ZERO_CHUNK: usize = 1 << 20;
+/// Zeros written per call while preparing a segment: a static (zero pages, never resident
+/// as the heap would keep them), not an allocation per segment.
+static ZEROS: [u8; 64 << 10] = [0; 64 << 10];
 
 /// What a stretch of the log changed, collapsed: the last image of each wallet (its
 /// decision left out), the last decision in each window slot, the books after it.
@@ -159,11 +160,10 @@ struct Segment {
 fn prepare_segment(dir: &Path, n: u64, bytes: u64) -> io::Result<Segment> {
     let path = segment_path(dir, n);
     let file = OpenOptions::new().create(true).truncate(true).read(true).write(true).open(&path)?;
-    let zeros = vec![0u8; ZERO_CHUNK];
     let mut at = 0u64;
     while at < bytes {
-        let n = (bytes - at).min(ZERO_CHUNK as u64) as usize;
-        file.write_all_at(&zeros[..n], at)?;
+        let n = (bytes - at).min(ZEROS.len() as u64) as usize;
+        file.write_all_at(&ZEROS[..n], at)?;
         at += n as u64;
     }
     file.sync_all()?;
@@ -701,6 +701,19 @@ mod tests {
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
+    /// A store in a fresh directory that committed `groups` groups of `size`, closed; and the
+    /// segment it wrote them into.
+    fn a_written_store(groups: u64, size: u64) -> (PathBuf, PathBuf) {
+        let dir = tempdir();
+        {
+            let mut store = LoggedStore::open(&dir).unwrap();
+            store.load().unwrap();
+            write(&mut store, &mut Books::default(), &mut StateDelta::default(), groups, size, 0);
+        }
+        let path = written_segment(&dir);
+        (dir, path)
+    }
+
     fn written_segment(dir: &Path) -> PathBuf {
         let mut numbers: Vec<u64> =
             std::fs::read_dir(dir).unwrap().filter_map(|e| segment_number(e.unwrap().file_name().to_str().unwrap())).collect();
@@ -736,14 +749,7 @@ mod tests {
 
     #[test]
     fn damage_before_acknowledged_records_refuses_the_store() {
-        let dir = tempdir();
-        let mut books = Books::default();
-        {
-            let mut store = LoggedStore::open(&dir).unwrap();
-            store.load().unwrap();
-            write(&mut store, &mut books, &mut StateDelta::default(), 10, 3, 0);
-        }
-        let path = written_segment(&dir);
+        let (dir, path) = a_written_store(10, 3);
         let mut bytes = std::fs::read(&path).unwrap();
         bytes[HEADER_BYTES + 5] ^= 0x40; // inside the first record's body
         std::fs::write(&path, &bytes).unwrap();
@@ -755,14 +761,7 @@ mod tests {
 
     #[test]
     fn hostile_segment_bytes_are_an_error_or_a_repair_never_a_panic() {
-        let dir = tempdir();
-        let mut books = Books::default();
-        {
-            let mut store = LoggedStore::open(&dir).unwrap();
-            store.load().unwrap();
-            write(&mut store, &mut books, &mut StateDelta::default(), 20, 2, 0);
-        }
-        let path = written_segment(&dir);
+        let (dir, path) = a_written_store(20, 2);
         let original = std::fs::read(&path).unwrap();
         let mut x = 0x2545_f491_4f6c_dd1du64;
         let mut rand = move || {

@@ -341,7 +341,8 @@ impl Engine {
         self.combat.prewarm_current_thread(share, 0);
     }
 
-    /// Opens the economy's store in `data_dir` (`economy.redb`, created if absent), loads
+    /// Opens the economy's store in `data_dir` (`economy.redb` and its commit log's segments,
+    /// created if absent, [`crate::commit_log`]), loads
     /// every account's wallet from it and starts the committer: from then on every change to a
     /// wallet is durable before its result may be told (see [`crate::ledger`]), and joins must
     /// name an account. `on_durable` runs on the committer thread after each durable group.

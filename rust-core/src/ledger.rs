@@ -194,8 +194,10 @@ pub struct Recovered {
     pub repairs: Vec<String>,
 }
 
-/// Where durable wallets live. One implementation today (an embedded redb file,
-/// [`crate::store::RedbStore`]); a shared database for several zone servers is another.
+/// Where durable wallets live. The server's is [`crate::commit_log::LoggedStore`] (an
+/// append-only commit log with an embedded redb file as its checkpoint); a plain
+/// [`crate::store::RedbStore`] (a redb transaction per group) is one too, and a shared
+/// database for several zone servers would be another.
 ///
 /// Called from one thread, the committer's. `commit` is all or nothing: after an error, nothing
 /// of that group is durable and the committer tries the same group again.
