@@ -115,18 +115,19 @@ impl StateDelta {
         for w in e.wallets() {
             self.wallets.insert(w.account, WalletImage { decision: DecisionImage::default(), ..*w });
             if w.decision.transaction_id != 0 {
-                self.decisions.insert((w.account, slot_of(&w.decision)), w.decision);
+                self.decisions.insert((w.account, w.decision.window_slot()), w.decision);
             }
         }
+    }
+
+    /// Folds it into `redb` (one transaction, one fsync).
+    fn write_to(&self, redb: &mut RedbStore) -> io::Result<()> {
+        redb.write_state(self.wallets.values(), self.decisions.iter().map(|(&(account, _), d)| (account, d)), &self.books)
     }
 
     fn is_empty(&self) -> bool {
         self.wallets.is_empty() && self.decisions.is_empty()
     }
-}
-
-fn slot_of(d: &DecisionImage) -> u8 {
-    (d.transaction_id % DEDUP_WINDOW as u64) as u8
 }
 
 fn invalid(message: String) -> io::Error {
@@ -262,7 +263,7 @@ impl LoggedStore {
         }
         let delta = replay.finish();
         if !delta.is_empty() {
-            redb.write_state(&delta)?;
+            delta.write_to(&mut redb)?;
         }
         for &n in &segments {
             std::fs::remove_file(segment_path(&self.dir, n))?;
@@ -366,7 +367,7 @@ fn start_checkpointer(dir: PathBuf, mut redb: RedbStore, next: u64, segment_byte
         }
         // Ends when the store is dropped (the sender with it).
         for Checkpoint { segment, delta } in folds {
-            if retried(&format!("the checkpoint of log segment {segment} (the segment stays)"), &stopping, || redb.write_state(&delta))
+            if retried(&format!("the checkpoint of log segment {segment} (the segment stays)"), &stopping, || delta.write_to(&mut redb))
                 .is_none()
             {
                 return;
@@ -522,12 +523,12 @@ fn checked_record(bytes: &[u8], at: usize) -> Option<CheckedRecord<'_>> {
     })
 }
 
-/// Applies the log's segments, in order, over what redb held.
+/// Applies the log's segments, in order, over what redb held: the books entry by entry (their
+/// count is the index the next record must follow), the wallets and decisions collapsed and
+/// merged at the end.
 struct Replay<'a> {
     recovered: &'a mut Recovered,
-    /// Account -> its place in `recovered.wallets`.
-    by_account: FxHashMap<u64, usize>,
-    /// What was applied, for the checkpoint after the replay.
+    /// What was applied, for the merge and the checkpoint after the replay.
     delta: StateDelta,
     /// Where a damaged record was found, if one was: nothing valid may follow it.
     damaged_at: Option<String>,
@@ -535,9 +536,8 @@ struct Replay<'a> {
 
 impl<'a> Replay<'a> {
     fn new(recovered: &'a mut Recovered) -> Self {
-        let by_account = recovered.wallets.iter().enumerate().map(|(i, w)| (w.image.account, i)).collect();
         let delta = StateDelta { books: recovered.books, ..StateDelta::default() };
-        Self { recovered, by_account, delta, damaged_at: None }
+        Self { recovered, delta, damaged_at: None }
     }
 
     /// Reads one segment's records (bounded by its length: every record moves forward).
@@ -600,25 +600,26 @@ impl<'a> Replay<'a> {
     }
 
     fn apply(&mut self, e: &LedgerEntry) {
-        for w in e.wallets() {
-            let i = *self.by_account.entry(w.account).or_insert_with(|| {
-                self.recovered
-                    .wallets
-                    .push(StoredWallet { image: WalletImage::default(), decisions: [DecisionImage::default(); DEDUP_WINDOW] });
-                self.recovered.wallets.len() - 1
-            });
-            let stored = &mut self.recovered.wallets[i];
-            stored.image = WalletImage { decision: DecisionImage::default(), ..*w };
-            if w.decision.transaction_id != 0 {
-                stored.decisions[usize::from(slot_of(&w.decision))] = w.decision;
-            }
-        }
         self.recovered.books.add(e);
         self.delta.apply(e);
-        self.delta.books = self.recovered.books;
     }
 
-    fn finish(self) -> StateDelta {
+    /// Merges what was applied into the recovered wallets; returns it for the checkpoint.
+    fn finish(mut self) -> StateDelta {
+        let wallets = &mut self.recovered.wallets;
+        let mut by_account: FxHashMap<u64, usize> = wallets.iter().enumerate().map(|(i, w)| (w.image.account, i)).collect();
+        for (&account, image) in &self.delta.wallets {
+            let i = *by_account.entry(account).or_insert_with(|| {
+                wallets.push(StoredWallet { image: *image, decisions: [DecisionImage::default(); DEDUP_WINDOW] });
+                wallets.len() - 1
+            });
+            wallets[i].image = *image;
+        }
+        for (&(account, slot), d) in &self.delta.decisions {
+            // A decision's wallet changed in the same entry, so it has its place by now.
+            wallets[by_account[&account]].decisions[usize::from(slot)] = *d;
+        }
+        self.delta.books = self.recovered.books;
         self.delta
     }
 }

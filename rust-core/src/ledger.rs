@@ -54,6 +54,13 @@ pub struct DecisionImage {
     pub status: u8,
 }
 
+impl DecisionImage {
+    /// Its slot in the account's de-duplication window.
+    pub fn window_slot(&self) -> u8 {
+        (self.transaction_id % DEDUP_WINDOW as u64) as u8
+    }
+}
+
 /// An amount of gold and of one item kind (what one operation mints or sinks).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct StackImage {

@@ -20,7 +20,6 @@
 //! one read per account and per recorded decision, whatever the number of operations that
 //! led there.
 
-use crate::commit_log::StateDelta;
 use crate::config::ITEM_KINDS;
 use crate::ledger::{Books, DEDUP_WINDOW, DecisionImage, EconomyStore, LedgerEntry, Recovered, StackImage, StoredWallet, WalletImage};
 use redb::{Database, Durability, ReadableDatabase, ReadableTable, TableDefinition};
@@ -121,13 +120,16 @@ impl RedbStore {
         self.write_rows(wallets.clone(), wallets.map(|w| (w.account, &w.decision)), books)
     }
 
-    /// Writes `state` (wallets and decisions as an economy log segment left them, and the
-    /// books after it) in one transaction and one fsync: a checkpoint of the commit log
+    /// Writes wallets and decisions as a stretch of the commit log left them, and the books
+    /// after it, in one transaction and one fsync: a checkpoint of the log
     /// ([`crate::commit_log`]).
-    pub(crate) fn write_state(&mut self, state: &StateDelta) -> io::Result<()> {
-        guarded("checkpointing", || {
-            self.write_rows(state.wallets.values(), state.decisions.iter().map(|(&(account, _), d)| (account, d)), &state.books)
-        })
+    pub(crate) fn write_state<'a>(
+        &mut self,
+        wallets: impl Iterator<Item = &'a WalletImage>,
+        decisions: impl Iterator<Item = (u64, &'a DecisionImage)>,
+        books: &Books,
+    ) -> io::Result<()> {
+        guarded("checkpointing", || self.write_rows(wallets, decisions, books))
     }
 
     /// Inserts (overwrites) each wallet row, each decision with a transaction id into its
@@ -151,8 +153,7 @@ impl RedbStore {
             let mut decision_row = [0u8; DECISION_ROW];
             for (account, d) in decisions.filter(|(_, d)| d.transaction_id != 0) {
                 encode_decision(d, &mut decision_row);
-                let slot = (d.transaction_id % DEDUP_WINDOW as u64) as u8;
-                decision_table.insert((account, slot), decision_row.as_slice()).map_err(|e| io_error("decision row", e))?;
+                decision_table.insert((account, d.window_slot()), decision_row.as_slice()).map_err(|e| io_error("decision row", e))?;
             }
             let mut books_table = txn.open_table(BOOKS).map_err(|e| io_error("books", e))?;
             let mut books_row = [0u8; BOOKS_ROW];
