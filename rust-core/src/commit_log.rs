@@ -157,8 +157,9 @@ struct Segment {
     written: u64,
 }
 
-/// Creates segment `n`: zero-filled to `bytes`, file and directory synced.
-fn prepare_segment(dir: &Path, n: u64, bytes: u64) -> io::Result<Segment> {
+/// Creates segment `n`: zero-filled to `bytes`, file and directory synced, closed again (the
+/// committer opens it: a file handle never crosses threads).
+fn prepare_segment(dir: &Path, n: u64, bytes: u64) -> io::Result<u64> {
     let path = segment_path(dir, n);
     let file = OpenOptions::new().create(true).truncate(true).read(true).write(true).open(&path)?;
     let mut at = 0u64;
@@ -169,7 +170,12 @@ fn prepare_segment(dir: &Path, n: u64, bytes: u64) -> io::Result<Segment> {
     }
     file.sync_all()?;
     sync_dir(dir)?;
-    Ok(Segment { number: n, file, written: 0 })
+    Ok(n)
+}
+
+/// Opens prepared segment `n` to append records to.
+fn open_segment(dir: &Path, n: u64) -> io::Result<Segment> {
+    Ok(Segment { number: n, file: OpenOptions::new().write(true).open(segment_path(dir, n))?, written: 0 })
 }
 
 /// A segment handed to the checkpoint thread: what it held, to fold into redb.
@@ -184,7 +190,7 @@ struct Checkpointer {
     /// it received the segment prepared after the previous checkpoint).
     to_fold: Option<SyncSender<Checkpoint>>,
     /// Segments prepared for the next switch, one per checkpoint.
-    prepared: Receiver<Segment>,
+    prepared: Receiver<u64>,
     /// Set by the store's drop: a failing step is not retried any more (what it left undone
     /// stays in the log's segments, which the next open reads).
     stop: Arc<AtomicBool>,
@@ -201,6 +207,8 @@ pub struct LoggedStore {
     redb: Option<RedbStore>,
     /// The segment records are appended to (none before `load`).
     active: Option<Segment>,
+    /// A prepared segment received but not yet opened (its open failed; the retry opens it).
+    next: Option<u64>,
     /// What the active segment holds, collapsed, for its checkpoint.
     delta: StateDelta,
     /// The global index of the next entry (`books.entries` after the last commit).
@@ -232,6 +240,7 @@ impl LoggedStore {
             segment_bytes,
             redb: Some(redb),
             active: None,
+            next: None,
             delta: StateDelta::default(),
             next_index: 0,
             record: Vec::new(),
@@ -269,7 +278,7 @@ impl LoggedStore {
             std::fs::remove_file(segment_path(&self.dir, n))?;
         }
         let first = segments.last().map_or(0, |n| n + 1);
-        self.active = Some(prepare_segment(&self.dir, first, self.segment_bytes)?);
+        self.active = Some(open_segment(&self.dir, prepare_segment(&self.dir, first, self.segment_bytes)?)?);
         self.next_index = recovered.books.entries;
         self.delta.books = recovered.books;
         self.checkpointer = Some(start_checkpointer(self.dir.clone(), redb, first + 1, self.segment_bytes)?);
@@ -311,13 +320,17 @@ impl LoggedStore {
     /// Makes the prepared segment active and hands the full one to the checkpoint thread.
     fn switch_segment(&mut self) -> io::Result<()> {
         let checkpointer = self.checkpointer.as_mut().expect("started by load");
-        let next = match checkpointer.prepared.recv_timeout(SPARE_WAIT) {
-            Ok(next) => next,
-            Err(RecvTimeoutError::Timeout) => {
-                return Err(io::Error::other("the next log segment is not prepared yet (its checkpoint runs)"));
-            }
-            Err(RecvTimeoutError::Disconnected) => return Err(io::Error::other("the checkpoint thread stopped")),
+        let number = match self.next.take() {
+            Some(number) => number,
+            None => match checkpointer.prepared.recv_timeout(SPARE_WAIT) {
+                Ok(number) => number,
+                Err(RecvTimeoutError::Timeout) => {
+                    return Err(io::Error::other("the next log segment is not prepared yet (its checkpoint runs)"));
+                }
+                Err(RecvTimeoutError::Disconnected) => return Err(io::Error::other("the checkpoint thread stopped")),
+            },
         };
+        let next = open_segment(&self.dir, number).inspect_err(|_| self.next = Some(number))?;
         let full = std::mem::replace(self.active.as_mut().expect("started by load"), next);
         let books = self.delta.books;
         let delta = std::mem::replace(&mut self.delta, StateDelta { books, ..StateDelta::default() });
@@ -356,7 +369,7 @@ impl Drop for LoggedStore {
 /// full segment `n` into redb (and deleting it) prepares segment `n + 2`.
 fn start_checkpointer(dir: PathBuf, mut redb: RedbStore, next: u64, segment_bytes: u64) -> io::Result<Checkpointer> {
     let (to_fold, folds) = std::sync::mpsc::sync_channel::<Checkpoint>(1);
-    let (prepared_tx, prepared) = std::sync::mpsc::sync_channel::<Segment>(1);
+    let (prepared_tx, prepared) = std::sync::mpsc::sync_channel::<u64>(1);
     let stop = Arc::new(AtomicBool::new(false));
     let stopping = Arc::clone(&stop);
     let handle = std::thread::Builder::new().name("mmo-economy-checkpoint".into()).spawn(move || {
