@@ -130,6 +130,9 @@ pub struct LedgerEntry {
     pub sunk: StackImage,
 }
 
+// Journals reserve `JOURNAL_ENTRIES_PER_SHARD` of these per home: keep an entry's size in view.
+const _: () = assert!(std::mem::size_of::<LedgerEntry>() <= 512, "a ledger entry outgrew its budget");
+
 impl LedgerEntry {
     /// The touched wallets.
     pub fn wallets(&self) -> &[WalletImage] {

@@ -40,9 +40,13 @@ const BOOKS_ROW: usize = 1 + 4 * 16 * (1 + ITEM_KINDS) + 8;
 /// redb's page cache (its write buffer is at most half of it). redb's default, 1 GiB, keeps
 /// every page it ever wrote or read in the heap: behind the commit log the file is written a
 /// segment's checkpoint at a time on a thread of its own and read once at start, so a cache
-/// buys nothing there. With the default, the server's peak RSS under the raid load of
-/// `make compare` was 32.9 MiB (heaptrack: 3.4 MiB of it redb's dirty pages of one checkpoint).
-pub const CACHE_BYTES: usize = 4 << 20;
+/// buys little there, and what it holds during a checkpoint is resident. Under the raid load
+/// of `make compare` the server's peak RSS was 32.9 MiB with the default (heaptrack: 3.4 MiB
+/// of it redb's dirty pages of one checkpoint); with 4 MiB, 38.4-39.3 MiB in
+/// `loadtest/scripts/with-server.sh`'s raid runs, and with 1 MiB 35.7-35.9 MiB (heaptrack:
+/// 1.0 MiB of redb's pages at the peak); pages past the write buffer's half are written to
+/// the file (the kernel's page cache) during the checkpoint instead of at its commit.
+pub const CACHE_BYTES: usize = 1 << 20;
 
 /// The file name inside the data directory.
 pub const STORE_FILE: &str = "economy.redb";
