@@ -16,8 +16,9 @@
 //! - `economy-<n>.log` (`n` in 16 digits): segments of [`SEGMENT_BYTES`], zero-filled and
 //!   `fsync`ed (file and directory) before the first record is written into them, so an
 //!   `fdatasync` after an append flushes data only, never the file's size or extents. At most
-//!   three exist: the active one, the next one (ready for the switch) and the previous one
-//!   while it is being checkpointed.
+//!   three exist: the one being checkpointed, the active one, and either the next one
+//!   (prepared for the switch) or, once the committer has moved on to it, a full one waiting
+//!   for its checkpoint.
 //!
 //! ## A record
 //!
@@ -33,10 +34,11 @@
 //! When a record does not fit in the rest of the active segment, the committer switches to
 //! the next segment and hands the checkpoint thread what the full one held, collapsed (the
 //! last image of each wallet, the last decision of each window slot, the books after it:
-//! [`StateDelta`]). That thread writes it to redb in one transaction, deletes the segment and
-//! prepares the one after next. The committer waits for it only if it fills a whole segment
-//! before the previous checkpoint is done (then the journals fill and new operations are
-//! refused `StorageBusy`: a bound, not a queue).
+//! [`StateDelta`]). That thread prepares the segment after next, then writes the full one to
+//! redb in one transaction and deletes it. Preparing first gives the committer a segment to
+//! go on with during the checkpoint: it waits only if it fills two segments while one
+//! checkpoint runs (then the journals fill and new operations are refused `StorageBusy`: a
+//! bound, not a queue).
 //!
 //! ## Recovery
 //!
@@ -335,8 +337,8 @@ impl LoggedStore {
         let books = self.delta.books;
         let delta = std::mem::replace(&mut self.delta, StateDelta { books, ..StateDelta::default() });
         let sender = checkpointer.to_fold.as_ref().expect("open until drop");
-        // The channel is empty: the segment just received was prepared after the previous
-        // checkpoint was done.
+        // The channel is empty: the segment just received was prepared after the checkpoint
+        // thread took the previous full segment off it.
         sender.send(Checkpoint { segment: full.number, delta }).map_err(|_| io::Error::other("the checkpoint thread stopped"))
     }
 }
@@ -365,8 +367,8 @@ impl Drop for LoggedStore {
     }
 }
 
-/// Starts the checkpoint thread: it prepares segment `next` at once, then after folding each
-/// full segment `n` into redb (and deleting it) prepares segment `n + 2`.
+/// Starts the checkpoint thread: it prepares segment `next` at once, then for each full
+/// segment `n` it receives prepares segment `n + 2`, folds `n` into redb and deletes it.
 fn start_checkpointer(dir: PathBuf, mut redb: RedbStore, next: u64, segment_bytes: u64) -> io::Result<Checkpointer> {
     let (to_fold, folds) = std::sync::mpsc::sync_channel::<Checkpoint>(1);
     let (prepared_tx, prepared) = std::sync::mpsc::sync_channel::<u64>(1);
@@ -380,6 +382,14 @@ fn start_checkpointer(dir: PathBuf, mut redb: RedbStore, next: u64, segment_byte
         }
         // Ends when the store is dropped (the sender with it).
         for Checkpoint { segment, delta } in folds {
+            // Segment n + 2 first, so the committer has somewhere to go while n is folded: it
+            // waits at a switch only when two segments fill during one checkpoint. Segments on
+            // disk meanwhile: n (folding), n + 1 (active), n + 2; n - 1 was deleted before n
+            // was received, so never more than three.
+            let Some(next) = prepare(segment + 2) else { return };
+            if prepared_tx.send(next).is_err() {
+                return;
+            }
             if retried(&format!("the checkpoint of log segment {segment} (the segment stays)"), &stopping, || delta.write_to(&mut redb))
                 .is_none()
             {
@@ -388,10 +398,6 @@ fn start_checkpointer(dir: PathBuf, mut redb: RedbStore, next: u64, segment_byte
             if let Err(e) = std::fs::remove_file(segment_path(&dir, segment)) {
                 // Harmless: a later open reads it and skips what the checkpoint has.
                 eprintln!("economy store: could not delete checkpointed log segment {segment}: {e}");
-            }
-            let Some(next) = prepare(segment + 2) else { return };
-            if prepared_tx.send(next).is_err() {
-                return;
             }
         }
     })?;
