@@ -167,7 +167,7 @@ struct RowResult {
     engine_share: Option<f64>,
     /// Share of the perf run's samples in the kernel outside any engine call.
     kernel_share: Option<f64>,
-    /// Share of the perf samples on the economy's committer thread (the store's).
+    /// Share of the perf samples on the economy's store threads (committer and checkpoint).
     store_share: Option<f64>,
     /// Share of the perf run's samples whose stack does not reach a known root.
     unknown_root_share: Option<f64>,

@@ -135,9 +135,9 @@ pub fn engine_share(folded: &str) -> Option<f64> {
     share(folded, |stack| in_engine(stack) && !is_store(stack))
 }
 
-/// The share of samples (0..1) on the economy's committer thread: making wallet changes
-/// durable (redb, the writes and fsyncs it asks the kernel for). Only a row that persists has
-/// any.
+/// The share of samples (0..1) on the economy's store threads: making wallet changes durable
+/// (the committer's appends and fsyncs to the commit log, the checkpoint thread's redb
+/// transactions, and the kernel's work for both). Only a row that persists has any.
 pub fn store_share(folded: &str) -> Option<f64> {
     share(folded, is_store)
 }
@@ -192,7 +192,7 @@ pub fn kernel_share(folded: &str) -> Option<f64> {
 pub struct Shares {
     /// Share of samples with an engine frame anywhere in the stack ([`engine_share`]).
     pub engine: Option<f64>,
-    /// Share of samples on the economy's committer thread ([`store_share`]).
+    /// Share of samples on the economy's store threads ([`store_share`]).
     pub store: Option<f64>,
     /// Share of samples in the kernel outside any engine call ([`kernel_share`]).
     pub kernel: Option<f64>,

@@ -432,7 +432,20 @@ fn machine() -> Value {
         .output()
         .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
         .unwrap_or_default();
+    // The code measured: the checkout's commit, and whether tracked files differed from it.
+    let git = |args: &[&str]| {
+        std::process::Command::new("git")
+            .args(args)
+            .output()
+            .ok()
+            .filter(|o| o.status.success())
+            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+    };
+    let commit = git(&["rev-parse", "--short=7", "HEAD"]).unwrap_or_else(|| "unknown".into());
+    let modified = git(&["status", "--porcelain", "--untracked-files=no"]).map(|s| !s.is_empty());
     json!({
+        "commit": commit,
+        "tracked_files_modified": modified,
         "cpu": cpu,
         "cpus": std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0),
         "memory_gib": mem_kb.map(|kb| (kb as f64 / 1024.0 / 1024.0 * 10.0).round() / 10.0),
@@ -553,6 +566,16 @@ pub fn write(out: &Path, rows: &[(&'static str, RowResult)], info: &RunInfo) -> 
         machine["kernel"].as_str().unwrap_or("?"),
         machine["date"].as_str().unwrap_or("?")
     );
+    let _ = writeln!(
+        md,
+        "Code: commit {}{}.\n",
+        machine["commit"].as_str().unwrap_or("unknown"),
+        match machine["tracked_files_modified"].as_bool() {
+            Some(true) => ", with tracked files modified",
+            Some(false) => "",
+            None => " (not a git checkout)",
+        }
+    );
     if info.repeats > 1 {
         let _ = writeln!(md, "Each cell: the median of the plain runs, with their min–max where they differ; ratios divide medians.\n");
     }
@@ -664,7 +687,7 @@ pub fn write(out: &Path, rows: &[(&'static str, RowResult)], info: &RunInfo) -> 
     let _ = writeln!(md, "\n## Where the time goes (perf, cpu-clock, raid load, frame-pointer stacks)\n");
     let _ = writeln!(
         md,
-        "Each sample counted once, by its whole stack: **store** (on the economy's committer thread: making wallet changes durable, redb and the writes and fsyncs it asks of the kernel; only a row that persists has any), **engine** (an engine frame anywhere in the rest), **kernel** (a kernel frame sampled outside any engine call: the UDP receive and send paths, epoll, scheduling, interrupts, on the front's behalf), **front** (the rest: the network front's own code, the C library it calls). CPU per update is the perf run's, split by those shares.\n"
+        "Each sample counted once, by its whole stack: **store** (on the economy's committer and checkpoint threads: making wallet changes durable, the commit log's appends and fsyncs, redb's checkpoints, and the kernel's work for them; only a row that persists has any), **engine** (an engine frame anywhere in the rest), **kernel** (a kernel frame sampled outside any engine call: the UDP receive and send paths, epoll, scheduling, interrupts, on the front's behalf), **front** (the rest: the network front's own code, the C library it calls). CPU per update is the perf run's, split by those shares.\n"
     );
     let _ = writeln!(
         md,
@@ -716,7 +739,7 @@ pub fn write(out: &Path, rows: &[(&'static str, RowResult)], info: &RunInfo) -> 
     }
     let _ = writeln!(
         md,
-        "\n## How to read this\n\n- Rows: `rust` the Rust core (mimalloc); `baseline` the C++ baseline (glibc malloc); `baseline-mimalloc` and `baseline-jemalloc` the same baseline with that allocator preloaded, so the allocator's part and the design's part of a ratio can be told apart; `null-engine` the same front with an engine that keeps no state (every move acknowledged, every area of interest empty): the front and the kernel alone, the floor under every row.\n- What each row persists: `rust` keeps its economy durable (the server's default `economy_store = \"durable\"`: every wallet change a ledger entry, committed in groups to `economy.redb` in a fresh data directory per server, one fsync per group; economy replies, here the raid's loot claims and trades, wait for their group, moves never do); the `baseline` rows keep their economy in memory only (a crash loses every wallet); `null-engine` keeps nothing.\n- `alloc_calls` and `alloc_calls_per_update`: the raw difference between a {0} s and a {1} s steady heaptrack run (signed, never clamped), over the difference in updates applied: start-up, joins and pre-warming cancel out, so this is what one more update costs. `alloc_calls_per_update_resolution` is one call over that difference: a figure of that order is noise.\n- `cpu_ns_per_update`: the server process's user + system CPU time (rusage) over the steady phase, divided by the updates the engine applied in it; it includes the network front and the kernel's UDP work, which the null-engine row measures alone (see \"Above the floor\").\n- `engine_cpu_share` and `engine_cpu_ns_per_update`: from the perf run (raid load), the share of samples whose whole stack (frame pointers, every build) passes through the engine (`mmo_core::`, `mmo_ffi::`, `mmo::baseline::`) off the economy's committer thread, times that run's CPU per update; `store_cpu_ns_per_update` the same for the committer thread (durability: redb and the kernel's writes and fsyncs for it), `front_cpu_ns_per_update` and `kernel_cpu_ns_per_update` for the network front's own code and for the kernel outside engine calls (\"Where the time goes\"). `perf_unknown_root_share`: samples whose stack does not reach the process's or a thread's start; the shares are only as good as this is small.\n- `update_latency_us` (steady) and `update_latency_us_raid`: server-side, from each move datagram's kernel receive timestamp (`SO_TIMESTAMPNS`, so time spent waiting in the socket buffer counts) to the end of its batch's engine call (hdrhistogram in the server). `rtt_us`, `rtt_us_raid_phase` and `rtt_us_during_raid`: the load tester's move-to-ack round trip from each move's intended send time (steady; the whole raid phase; moves overlapping a raid window). `send_lag_us`: how late the tester sent, part of every round trip.\n- `lock_waits` (compare.json): per lock left on the update path, the fraction of moves that waited on it, its contended acquisitions, and the wait per update, counted by each engine (a lock is tried first; only a held one is timed). The front has no lock on that path.\n- `peak_rss_bytes`: the server's `ru_maxrss` in the plain runs; `peak_rss_bytes_per_player` divides it by the bots. `peak_heap_bytes` and `leaked_bytes`: heaptrack, system-allocator build.\n- Ratios divide the Rust row's median by the `baseline` row's of this same run.",
+        "\n## How to read this\n\n- Rows: `rust` the Rust core (mimalloc); `baseline` the C++ baseline (glibc malloc); `baseline-mimalloc` and `baseline-jemalloc` the same baseline with that allocator preloaded, so the allocator's part and the design's part of a ratio can be told apart; `null-engine` the same front with an engine that keeps no state (every move acknowledged, every area of interest empty): the front and the kernel alone, the floor under every row.\n- What each row persists: `rust` keeps its economy durable (the server's default `economy_store = \"durable\"`: every wallet change a ledger entry, committed in groups to the commit log in a fresh data directory per server, one append and one fdatasync per group, full log segments folded into `economy.redb` by a checkpoint thread; economy replies, here the raid's loot claims and trades, wait for their group, moves never do); the `baseline` rows keep their economy in memory only (a crash loses every wallet); `null-engine` keeps nothing.\n- `alloc_calls` and `alloc_calls_per_update`: the raw difference between a {0} s and a {1} s steady heaptrack run (signed, never clamped), over the difference in updates applied: start-up, joins and pre-warming cancel out, so this is what one more update costs. `alloc_calls_per_update_resolution` is one call over that difference: a figure of that order is noise.\n- `cpu_ns_per_update`: the server process's user + system CPU time (rusage) over the steady phase, divided by the updates the engine applied in it; it includes the network front and the kernel's UDP work, which the null-engine row measures alone (see \"Above the floor\").\n- `engine_cpu_share` and `engine_cpu_ns_per_update`: from the perf run (raid load), the share of samples whose whole stack (frame pointers, every build) passes through the engine (`mmo_core::`, `mmo_ffi::`, `mmo::baseline::`) off the economy's store threads, times that run's CPU per update; `store_cpu_ns_per_update` the same for the store threads (durability: the commit log's appends and fsyncs, redb's checkpoints, and the kernel's work for them), `front_cpu_ns_per_update` and `kernel_cpu_ns_per_update` for the network front's own code and for the kernel outside engine calls (\"Where the time goes\"). `perf_unknown_root_share`: samples whose stack does not reach the process's or a thread's start; the shares are only as good as this is small.\n- `update_latency_us` (steady) and `update_latency_us_raid`: server-side, from each move datagram's kernel receive timestamp (`SO_TIMESTAMPNS`, so time spent waiting in the socket buffer counts) to the end of its batch's engine call (hdrhistogram in the server). `rtt_us`, `rtt_us_raid_phase` and `rtt_us_during_raid`: the load tester's move-to-ack round trip from each move's intended send time (steady; the whole raid phase; moves overlapping a raid window). `send_lag_us`: how late the tester sent, part of every round trip.\n- `lock_waits` (compare.json): per lock left on the update path, the fraction of moves that waited on it, its contended acquisitions, and the wait per update, counted by each engine (a lock is tried first; only a held one is timed). The front has no lock on that path.\n- `peak_rss_bytes`: the server's `ru_maxrss` in the plain runs; `peak_rss_bytes_per_player` divides it by the bots. `peak_heap_bytes` and `leaked_bytes`: heaptrack, system-allocator build.\n- Ratios divide the Rust row's median by the `baseline` row's of this same run.",
         info.phase_s,
         info.phase_s * 2
     );
