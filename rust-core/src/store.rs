@@ -42,10 +42,11 @@ const BOOKS_ROW: usize = 1 + 4 * 16 * (1 + ITEM_KINDS) + 8;
 /// segment's checkpoint at a time on a thread of its own and read once at start, so a cache
 /// buys little there, and what it holds during a checkpoint is resident. Under the raid load
 /// of `make compare` the server's peak RSS was 32.9 MiB with the default (heaptrack: 3.4 MiB
-/// of it redb's dirty pages of one checkpoint); with 4 MiB, 38.4-39.3 MiB in
-/// `loadtest/scripts/with-server.sh`'s raid runs, and with 1 MiB 35.7-35.9 MiB (heaptrack:
-/// 1.0 MiB of redb's pages at the peak); pages past the write buffer's half are written to
-/// the file (the kernel's page cache) during the checkpoint instead of at its commit.
+/// of it redb's dirty pages of one checkpoint) and 27.9 MiB with this bound. In three
+/// interleaved `loadtest/scripts/with-server.sh` raid runs each, a 4 MiB bound gave
+/// 37.7-38.0 MiB and this one 34.8-35.1 MiB, with the same update latency and CPU
+/// (docs/results/redb-cache-ab/). Pages past the write buffer's half are written to the file
+/// (the kernel's page cache) during the checkpoint instead of at its commit.
 pub const CACHE_BYTES: usize = 1 << 20;
 
 /// The file name inside the data directory.
