@@ -7,8 +7,9 @@
 //! latency. The stores: `LoggedStore`, the server's (one record appended and `fdatasync`ed
 //! per group, with its segment switches and the checkpoint thread folding full segments into
 //! redb meanwhile), and `RedbStore` alone (a B-tree transaction per group). A commit the log
-//! refuses because its checkpoint thread is a whole segment behind is retried, as the
-//! committer retries it, and the retries count in that commit's time.
+//! refuses at a switch because no segment is prepared yet (its checkpoint thread is two
+//! segments behind) is retried, as the committer retries it, and the retries count in that
+//! commit's time.
 //!
 //! Part 2 runs 1,000,000 operations (transfers and spends among 1,000 accounts, from two
 //! threads) through an engine with a store open (the server's: the commit log in front of
@@ -46,8 +47,8 @@ fn percentile(sorted: &[Duration], p: f64) -> Duration {
     sorted[((sorted.len() as f64 - 1.0) * p).round() as usize]
 }
 
-/// Commits a group, retrying what the store refuses (the log's checkpoint thread a segment
-/// behind) as the committer would, at most `COMMIT_ATTEMPTS` times.
+/// Commits a group, retrying what the store refuses (at a switch, the log's checkpoint thread
+/// two segments behind) as the committer would, at most `COMMIT_ATTEMPTS` times.
 fn commit_retrying(store: &mut dyn EconomyStore, group: &[LedgerEntry], books: &Books) {
     const COMMIT_ATTEMPTS: u32 = 100;
     for attempt in 1..=COMMIT_ATTEMPTS {
