@@ -189,7 +189,7 @@ struct Checkpoint {
 /// The checkpoint thread's end of things, held by the store.
 struct Checkpointer {
     /// Full segments to fold into redb (room for one: the committer sends the next only after
-    /// it received the segment prepared after the previous checkpoint).
+    /// it received the segment the checkpoint thread prepared on taking the previous one).
     to_fold: Option<SyncSender<Checkpoint>>,
     /// Segments prepared for the next switch, one per checkpoint.
     prepared: Receiver<u64>,

@@ -77,7 +77,9 @@
 
 use crate::arena::ArenaConfig;
 use crate::config::{AMOUNT_MAX, ITEM_KINDS};
-use crate::ledger::{Books, DecisionImage, JOURNAL_ENTRIES_PER_SHARD, Ledger, LedgerEntry, MintCause, Recovered, StackImage, WalletImage};
+use crate::ledger::{
+    Books, DecisionImage, JOURNAL_ENTRIES_PER_SHARD, Ledger, LedgerEntry, MintCause, Recovered, StackImage, WalletImage, window_slot,
+};
 use crate::locks::LockWaits;
 use crate::loot::LootContents;
 use crate::records::{EconomyKind, EconomyOp, EconomyStatus, TradeAnswer, TradeOffer, TradeStack};
@@ -268,7 +270,7 @@ impl Wallet {
         if self.highest_transaction >= DEDUP_WINDOW as u64 && transaction_id <= self.highest_transaction - DEDUP_WINDOW as u64 {
             return Some(Outcome::refused(EconomyStatus::TransactionTooOld));
         }
-        let d = self.decisions[(transaction_id % DEDUP_WINDOW as u64) as usize];
+        let d = self.decisions[usize::from(window_slot(transaction_id))];
         (d.transaction_id == transaction_id).then(|| {
             let status = EconomyStatus::try_from(d.status).expect("recorded statuses are valid");
             Outcome { status, duplicate: true, gold_after: d.gold_after, ledger_seq: d.ledger_seq }
@@ -279,7 +281,7 @@ impl Wallet {
     /// for yet: see [`Wallet::set_ledger_seq`]).
     fn record(&mut self, transaction_id: u64, status: EconomyStatus) -> Outcome {
         let gold_after = if status == EconomyStatus::Applied { self.gold } else { 0 };
-        self.decisions[(transaction_id % DEDUP_WINDOW as u64) as usize] =
+        self.decisions[usize::from(window_slot(transaction_id))] =
             Decision { transaction_id, gold_after, status: status as u8, ledger_seq: 0 };
         self.highest_transaction = self.highest_transaction.max(transaction_id);
         Outcome { status, duplicate: false, gold_after, ledger_seq: 0 }
@@ -288,7 +290,7 @@ impl Wallet {
     /// The recorded decision of `transaction_id` was journaled: a retransmit's answer waits
     /// for `ledger_seq` too (see [`Decision::ledger_seq`]).
     fn set_ledger_seq(&mut self, transaction_id: u64, ledger_seq: u64) {
-        let d = &mut self.decisions[(transaction_id % DEDUP_WINDOW as u64) as usize];
+        let d = &mut self.decisions[usize::from(window_slot(transaction_id))];
         debug_assert_eq!(d.transaction_id, transaction_id, "set right after record, under the same lock");
         d.ledger_seq = ledger_seq;
     }
@@ -297,7 +299,7 @@ impl Wallet {
     /// transaction id.
     fn image(&self, decided: Option<u64>) -> WalletImage {
         let decision = decided.map_or(DecisionImage::default(), |tx| {
-            let d = self.decisions[(tx % DEDUP_WINDOW as u64) as usize];
+            let d = self.decisions[usize::from(window_slot(tx))];
             DecisionImage { transaction_id: d.transaction_id, gold_after: d.gold_after, status: d.status }
         });
         WalletImage {

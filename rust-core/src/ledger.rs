@@ -54,10 +54,17 @@ pub struct DecisionImage {
     pub status: u8,
 }
 
+/// The slot of `transaction_id` in its account's de-duplication window: the one place the
+/// window's arithmetic lives (the live wallet, the ledger images, the store's rows).
+pub fn window_slot(transaction_id: u64) -> u8 {
+    const _: () = assert!(DEDUP_WINDOW <= u8::MAX as usize + 1, "a window slot fits a u8");
+    (transaction_id % DEDUP_WINDOW as u64) as u8
+}
+
 impl DecisionImage {
     /// Its slot in the account's de-duplication window.
     pub fn window_slot(&self) -> u8 {
-        (self.transaction_id % DEDUP_WINDOW as u64) as u8
+        window_slot(self.transaction_id)
     }
 }
 

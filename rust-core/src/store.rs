@@ -191,7 +191,7 @@ impl RedbStore {
             let Some(&i) = by_account.get(&account) else {
                 return Err(io::Error::new(io::ErrorKind::InvalidData, format!("a decision of account {account}, which has no wallet")));
             };
-            if usize::from(slot) >= DEDUP_WINDOW || d.transaction_id % DEDUP_WINDOW as u64 != u64::from(slot) {
+            if usize::from(slot) >= DEDUP_WINDOW || d.window_slot() != slot {
                 return Err(io::Error::new(io::ErrorKind::InvalidData, format!("account {account}: decision in the wrong slot {slot}")));
             }
             recovered.wallets[i].decisions[usize::from(slot)] = d;
