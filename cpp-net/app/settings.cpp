@@ -50,6 +50,8 @@ void visit_settings(Settings& s, V&& v) {
   v(Number<unsigned>{"server", "tick_hz", "--tick-hz", s.server.tick_hz, 1, 100, "ticks per second (areas of interest go out at this rate)"});
   v(Number<int>{"server", "tick_nice", "--tick-nice", s.server.tick_nice, 0, 19,
                 "niceness of the tick thread, so a worker woken by a datagram runs ahead of it (0: the process's)"});
+  v(Number<unsigned>{"server", "aoi_spread_pct", "--aoi-spread-pct", s.server.aoi_spread_pct, 0, 90,
+                     "share of the tick period each worker spreads its areas of interest over, each session keeping its place (0: all at once after the tick)"});
   v(Text{"server", "engine", "--engine", s.engine, "game-state engine: rust, baseline, or null (no game state: the comparison's floor)"});
   v(Number<uint32_t>{"server", "max_players", "--max-players", s.server.max_players, 1, 1 << 24,
                      "players joined at once, at most (also the core's player_capacity)"});

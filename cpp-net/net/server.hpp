@@ -9,8 +9,9 @@
 //   datagrams per recvmmsg, admits them (admission.hpp), hands the batch's moves to the engine
 //   in one call and its economy requests in another, and flushes every reply with one
 //   sendmmsg. After each tick it sends its own sessions their area-of-interest snapshots,
-//   read from the engine's published world snapshot in chunks of 64 players (one engine call
-//   and one sendmmsg per chunk), draining its socket between chunks.
+//   read from the engine's published world snapshot in chunks of at most 64 players (one
+//   engine call and one sendmmsg per chunk), paced over aoi_spread_pct of the tick period and
+//   draining its socket between chunks.
 // - One tick thread: runs the engine's tick at the tick rate (expiry, world snapshot) and then
 //   wakes every worker through its eventfd. It touches no session and takes no lock a worker
 //   takes: no worker ever waits on the tick.
@@ -19,6 +20,7 @@
 //   workers' latency histograms under each worker's latency mutex.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <cstddef>
@@ -51,6 +53,10 @@ struct ServerConfig {
   unsigned threads = 0;  // 0: one per core
   unsigned tick_hz = 10;
   int tick_nice = 10;  // the tick thread's niceness (0: the process's)
+  // Share of the tick period over which a worker spreads its area-of-interest round, in
+  // percent (0: all at once after the tick). Spread, the round is not a burst on every core
+  // that the moves arriving after the tick queue behind.
+  unsigned aoi_spread_pct = 80;
   uint32_t max_players = 8192;
   uint32_t max_sessions_per_host = 64;  // live sessions one source IP address may hold (0: no limit)
   uint64_t admin_key = 0;
@@ -184,6 +190,8 @@ class Server {
   unsigned threads() const { return static_cast<unsigned>(workers_.size()); }
   Engine& engine() { return *engine_; }
   uint64_t now_us() const;
+  // How long a worker spreads one area-of-interest round over: aoi_spread_pct of the tick period.
+  uint64_t aoi_spread_us() const { return uint64_t{1'000'000} / std::max(1u, config_.tick_hz) * config_.aoi_spread_pct / 100; }
   // Where a joining account appears: its saved position, else its faction's spawn point.
   // Returns whether the position was the saved one.
   bool spawn_for(uint64_t account_id, uint8_t faction, float& x_m, float& y_m) const;

@@ -1,7 +1,7 @@
 // worker.cpp: an I/O worker's loop: drain the socket with recvmmsg, admit each datagram,
 // hand the batch's moves and economy requests to the engine (one call each), answer with one
-// sendmmsg; after each tick, send its sessions their areas of interest in chunks, draining the
-// socket between chunks. Admin messages (raid trigger, stats) are handled in admin.cpp.
+// sendmmsg; after each tick, send its sessions their areas of interest in chunks paced over
+// the tick period (aoi_pace.hpp), draining the socket between chunks. Admin messages (raid trigger, stats) are handled in admin.cpp.
 #include "net/worker.hpp"
 
 #include <sys/eventfd.h>
@@ -119,8 +119,10 @@ void Worker::run() {
   server_.engine().prewarm_thread(server_.threads());
   std::array<epoll_event, 4> ready{};
   while (!server_.stopping_.load(std::memory_order_acquire)) {
-    // With an area-of-interest round under way, only peek at the sockets between chunks.
-    const int n = epoll_wait(epfd_, ready.data(), static_cast<int>(ready.size()), aoi_pending_ ? 0 : kEpollTimeoutMs);
+    // With an area-of-interest round under way, only peek at the sockets between chunks, or
+    // sleep until its next session is due.
+    const int timeout_ms = aoi_pending_ ? aoi_pace_.wait_ms(server_.now_us(), kEpollTimeoutMs) : kEpollTimeoutMs;
+    const int n = epoll_wait(epfd_, ready.data(), static_cast<int>(ready.size()), timeout_ms);
     for (int i = 0; i < n; ++i) {
       if (ready[i].data.u64 == kDurableEvent) {
         uint64_t groups = 0;
@@ -131,13 +133,17 @@ void Worker::run() {
           if (aoi_pending_) counters.aoi_rounds_overrun.add();
           aoi_pending_ = true;
           aoi_cursor_ = 0;
+          aoi_pace_.start(server_.now_us(), server_.aoi_spread_us(), admission_.sessions().size());
         }
       } else {
         drain_socket();
       }
     }
     release_held();
-    if (aoi_pending_) send_aoi_chunk();
+    if (aoi_pending_) {
+      const size_t owed = aoi_pace_.owed(server_.now_us());
+      if (owed > 0) send_aoi_chunk(owed);
+    }
     const uint64_t now_ms = server_.now_us() / 1000;
     if (end_requests_pending_.load(std::memory_order_acquire)) end_requested_sessions(now_ms);
     if (now_ms >= next_idle_scan_ms_) {
@@ -254,10 +260,11 @@ void Worker::flush_replies() {
   counters.send_failures.add(failed);
 }
 
-void Worker::send_aoi_chunk() {
+void Worker::send_aoi_chunk(size_t sessions_max) {
   SessionTable& sessions = admission_.sessions();
+  const size_t chunk_max = std::min(kAoiChunk, sessions_max);
   size_t n = 0;
-  while (aoi_cursor_ < sessions.capacity() && n < kAoiChunk) {
+  while (aoi_cursor_ < sessions.capacity() && n < chunk_max) {
     if (const Session* s = sessions.at(aoi_cursor_)) {
       aoi_players_[n] = s->player_id;
       aoi_sources_[n] = s->source;
@@ -266,6 +273,7 @@ void Worker::send_aoi_chunk() {
     ++aoi_cursor_;
   }
   if (aoi_cursor_ >= sessions.capacity()) aoi_pending_ = false;
+  aoi_pace_.sent(n);
   if (n == 0) return;
   constexpr uint32_t k = static_cast<uint32_t>(wire::kAoiEntriesMax);
   MmoAoiBatchInfo info{};

@@ -22,6 +22,7 @@
 
 #include "net/admission.hpp"
 #include "net/server.hpp"
+#include "net/aoi_pace.hpp"
 #include "net/udp.hpp"
 
 namespace mmo::net {
@@ -74,8 +75,9 @@ class Worker {
   // Whether a move of `player_id` waits in this receive batch's engine batch.
   bool move_pending_for(uint64_t player_id) const;
   void expire_idle_sessions(uint64_t now_ms);
-  // Sends the next chunk of this tick's area-of-interest round.
-  void send_aoi_chunk();
+  // Sends the next chunk of this tick's area-of-interest round: at most `sessions_max` sessions
+  // (and at most kAoiChunk).
+  void send_aoi_chunk(size_t sessions_max);
   void flush_replies();
   // Queues a reply, flushing the batch first when it is full (a receive batch's replies can
   // outnumber its datagrams: kill notices), so no reply is ever dropped for want of a slot.
@@ -180,10 +182,13 @@ class Worker {
   std::array<uint8_t, wire::kStatsReplyMax> stats_datagram_{};
   uint64_t next_idle_scan_ms_ = 0;
 
-  // This tick's area-of-interest round: the next session pool slot to visit, and the chunk's
-  // buffers.
+  // This tick's area-of-interest round: the next session pool slot to visit, the round's pace
+  // (ServerConfig::aoi_spread_pct of the tick period from when this worker saw the tick; the
+  // sessions live then are spread evenly over it, in pool order, so each session keeps its
+  // place, and its updates their period), and the chunk's buffers.
   bool aoi_pending_ = false;
   size_t aoi_cursor_ = 0;
+  AoiPace aoi_pace_;
   std::array<uint64_t, kAoiChunk> aoi_players_{};
   std::array<SourceAddress, kAoiChunk> aoi_sources_{};
   std::array<uint32_t, kAoiChunk> aoi_counts_{};

@@ -11,6 +11,7 @@
 #include <sstream>
 #include <string>
 
+#include "net/aoi_pace.hpp"
 #include "server_harness.hpp"
 
 namespace {
@@ -49,6 +50,61 @@ RaidResult raid(Client& admin, uint32_t request_id, uint32_t count) {
   const auto r = admin.wait_for<RaidResult>(std::chrono::milliseconds(5000), [&](const RaidResult& m) { return m.request_id == request_id; });
   EXPECT_TRUE(r.has_value());
   return r.value_or(RaidResult{});
+}
+
+// The area-of-interest round's pace: pure arithmetic on a given clock (no timing).
+TEST(AoiPace, WithNoSpanTheWholeRoundIsDueAtOnce) {
+  mmo::net::AoiPace pace;
+  pace.start(5'000, 0, 1000);
+  EXPECT_EQ(pace.due(5'000), SIZE_MAX);
+  EXPECT_EQ(pace.owed(5'000), SIZE_MAX);
+  EXPECT_EQ(pace.wait_ms(5'000, 100), 0);
+  pace.sent(1000);
+  EXPECT_EQ(pace.wait_ms(5'000, 100), 0);  // sessions that joined since are due too
+}
+
+TEST(AoiPace, SessionsAreDueEvenlyOverTheSpanAndAllOnceItEnds) {
+  mmo::net::AoiPace pace;
+  pace.start(1'000'000, 80'000, 1000);
+  EXPECT_EQ(pace.due(1'000'000), 1u);       // the first at once
+  EXPECT_EQ(pace.due(1'040'000), 501u);     // half the span: half the sessions, plus the first
+  EXPECT_EQ(pace.due(1'079'999), 1000u);    // never more than the round before the span ends
+  EXPECT_EQ(pace.due(1'080'000), SIZE_MAX); // then everything left
+  EXPECT_EQ(pace.due(999'000), 1u);         // a clock before the start counts as the start
+  size_t last = 0;
+  for (uint64_t t = 1'000'000; t < 1'080'000; t += 37) {
+    const size_t d = pace.due(t);
+    EXPECT_GE(d, last) << t;
+    EXPECT_LE(d, 1000u) << t;
+    last = d;
+  }
+}
+
+TEST(AoiPace, AWorkerSleepsUntilTheNextSessionIsDueAndNoMillisecondLonger) {
+  for (const size_t sessions : {1u, 3u, 64u, 1000u, 5000u}) {
+    mmo::net::AoiPace pace;
+    const uint64_t start = 77'000;
+    pace.start(start, 80'000, sessions);
+    uint64_t now = start;
+    // Bounded: each turn either sends what is owed or sleeps at least 1 ms of an 80 ms span.
+    for (int turn = 0; turn < 200'000 && pace.sent() < sessions; ++turn) {
+      const size_t owed = pace.owed(now);
+      if (owed > 0) {
+        EXPECT_EQ(pace.wait_ms(now, 100), 0);
+        pace.sent(std::min<size_t>({owed, 64, sessions - pace.sent()}));  // a chunk: at most 64, of those left
+        continue;
+      }
+      const int wait = pace.wait_ms(now, 100);
+      ASSERT_GE(wait, 1);
+      EXPECT_GT(pace.owed(now + static_cast<uint64_t>(wait) * 1000), 0u) << "slept past nothing: " << sessions << " at " << now;
+      if (wait > 1) {
+        EXPECT_EQ(pace.owed(now + static_cast<uint64_t>(wait - 1) * 1000), 0u) << "woke a millisecond late";
+      }
+      now += static_cast<uint64_t>(wait) * 1000;
+    }
+    EXPECT_EQ(pace.sent(), sessions);
+    EXPECT_LE(now, start + 80'000) << "every session went out within the span";
+  }
 }
 
 TEST(ServerOperations, TheSettingsFileRaisesTheRaidCapacityAndFlagsOverrideIt) {

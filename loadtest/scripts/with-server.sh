@@ -8,7 +8,7 @@
 # gets the load test's starting zones (mmo-loadtest --print-spawn-points): the world for
 # steady play, the raid area for the raid's bots.
 #
-#   loadtest/scripts/with-server.sh [--engine rust|baseline] [--server-bin PATH] -- <mmo-loadtest args>
+#   loadtest/scripts/with-server.sh [--engine rust|baseline] [--server-bin PATH] [--loadtest-bin PATH] -- <mmo-loadtest args>
 #
 # Used by `make run` (a short raid scenario) and `make loadtest-smoke` (every scenario, short).
 set -euo pipefail
@@ -21,6 +21,7 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --engine) engine=$2; shift 2 ;;
     --server-bin) server_bin=$2; shift 2 ;;
+    --loadtest-bin) loadtest_bin=$2; shift 2 ;;
     --) shift; break ;;
     *) echo "with-server.sh: unknown option $1" >&2; exit 2 ;;
   esac

@@ -6,13 +6,15 @@
 //! 12 ms late at p99 while both cores sat mostly idle, and the tester, not the server, set the
 //! tail it reported. Here a thread owns its bots outright and runs one loop:
 //!
-//! 1. **Read.** Every `read_period` (`--read-period-ms`, 5 ms), ask `epoll` which of its sockets have
-//!    input (without waiting) and drain each with `recvmmsg`. Every datagram carries the
-//!    kernel's receive timestamp (`SO_TIMESTAMPNS`), so a reply's arrival time is when it
-//!    reached the machine, however long the thread took to read it.
-//! 2. **Send.** Serve every bot whose deadline ([`Deadlines`]) has come: its moves intended
+//! 1. **Send.** Serve every bot whose deadline ([`Deadlines`]) has come: its moves intended
 //!    for this grid point ([`SendGrid`]), its economy requests and resends, its hostile
 //!    duties.
+//! 2. **Read, in the gaps.** Every `read_period` (`--read-period-ms`, 5 ms), ask `epoll` which
+//!    of its sockets have input (without waiting) and drain each with `recvmmsg`, one socket
+//!    at a time and only while the next send is more than [`READ_GUARD`] away: a read pass
+//!    never makes a send late; the sockets it had no time for are read in the next gap.
+//!    Every datagram carries the kernel's receive timestamp (`SO_TIMESTAMPNS`), so a reply's
+//!    arrival time is when it reached the machine, however long the thread took to read it.
 //! 3. **Wait.** Sleep until just before the next deadline and spin the rest ([`WakeTuner`]).
 //!
 //! A thread never blocks on a socket and never shares a bot, so nothing is locked per packet;
@@ -91,7 +93,8 @@ pub struct DriverReport {
     pub read_errors: u64,
     /// The largest spin margin any thread settled on, µs.
     pub margin_us_max: u64,
-    /// How long each read batch took, µs (up to 64 sockets with input, drained).
+    /// How long each read pass took, µs (sockets with input drained one by one until none is
+    /// left or the next send is near).
     pub read_pass_us: Merged,
     /// How long each send pass took, µs (every bot due at one wake-up).
     pub send_pass_us: Merged,
@@ -132,9 +135,93 @@ pub struct Played {
 /// far beyond a bot's 30 a second) is read after the socket's next arrival.
 const READS_PER_SOCKET: usize = 4;
 
-/// Ready sockets read per read batch: about a quarter of a millisecond of receives, so a
-/// send is never held up longer than that by reading.
-const READY_BATCH: usize = 64;
+/// Ready sockets asked of `epoll` at a time (the read pass reads them one by one, as time
+/// before the next send allows, and keeps the rest for the next gap).
+pub const READY_BATCH: usize = 64;
+
+/// A read pass stops this long before the next send is due: more than one socket's drain
+/// (a few `recvmmsg` calls, about 10 µs on loopback), so the read in progress when the
+/// guard is reached ends before the send.
+const READ_GUARD: Duration = Duration::from_micros(30);
+
+/// What [`ReadyQueue::next`] hands the read pass.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NextSocket {
+    /// Read this socket (its `epoll` token).
+    Read(u64),
+    /// Every socket reported ready was read, and `epoll` reported no more.
+    Done,
+    /// The pass has had its four batches: sockets may be left; the next pass goes on.
+    Bound,
+    /// `epoll` failed.
+    Failed,
+}
+
+/// The sockets `epoll` reported ready that no read pass has read yet. `epoll` is
+/// edge-triggered here (a socket is reported once per arrival, not while it holds input), so
+/// a pass that runs out of time must keep what it was told, or those sockets' input would
+/// wait for their next arrival.
+#[derive(Debug)]
+pub struct ReadyQueue {
+    tokens: [u64; READY_BATCH],
+    next: usize,
+    len: usize,
+    /// Refills in this pass (reset by [`Self::begin_pass`]).
+    refills: u32,
+}
+
+impl Default for ReadyQueue {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl ReadyQueue {
+    /// Batches of [`READY_BATCH`] sockets one pass asks `epoll` for, at most, so a socket set
+    /// that never empties still hands the thread back to its sends.
+    pub const REFILLS_PER_PASS: u32 = 4;
+
+    /// An empty queue.
+    pub const fn new() -> ReadyQueue {
+        ReadyQueue { tokens: [0; READY_BATCH], next: 0, len: 0, refills: 0 }
+    }
+
+    /// Sockets kept from an earlier pass, not read yet.
+    pub fn kept(&self) -> usize {
+        self.len - self.next
+    }
+
+    /// Starts a read pass.
+    pub fn begin_pass(&mut self) {
+        self.refills = 0;
+    }
+
+    /// The next socket to read: a kept one, or, with none kept, one of up to [`READY_BATCH`]
+    /// more from `refill` (`epoll_wait` without waiting). A refill of fewer than a whole batch
+    /// means nothing else was ready then, so the pass is done once those are read.
+    pub fn next(&mut self, refill: impl FnOnce(&mut [u64; READY_BATCH]) -> io::Result<usize>) -> NextSocket {
+        if self.next == self.len {
+            let last_was_partial = self.len < READY_BATCH;
+            self.next = 0;
+            self.len = 0;
+            if self.refills > 0 && last_was_partial {
+                return NextSocket::Done;
+            }
+            if self.refills == Self::REFILLS_PER_PASS {
+                return NextSocket::Bound;
+            }
+            self.refills += 1;
+            match refill(&mut self.tokens) {
+                Ok(0) => return NextSocket::Done,
+                Ok(n) => self.len = n.min(READY_BATCH),
+                Err(_) => return NextSocket::Failed,
+            }
+        }
+        let t = self.tokens[self.next];
+        self.next += 1;
+        NextSocket::Read(t)
+    }
+}
 
 /// How often a thread adds its bots' counts to the shared progress counters.
 const FLUSH_EVERY: Duration = Duration::from_secs(1);
@@ -146,6 +233,7 @@ struct Loop {
     deadlines: Deadlines,
     grid: SendGrid,
     readiness: Readiness,
+    ready: ReadyQueue,
     rx: RxBatch,
     tuner: WakeTuner,
     report: DriverReport,
@@ -168,29 +256,38 @@ impl Loop {
         }
     }
 
-    /// Reads up to [`READY_BATCH`] sockets with input; returns whether more may be waiting.
-    /// One batch at a time, so the burst of snapshots after each server tick (one per bot,
-    /// all at once) is read between sends rather than holding them up for milliseconds.
-    fn read(&mut self) -> bool {
+    /// Reads sockets with input, one at a time, until none is left or `until` (the next
+    /// send less [`READ_GUARD`]) comes; returns whether more may be waiting. The snapshots
+    /// every bot gets each server tick are thus read between sends, never ahead of one.
+    fn read(&mut self, until: Option<Instant>) -> bool {
         let clock = ArrivalClock::read();
-        let mut tokens = [0u64; READY_BATCH];
-        let mut n = 0;
-        match self.readiness.ready() {
-            Ok(ready) => {
-                for t in ready {
-                    tokens[n] = t;
+        self.ready.begin_pass();
+        // Bounded: every turn reads a socket, and a pass takes at most REFILLS_PER_PASS
+        // batches after what it kept (`next` says Bound after that).
+        for _ in 0..READY_BATCH * (ReadyQueue::REFILLS_PER_PASS as usize + 2) {
+            if until.is_some_and(|u| Instant::now() >= u) {
+                return true;
+            }
+            let readiness = &mut self.readiness;
+            let next = self.ready.next(|batch| {
+                let mut n = 0;
+                for t in readiness.ready()? {
+                    batch[n] = t;
                     n += 1;
                 }
-            }
-            Err(_) => {
-                self.report.read_errors += 1;
-                return false;
+                Ok(n)
+            });
+            match next {
+                NextSocket::Read(t) => self.read_socket(t as usize, &clock),
+                NextSocket::Done => return false,
+                NextSocket::Bound => return true,
+                NextSocket::Failed => {
+                    self.report.read_errors += 1;
+                    return false;
+                }
             }
         }
-        for &t in &tokens[..n] {
-            self.read_socket(t as usize, &clock);
-        }
-        n == READY_BATCH
+        true
     }
 
     fn read_socket(&mut self, i: usize, clock: &ArrivalClock) {
@@ -308,6 +405,7 @@ pub fn drive(bots: Vec<Bot>, plan: &Arc<PlayPlan>, config: DriverConfig) -> io::
         players,
         grid,
         readiness,
+        ready: ReadyQueue::new(),
         rx: RxBatch::new(),
         tuner: WakeTuner::new(Duration::from_micros(2), config.max_spin),
         report,
@@ -329,13 +427,6 @@ pub fn drive(bots: Vec<Bot>, plan: &Arc<PlayPlan>, config: DriverConfig) -> io::
                 l.reschedule(i, now);
             }
         }
-        // Reads first, so a result that settles an economy request cancels its resend.
-        if now >= next_read {
-            let more = l.read();
-            // More ready sockets: read the next batch right after this wake-up's sends.
-            next_read = if more { now } else { now + config.read_period };
-            l.report.read_pass_us.record(now.elapsed().as_micros() as u64);
-        }
         // Every bot due now; the loop is bounded by the bots' count (each is served once, and
         // its next deadline is after `now`, or it is due again only on the next turn).
         let sends_from = Instant::now();
@@ -348,6 +439,20 @@ pub fn drive(bots: Vec<Bot>, plan: &Arc<PlayPlan>, config: DriverConfig) -> io::
         }
         if served > 0 {
             l.report.send_pass_us.record(sends_from.elapsed().as_micros() as u64);
+        }
+        // Then read, in the time left before the next send (a result that settles an economy
+        // request moves its resend, so it is read before that resend whenever there is time).
+        if now >= next_read {
+            let read_from = Instant::now();
+            let until = l.deadlines.earliest().map(|d| d.checked_sub(READ_GUARD).unwrap_or(d));
+            let more = l.read(until);
+            // More to read: go on in the next gap, right after the next sends.
+            next_read = match (more, until) {
+                (true, Some(u)) => u + READ_GUARD,
+                (true, None) => Instant::now(),
+                (false, _) => read_from + config.read_period,
+            };
+            l.report.read_pass_us.record(read_from.elapsed().as_micros() as u64);
         }
         if now >= next_flush {
             l.players.iter_mut().for_each(Player::flush_live);
