@@ -1,7 +1,8 @@
 // worker.cpp: an I/O worker's loop: drain the socket with recvmmsg, admit each datagram,
 // hand the batch's moves and economy requests to the engine (one call each), answer with one
 // sendmmsg; after each tick, send its sessions their areas of interest in chunks paced over
-// the tick period (aoi_pace.hpp), draining the socket between chunks. Admin messages (raid trigger, stats) are handled in admin.cpp.
+// the tick period (aoi_pace.hpp), draining the socket between chunks. Admin messages (raid
+// trigger, stats) are handled in admin.cpp.
 #include "net/worker.hpp"
 
 #include <sys/eventfd.h>

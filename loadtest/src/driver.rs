@@ -142,7 +142,7 @@ pub const READY_BATCH: usize = 64;
 /// A read pass stops this long before the next send is due: more than one socket's drain
 /// (a few `recvmmsg` calls, about 10 µs on loopback), so the read in progress when the
 /// guard is reached ends before the send.
-const READ_GUARD: Duration = Duration::from_micros(30);
+pub const READ_GUARD: Duration = Duration::from_micros(30);
 
 /// What [`ReadyQueue::next`] hands the read pass.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
