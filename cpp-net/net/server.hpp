@@ -190,8 +190,10 @@ class Server {
   unsigned threads() const { return static_cast<unsigned>(workers_.size()); }
   Engine& engine() { return *engine_; }
   uint64_t now_us() const;
+  // The tick period (the tick thread's, the one JOIN_ACCEPT tells clients).
+  uint64_t tick_period_us() const { return uint64_t{1'000'000} / std::max(1u, config_.tick_hz); }
   // How long a worker spreads one area-of-interest round over: aoi_spread_pct of the tick period.
-  uint64_t aoi_spread_us() const { return uint64_t{1'000'000} / std::max(1u, config_.tick_hz) * config_.aoi_spread_pct / 100; }
+  uint64_t aoi_spread_us() const { return tick_period_us() * config_.aoi_spread_pct / 100; }
   // Where a joining account appears: its saved position, else its faction's spawn point.
   // Returns whether the position was the saved one.
   bool spawn_for(uint64_t account_id, uint8_t faction, float& x_m, float& y_m) const;

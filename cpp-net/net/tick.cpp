@@ -19,7 +19,7 @@ void Server::tick_loop() {
   // worker woken by a datagram is scheduled ahead of it on a busy core (unprivileged: a thread
   // may always lower its own priority). A failure leaves the default priority; it is not fatal.
   if (config_.tick_nice != 0) setpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)), config_.tick_nice);
-  const uint64_t period_us = 1'000'000 / std::max(1u, config_.tick_hz);
+  const uint64_t period_us = tick_period_us();
   uint64_t next_us = now_us() + period_us;
   while (!stopping_.load(std::memory_order_acquire)) {
     const uint64_t now = now_us();

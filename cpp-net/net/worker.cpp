@@ -401,7 +401,7 @@ void Worker::on_join_confirm(const wire::JoinConfirm& m, SourceAddress source, u
   const uint64_t now_ms = now_us / 1000;
   wire::JoinAccept reply;
   reply.nonce = m.nonce;
-  reply.tick_ms = 1000 / std::max(1u, server_.config_.tick_hz);
+  reply.tick_ms = static_cast<uint32_t>(server_.tick_period_us() / 1000);
   reply.server_time_ms = now_ms;
   const auto refuse = [&](wire::JoinStatus status, Counter* reason) {
     reply.status = status;

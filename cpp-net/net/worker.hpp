@@ -21,8 +21,8 @@
 #include <vector>
 
 #include "net/admission.hpp"
-#include "net/server.hpp"
 #include "net/aoi_pace.hpp"
+#include "net/server.hpp"
 #include "net/udp.hpp"
 
 namespace mmo::net {
