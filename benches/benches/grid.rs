@@ -10,12 +10,19 @@
 //! upper bound a sharded-by-region server could reach. It is measured at its best case: no
 //! entity ever crosses into another thread's region and no query ever reads one, where a
 //! real region server pays a hand-off through a queue and a cross-region read.
+//!
+//! **grid_contact_in_raid_crowd**: the contact query alone (8 m radius) at 1,000 points of a
+//! raid burst's square, 11,000 objects spread over 120 m x 120 m as raid spawn spreads them
+//! (appended per cell in chunks), one thread. This is the query a move in the raid crowd
+//! makes; what it costs is how many objects it has to look at.
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use mmo_benches::timed_rounds;
 use mmo_core::CoreConfig;
-use mmo_core::grid::{CellKey, Grid, PlayerMember};
+use mmo_core::combat::SPAWN_CHUNK;
+use mmo_core::grid::{CellKey, Grid, ObjectMember, PlayerMember};
 use mmo_core::locks::LockWaits;
+use mmo_core::records::EntityKind;
 use parking_lot::RwLock;
 use rustc_hash::FxHashMap;
 use std::hint::black_box;
@@ -209,5 +216,56 @@ fn bench_grid(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, bench_grid);
+/// Raid objects in the burst's square (as `Combat::raid_spawn` places them: uniformly) and the
+/// points queried.
+const RAID_OBJECTS: usize = 11_000;
+const RAID_SQUARE_M: f32 = 120.0;
+const RAID_ORIGIN_M: f32 = 1_000.0;
+const CONTACT_QUERIES: usize = 1_000;
+
+fn bench_contact_in_raid_crowd(c: &mut Criterion) {
+    let config = CoreConfig::default();
+    let grid = Grid::new(&config);
+    let mut seed = 0x9E37_79B9_7F4A_7C15_u64;
+    let mut unit = move || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        (seed >> 40) as f32 / (1u64 << 24) as f32
+    };
+    let mut by_cell: FxHashMap<CellKey, Vec<ObjectMember>> = FxHashMap::default();
+    for id in 1..=RAID_OBJECTS as u64 {
+        let (x, y) = (RAID_ORIGIN_M + unit() * RAID_SQUARE_M, RAID_ORIGIN_M + unit() * RAID_SQUARE_M);
+        by_cell.entry(grid.cell_of(x, y)).or_default().push(ObjectMember {
+            id,
+            x_m: x,
+            y_m: y,
+            expires_tick: u32::MAX,
+            kind: EntityKind::Add,
+        });
+    }
+    for (cell, objects) in &by_cell {
+        for chunk in objects.chunks(SPAWN_CHUNK) {
+            grid.append_objects(*cell, chunk, &mut LockWaits::default());
+        }
+    }
+    let points: Vec<(f32, f32)> =
+        (0..CONTACT_QUERIES).map(|_| (RAID_ORIGIN_M + unit() * RAID_SQUARE_M, RAID_ORIGIN_M + unit() * RAID_SQUARE_M)).collect();
+    let mut group = c.benchmark_group("grid_contact_in_raid_crowd");
+    group.sample_size(30).warm_up_time(Duration::from_secs(1)).measurement_time(Duration::from_secs(3));
+    group.throughput(Throughput::Elements(CONTACT_QUERIES as u64));
+    group.bench_function("for_each_near_8m", |b| {
+        b.iter(|| {
+            let mut waits = LockWaits::default();
+            let mut contacts = 0usize;
+            for &(x, y) in &points {
+                grid.for_each_near(x, y, CONTACT_RADIUS_M, 0, &mut waits, |_, _, _| contacts += 1);
+            }
+            black_box(contacts)
+        })
+    });
+    group.finish();
+}
+
+criterion_group!(benches, bench_grid, bench_contact_in_raid_crowd);
 criterion_main!(benches);

@@ -6,8 +6,8 @@
 //!   registered in the grid with its expiry tick. A killed add keeps its slot until its burst
 //!   expires and carries the loot it dropped ([`crate::loot`]).
 //! - **Spawning** creates a cell's share of objects (arena inserts, positions) in chunks of
-//!   [`SPAWN_CHUNK`] outside any lock, then appends each chunk to the cell with one copy under
-//!   the cell's lock.
+//!   [`SPAWN_CHUNK`] outside any lock, then hands each chunk to the cell, which merges it into
+//!   its sub-cell order with one pass of moves under its lock ([`Grid::append_objects`]).
 //! - **Expiry**: a burst is remembered only as `(expires_tick, rectangle of cells)`, a fixed
 //!   12-byte [`BurstExpiry`]. The spawner hands it to the tick through a bounded lock-free
 //!   `ArrayQueue`; the tick keeps a pre-sized heap ordered by expiry and, when a burst is due,
@@ -418,6 +418,12 @@ impl Combat {
                 for cx in u32::from(due.cx0)..=u32::from(due.cx1) {
                     expired.clear();
                     grid.take_expired(cy * grid.cells_per_side() + cx, now_tick, expired, waits);
+                    // Freed in id (arena key) order, outside the cell's lock. A cell hands its
+                    // objects back in sub-cell order, which scatters their slots; freed that way
+                    // the arena's free lists would hand the next burst slots all over its pages,
+                    // and its inserts would miss the cache: measured in the server's raid, a
+                    // spawn of 11,000 took 0.93 ms with the cell's order against 0.28 ms with this.
+                    expired.sort_unstable_by_key(|m| m.id);
                     for member in expired.iter() {
                         let key = key_from_object_id(member.id).expect("only raid objects expire");
                         let removed = self.objects.remove(key);

@@ -590,13 +590,13 @@ impl Engine {
         out[0] = MoveEvent { player_id: rec.player_id, sequence: rec.sequence, kind: EventKind::Ack as u8, ..MoveEvent::default() };
         let mut written = 1;
         let cap = out.len();
-        self.grid.for_each_near(x, y, self.config.contact_radius_m, rec.player_id, &mut tally.grid_waits, |other_id, kind, distance_m| {
+        self.grid.for_each_near(x, y, self.config.contact_radius_m, rec.player_id, &mut tally.grid_waits, |other_id, kind, distance_m2| {
             if written < cap {
                 out[written] = MoveEvent {
                     player_id: rec.player_id,
                     other_id,
                     sequence: rec.sequence,
-                    distance_m,
+                    distance_m: distance_m2.sqrt(),
                     kind: EventKind::Contact as u8,
                     detail: kind as u8,
                     _reserved: [0; 6],
@@ -767,7 +767,7 @@ impl Engine {
         let loot_dropped = match &target {
             Target::Object(o) if killed && o.kind == EntityKind::Add => {
                 o.loot.store(attacker_id, Ordering::Release);
-                self.grid.relabel_object(o.cell, target_id, EntityKind::Loot, grid_waits);
+                self.grid.relabel_object(o.cell, target_id, o.x_m, o.y_m, EntityKind::Loot, grid_waits);
                 true
             }
             _ => false,

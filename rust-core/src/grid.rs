@@ -29,6 +29,12 @@
 //! - Nothing slow happens under a cell lock: raid spawn creates its objects (arena inserts)
 //!   before it locks a cell and appends them with one copy; expiry moves the due objects out
 //!   with one compaction pass and frees their arena slots after it releases the cell.
+//! - A cell keeps its raid objects grouped by sub-cell ([`OBJECT_SUBCELLS_PER_SIDE`] squared
+//!   of them, row-major), so a contact query reads only the sub-cells its radius reaches: in a
+//!   raid crowd an 8 m query looks at about a quarter of a 32 m cell's objects instead of all
+//!   of them in up to four cells. Raid spawn sorts each chunk by sub-cell before it locks the
+//!   cell and merges it in with one pass of moves under the lock; expiry's compaction keeps
+//!   the order.
 //! - Crowded cells grow geometrically (`Vec`'s doubling) and keep their room, so once a cell
 //!   has seen its busiest moment it never reallocates under its lock again. A cell's first
 //!   [`CELL_INLINE_PLAYERS`] players live inline in the map's slot, so walking into untouched
@@ -84,13 +90,93 @@ pub struct ObjectMember {
 const _: () = assert!(std::mem::size_of::<ObjectMember>() == 24);
 const _: () = assert!(std::mem::size_of::<PlayerMember>() == 16);
 
+/// Sub-cells along one side of a cell that its raid objects are grouped by (4 m with the
+/// default 32 m cells: the contact radius, 8 m, then reaches 3 to 5 sub-cells a side).
+pub const OBJECT_SUBCELLS_PER_SIDE: usize = 8;
+
+/// Sub-cells of one cell.
+const OBJECT_SUBCELLS: usize = OBJECT_SUBCELLS_PER_SIDE * OBJECT_SUBCELLS_PER_SIDE;
+
+/// Objects [`Grid::append_objects`] places at a time (their sub-cells are worked out on its
+/// stack before it locks the cell): raid spawn's chunk.
+const APPEND_PIECE: usize = 512;
+
+/// Where each sub-cell's objects begin in [`CellObjects::members`]; entry `s + 1` is where
+/// sub-cell `s`'s end.
+type SubcellStarts = [u32; OBJECT_SUBCELLS + 1];
+
+const _: () = assert!(OBJECT_SUBCELLS <= u8::MAX as usize + 1, "a sub-cell index fits a u8");
+
+/// A cell's raid objects, grouped by sub-cell (row-major, see [`Grid::object_subcell`]).
+#[derive(Debug, Default)]
+struct CellObjects {
+    /// The objects, sub-cell 0's first. Merged into by raid spawn, compacted by expiry.
+    members: Vec<ObjectMember>,
+    /// Sub-cell boundaries in `members`; `None` until the cell's first object (a cell only
+    /// players walk through carries no index).
+    starts: Option<Box<SubcellStarts>>,
+}
+
+impl CellObjects {
+    /// Merges `piece` into the cell's order, `subcell[k]` being the sub-cell of `piece[k]`
+    /// and `added[s]..added[s + 1]` the places sub-cell `s`'s new objects take among the
+    /// piece's (a prefix sum of its counts). Each sub-cell's old objects shift right by the
+    /// new objects of the sub-cells before it, last sub-cell first, so nothing is overwritten
+    /// before it has moved; then each new object is written into its sub-cell's gap. One pass
+    /// of moves, no allocation beyond the `Vec`'s geometric growth.
+    fn merge(&mut self, piece: &[ObjectMember], subcell: &[u8], added: &SubcellStarts) {
+        debug_assert_eq!(added[OBJECT_SUBCELLS] as usize, piece.len());
+        debug_assert_eq!(subcell.len(), piece.len());
+        let starts = self.starts.get_or_insert_with(|| Box::new([0; OBJECT_SUBCELLS + 1]));
+        let old_len = self.members.len();
+        debug_assert_eq!(starts[OBJECT_SUBCELLS] as usize, old_len);
+        // The length the merge ends with; these copies are overwritten below.
+        self.members.extend_from_slice(piece);
+        if old_len > 0 {
+            for s in (0..OBJECT_SUBCELLS).rev() {
+                let (from, to) = (starts[s] as usize, starts[s + 1] as usize);
+                let shift = added[s] as usize;
+                if shift > 0 && to > from {
+                    self.members.copy_within(from..to, from + shift);
+                }
+            }
+        }
+        // Sub-cell `s`'s gap begins after its old objects, shifted: `starts[s + 1] + added[s]`.
+        let mut gap: SubcellStarts = [0; OBJECT_SUBCELLS + 1];
+        for s in 0..OBJECT_SUBCELLS {
+            gap[s] = starts[s + 1] + added[s];
+        }
+        for (m, &s) in piece.iter().zip(subcell) {
+            let at = &mut gap[usize::from(s)];
+            self.members[*at as usize] = *m;
+            *at += 1;
+        }
+        for (start, add) in starts.iter_mut().zip(added) {
+            *start += add;
+        }
+        debug_assert_eq!(starts[OBJECT_SUBCELLS] as usize, self.members.len());
+    }
+
+    /// The objects of sub-cells `sx0..=sx1` in sub-row `sy` (contiguous in the order).
+    #[inline]
+    fn row_span(&self, sy: usize, sx0: usize, sx1: usize) -> &[ObjectMember] {
+        match &self.starts {
+            Some(starts) => {
+                let row = sy * OBJECT_SUBCELLS_PER_SIDE;
+                &self.members[starts[row + sx0] as usize..starts[row + sx1 + 1] as usize]
+            }
+            None => &[],
+        }
+    }
+}
+
 /// One cell's members.
 #[derive(Debug, Default)]
 pub struct Cell {
     /// Players registered here. Written by movers crossing in or out, join and leave.
     players: SmallVec<[PlayerMember; CELL_INLINE_PLAYERS]>,
-    /// Raid objects registered here. Appended by raid spawn, compacted by the tick's expiry.
-    objects: Vec<ObjectMember>,
+    /// Raid objects registered here. Merged into by raid spawn, compacted by the tick's expiry.
+    objects: CellObjects,
 }
 
 /// Packed player positions by movement slot: `x` in the low 32 bits, `y` in the high 32, as
@@ -142,6 +228,8 @@ pub struct Grid {
     cells_per_side: u32,
     cell_size_m: f32,
     inv_cell_size: f32,
+    /// `OBJECT_SUBCELLS_PER_SIDE / cell_size_m`.
+    inv_subcell_size: f32,
     hysteresis_m: f32,
     world_size_m: f32,
 }
@@ -159,6 +247,7 @@ impl Grid {
             cells_per_side,
             cell_size_m: config.cell_size_m,
             inv_cell_size: 1.0 / config.cell_size_m,
+            inv_subcell_size: OBJECT_SUBCELLS_PER_SIDE as f32 / config.cell_size_m,
             hysteresis_m: config.cell_hysteresis_m,
             world_size_m: config.world_size_m,
         }
@@ -201,6 +290,29 @@ impl Grid {
     #[inline]
     pub fn cell_coords(&self, cell: CellKey) -> (u32, u32) {
         (cell % self.cells_per_side, cell / self.cells_per_side)
+    }
+
+    /// The corner of `cell` nearest the origin, metres.
+    #[inline]
+    fn cell_origin(&self, cell: CellKey) -> (f32, f32) {
+        let (cx, cy) = self.cell_coords(cell);
+        (cx as f32 * self.cell_size_m, cy as f32 * self.cell_size_m)
+    }
+
+    /// The sub-cell column (or row) of coordinate `v` in a cell starting at `origin`, clamped
+    /// to the cell: monotone in `v`, so the sub-cells of the values in `[a, b]` are exactly
+    /// those from `a`'s to `b`'s, whatever the rounding (an object registered just outside
+    /// its cell, within the hysteresis margin, counts in the edge sub-cell).
+    #[inline]
+    fn subcell_axis(&self, v: f32, origin: f32) -> usize {
+        // Clamped as a float (`max` maps NaN to 0), then truncated: both steps are monotone.
+        ((v - origin) * self.inv_subcell_size).max(0.0).min((OBJECT_SUBCELLS_PER_SIDE - 1) as f32) as usize
+    }
+
+    /// The sub-cell (row-major) of an object at `(x, y)` in a cell starting at `origin`.
+    #[inline]
+    pub fn object_subcell(&self, origin: (f32, f32), x: f32, y: f32) -> usize {
+        self.subcell_axis(y, origin.1) * OBJECT_SUBCELLS_PER_SIDE + self.subcell_axis(x, origin.0)
     }
 
     /// The cell an entity at `(x, y)` should be registered in, given that it is now in
@@ -287,12 +399,25 @@ impl Grid {
         true
     }
 
-    /// Appends raid objects to `cell` with one copy under its lock (they were created before).
+    /// Adds raid objects to `cell` (they were created before). For each piece of up to 512,
+    /// every object's sub-cell is worked out before the cell is locked; under the lock the
+    /// piece is merged into the cell's order with one pass of moves.
     pub fn append_objects(&self, cell: CellKey, objects: &[ObjectMember], waits: &mut LockWaits) {
-        if objects.is_empty() {
-            return;
+        let origin = self.cell_origin(cell);
+        for piece in objects.chunks(APPEND_PIECE) {
+            // `added[s + 1]` counts sub-cell `s`, then the prefix sum makes `added[s]` its start.
+            let mut added: SubcellStarts = [0; OBJECT_SUBCELLS + 1];
+            let mut subcell = [0u8; APPEND_PIECE];
+            for (at, m) in piece.iter().enumerate() {
+                let s = self.object_subcell(origin, m.x_m, m.y_m);
+                subcell[at] = s as u8;
+                added[s + 1] += 1;
+            }
+            for s in 0..OBJECT_SUBCELLS {
+                added[s + 1] += added[s];
+            }
+            self.cell_mut(cell, waits).objects.merge(piece, &subcell[..piece.len()], &added);
         }
-        self.cell_mut(cell, waits).objects.extend_from_slice(objects);
     }
 
     /// Moves every raid object of `cell` whose `expires_tick <= now_tick` into `expired` (one
@@ -300,23 +425,42 @@ impl Grid {
     /// how many moved.
     pub fn take_expired(&self, cell: CellKey, now_tick: u32, expired: &mut Vec<ObjectMember>, waits: &mut LockWaits) -> usize {
         let Some(mut c) = self.existing_cell_mut(cell, waits) else { return 0 };
+        let objects = &mut c.objects;
+        let Some(starts) = objects.starts.as_deref_mut() else { return 0 };
         let before = expired.len();
-        c.objects.retain(|m| {
-            let keep = m.expires_tick > now_tick;
-            if !keep {
-                expired.push(*m);
+        // Compaction sub-cell by sub-cell: what stays keeps its order, and each sub-cell's
+        // new start is where its first survivor lands.
+        let mut kept = 0usize;
+        let mut read = 0usize;
+        for s in 0..OBJECT_SUBCELLS {
+            let end = starts[s + 1] as usize;
+            starts[s] = kept as u32;
+            while read < end {
+                let m = objects.members[read];
+                if m.expires_tick > now_tick {
+                    objects.members[kept] = m;
+                    kept += 1;
+                } else {
+                    expired.push(m);
+                }
+                read += 1;
             }
-            keep
-        });
+        }
+        starts[OBJECT_SUBCELLS] = kept as u32;
+        objects.members.truncate(kept);
         expired.len() - before
     }
 
-    /// Changes the kind of raid object `id` in `cell` (a killed add becomes the loot it
-    /// dropped, so areas of interest and contacts show loot). One scan of the cell's objects
-    /// under its write lock; `false` if the object is not there (already expired).
-    pub fn relabel_object(&self, cell: CellKey, id: u64, kind: EntityKind, waits: &mut LockWaits) -> bool {
+    /// Changes the kind of raid object `id`, registered in `cell` at `(x_m, y_m)` (a killed add
+    /// becomes the loot it dropped, so areas of interest and contacts show loot). One scan of
+    /// the object's sub-cell under the cell's write lock; `false` if the object is not there
+    /// (already expired).
+    pub fn relabel_object(&self, cell: CellKey, id: u64, x_m: f32, y_m: f32, kind: EntityKind, waits: &mut LockWaits) -> bool {
+        let s = self.object_subcell(self.cell_origin(cell), x_m, y_m);
         let Some(mut c) = self.existing_cell_mut(cell, waits) else { return false };
-        match c.objects.iter_mut().find(|m| m.id == id) {
+        let objects = &mut c.objects;
+        let Some(starts) = objects.starts.as_deref() else { return false };
+        match objects.members[starts[s] as usize..starts[s + 1] as usize].iter_mut().find(|m| m.id == id) {
             Some(m) => {
                 m.kind = kind;
                 true
@@ -329,12 +473,13 @@ impl Grid {
     /// `visit` must not touch the grid.
     pub fn for_each_object(&self, cell: CellKey, waits: &mut LockWaits, mut visit: impl FnMut(&ObjectMember)) {
         if let Some(c) = self.existing_cell(cell, waits) {
-            c.objects.iter().for_each(&mut visit);
+            c.objects.members.iter().for_each(&mut visit);
         }
     }
 
-    /// Calls `visit(id, kind, distance)` for every entity other than `exclude_id` within
-    /// `radius_m` of `(x, y)`. `visit` runs under a cell's read lock and must not touch the
+    /// Calls `visit(id, kind, squared distance)` for every entity other than `exclude_id`
+    /// within `radius_m` of `(x, y)` (squared, so a visitor that keeps only some of them takes
+    /// a square root only for those). `visit` runs under a cell's read lock and must not touch the
     /// grid. Returns the number visited.
     ///
     /// Only the cells that can hold such an entity are visited: an entity is registered in a
@@ -342,7 +487,8 @@ impl Grid {
     /// cell overlapping the square `(x, y) ± (radius + hysteresis)`. With the default 8 m
     /// radius, 2 m margin and 32 m cells that is one cell for a point in a cell's middle and
     /// at most four near a corner (complete as long as `radius + hysteresis <= cell size`,
-    /// checked by [`CoreConfig::validate`]).
+    /// checked by [`CoreConfig::validate`]). In each, only the raid objects of the sub-cells
+    /// that overlap the square `(x, y) ± radius` are read.
     pub fn for_each_near(
         &self,
         x: f32,
@@ -356,25 +502,37 @@ impl Grid {
         let reach = radius_m + self.hysteresis_m;
         let (cx0, cx1) = (self.coord((x - reach).max(0.0)), self.coord(x + reach));
         let (cy0, cy1) = (self.coord((y - reach).max(0.0)), self.coord(y + reach));
+        // The sub-cell range is widened by a few units of the coordinates' last place, so an
+        // object exactly on the radius is not lost to the rounding of `x - radius`.
+        let edge = radius_m + (self.world_size_m + radius_m) * 4.0 * f32::EPSILON;
         let mut visited = 0;
         for cy in cy0..=cy1 {
             for cx in cx0..=cx1 {
-                let Some(c) = self.existing_cell(cy * self.cells_per_side + cx, waits) else { continue };
+                let cell = cy * self.cells_per_side + cx;
+                let Some(c) = self.existing_cell(cell, waits) else { continue };
                 for m in &c.players {
                     let (px, py) = self.positions.get(m.slot);
                     let (dx, dy) = (px - x, py - y);
                     let d2 = dx * dx + dy * dy;
                     if d2 <= r2 && m.id != exclude_id {
-                        visit(m.id, EntityKind::Player, d2.sqrt());
+                        visit(m.id, EntityKind::Player, d2);
                         visited += 1;
                     }
                 }
-                for m in &c.objects {
-                    let (dx, dy) = (m.x_m - x, m.y_m - y);
-                    let d2 = dx * dx + dy * dy;
-                    if d2 <= r2 {
-                        visit(m.id, m.kind, d2.sqrt());
-                        visited += 1;
+                if c.objects.members.is_empty() {
+                    continue;
+                }
+                let origin = self.cell_origin(cell);
+                let (sx0, sx1) = (self.subcell_axis(x - edge, origin.0), self.subcell_axis(x + edge, origin.0));
+                let (sy0, sy1) = (self.subcell_axis(y - edge, origin.1), self.subcell_axis(y + edge, origin.1));
+                for sy in sy0..=sy1 {
+                    for m in c.objects.row_span(sy, sx0, sx1) {
+                        let (dx, dy) = (m.x_m - x, m.y_m - y);
+                        let d2 = dx * dx + dy * dy;
+                        if d2 <= r2 {
+                            visit(m.id, m.kind, d2);
+                            visited += 1;
+                        }
                     }
                 }
             }
@@ -388,7 +546,7 @@ impl Grid {
         let mut found: Vec<CellKey> = self
             .cells
             .iter()
-            .filter(|e| e.value().players.iter().any(|m| m.id == id) || e.value().objects.iter().any(|m| m.id == id))
+            .filter(|e| e.value().players.iter().any(|m| m.id == id) || e.value().objects.members.iter().any(|m| m.id == id))
             .map(|e| *e.key())
             .collect();
         found.sort_unstable();
@@ -400,13 +558,14 @@ impl Grid {
         let mut census = GridCensus::default();
         for entry in self.cells.iter() {
             census.players += entry.value().players.len();
-            census.objects += entry.value().objects.len();
+            census.objects += entry.value().objects.members.len();
         }
         census
     }
 
     /// Members registered in a cell their position does not belong to (outside the cell grown
-    /// by the hysteresis margin). Always 0 for a consistent grid at rest; audit and test use.
+    /// by the hysteresis margin), plus raid objects outside their sub-cell's place in the
+    /// cell's order. Always 0 for a consistent grid at rest; audit and test use.
     pub fn misplaced(&self) -> usize {
         self.cells
             .iter()
@@ -421,7 +580,20 @@ impl Grid {
                         self.cell_with_hysteresis(key, x, y) != key
                     })
                     .count();
-                players + c.objects.iter().filter(|m| self.cell_with_hysteresis(key, m.x_m, m.y_m) != key).count()
+                let origin = self.cell_origin(key);
+                let out_of_order = match &c.objects.starts {
+                    Some(starts) => {
+                        (0..OBJECT_SUBCELLS)
+                            .map(|s| {
+                                let span = &c.objects.members[starts[s] as usize..starts[s + 1] as usize];
+                                span.iter().filter(|m| self.object_subcell(origin, m.x_m, m.y_m) != s).count()
+                            })
+                            .sum::<usize>()
+                            + (starts[OBJECT_SUBCELLS] as usize).abs_diff(c.objects.members.len())
+                    }
+                    None => c.objects.members.len(),
+                };
+                players + out_of_order + c.objects.members.iter().filter(|m| self.cell_with_hysteresis(key, m.x_m, m.y_m) != key).count()
             })
             .sum()
     }
@@ -508,7 +680,7 @@ mod tests {
         put(&g, 3, 50.0, 5.0);
         let mut seen = vec![];
         g.for_each_near(31.0, 5.0, 8.0, 1, &mut LockWaits::default(), |id, kind, d| seen.push((id, kind, d)));
-        assert_eq!(seen, vec![(2, EntityKind::Player, 2.0)]);
+        assert_eq!(seen, vec![(2, EntityKind::Player, 4.0)]);
     }
 
     #[test]
@@ -521,7 +693,7 @@ mod tests {
         assert_eq!(seen, 0);
         g.positions().set(2, 15.0, 10.0); // what a move in its cell writes, and all it writes
         g.for_each_near(10.0, 10.0, 8.0, 1, &mut LockWaits::default(), |id, _, d| {
-            assert_eq!((id, d), (2, 5.0));
+            assert_eq!((id, d), (2, 25.0));
             seen += 1;
         });
         assert_eq!(seen, 1);
@@ -568,6 +740,89 @@ mod tests {
                 all.iter().filter(|(_, x, y)| (x - qx).powi(2) + (y - qy).powi(2) <= 64.0).map(|(id, _, _)| *id).collect();
             expected.sort_unstable();
             assert_eq!(found, expected, "query at ({qx}, {qy})");
+        }
+    }
+
+    #[test]
+    fn objects_keep_their_subcell_order_through_bursts_and_expiry() {
+        let g = grid();
+        let w = &mut LockWaits::default();
+        let mut seed = 0x00DD_BA11_u64;
+        let mut next = || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            (seed >> 40) as f32 / (1u64 << 24) as f32
+        };
+        let mut live: Vec<ObjectMember> = vec![];
+        let check = |g: &Grid, live: &[ObjectMember], next: &mut dyn FnMut() -> f32, w: &mut LockWaits| {
+            assert_eq!(g.misplaced(), 0, "every object in its sub-cell's place");
+            assert_eq!(g.census().objects, live.len());
+            for q in 0..300 {
+                // Every tenth query sits exactly one radius east of an object.
+                let (qx, qy) = match live.get(q * 7) {
+                    Some(m) if q % 10 == 0 => (m.x_m + 8.0, m.y_m),
+                    _ => (60.0 + next() * 140.0, 60.0 + next() * 140.0),
+                };
+                let mut found = vec![];
+                g.for_each_near(qx, qy, 8.0, 0, w, |id, _, _| found.push(id));
+                found.sort_unstable();
+                let mut expected: Vec<u64> = live
+                    .iter()
+                    .filter(|m| {
+                        let (dx, dy) = (m.x_m - qx, m.y_m - qy);
+                        dx * dx + dy * dy <= 64.0
+                    })
+                    .map(|m| m.id)
+                    .collect();
+                expected.sort_unstable();
+                assert_eq!(found, expected, "query at ({qx}, {qy})");
+            }
+        };
+        let mut id = 0u64;
+        for burst in 0..4u32 {
+            // A burst over a 100 m square (four to nine cells), grouped by cell and appended in
+            // pieces of every size, some larger than one sort piece.
+            let mut by_cell: std::collections::BTreeMap<CellKey, Vec<ObjectMember>> = Default::default();
+            for _ in 0..3_000 {
+                id += 1;
+                let (x, y) = (70.0 + next() * 100.0, 70.0 + next() * 100.0);
+                let m = ObjectMember { id, x_m: x, y_m: y, expires_tick: burst + 1 + (id % 3) as u32, kind: EntityKind::Add };
+                by_cell.entry(g.cell_of(x, y)).or_default().push(m);
+                live.push(m);
+            }
+            for (cell, objects) in by_cell {
+                let mut rest = &objects[..];
+                while !rest.is_empty() {
+                    let n = (1 + (next() * 700.0) as usize).min(rest.len());
+                    g.append_objects(cell, &rest[..n], w);
+                    rest = &rest[n..];
+                }
+            }
+            check(&g, &live, &mut next, w);
+            // A kill relabels its add where the order put it.
+            for m in live.iter_mut().step_by(97) {
+                let cell = g.cell_of(m.x_m, m.y_m);
+                assert!(g.relabel_object(cell, m.id, m.x_m, m.y_m, EntityKind::Loot, w), "object {} found", m.id);
+                assert!(!g.relabel_object(cell, m.id + 1_000_000, m.x_m, m.y_m, EntityKind::Loot, w));
+                m.kind = EntityKind::Loot;
+                let mut seen = None;
+                g.for_each_near(m.x_m, m.y_m, 0.5, 0, w, |id, kind, _| {
+                    if id == m.id {
+                        seen = Some(kind);
+                    }
+                });
+                assert_eq!(seen, Some(EntityKind::Loot));
+            }
+            // The tick after: what is due leaves every cell.
+            let mut expired = vec![];
+            for cell in 0..g.cells_per_side() * 8 {
+                g.take_expired(cell, burst + 1, &mut expired, w);
+            }
+            let due = live.iter().filter(|m| m.expires_tick <= burst + 1).count();
+            assert_eq!(expired.len(), due);
+            live.retain(|m| m.expires_tick > burst + 1);
+            check(&g, &live, &mut next, w);
         }
     }
 
