@@ -621,6 +621,16 @@ mod tests {
         Grid::new(&CoreConfig::default())
     }
 
+    /// A reproducible sequence of values in `[0, 1)` (xorshift64) for placing members.
+    fn unit_sequence(mut seed: u64) -> impl FnMut() -> f32 {
+        move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            (seed >> 40) as f32 / (1u64 << 24) as f32
+        }
+    }
+
     /// Registers player `id` (slot `id`) at `(x, y)` in the cell its position maps to.
     fn put(g: &Grid, id: u64, x: f32, y: f32) {
         g.insert_player(g.cell_of(x, y), PlayerMember { id, slot: id as u32 }, x, y, &mut LockWaits::default());
@@ -703,13 +713,7 @@ mod tests {
     fn proximity_matches_brute_force_with_hysteresis_displaced_members() {
         let g = grid();
         let mut all = vec![];
-        let mut seed = 0x1234_5678_u64;
-        let mut next = || {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            (seed >> 40) as f32 / (1u64 << 24) as f32
-        };
+        let mut next = unit_sequence(0x1234_5678);
         // Members near boundaries, registered in whichever neighbouring cell (any of the
         // eight directions) still holds them within the margin, as a walker arriving from
         // that side would be; every third one a raid object.
@@ -747,13 +751,7 @@ mod tests {
     fn objects_keep_their_subcell_order_through_bursts_and_expiry() {
         let g = grid();
         let w = &mut LockWaits::default();
-        let mut seed = 0x00DD_BA11_u64;
-        let mut next = || {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            (seed >> 40) as f32 / (1u64 << 24) as f32
-        };
+        let mut next = unit_sequence(0x00DD_BA11);
         let mut live: Vec<ObjectMember> = vec![];
         let check = |g: &Grid, live: &[ObjectMember], next: &mut dyn FnMut() -> f32, w: &mut LockWaits| {
             assert_eq!(g.misplaced(), 0, "every object in its sub-cell's place");
