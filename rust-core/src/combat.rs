@@ -6,8 +6,9 @@
 //!   registered in the grid with its expiry tick. A killed add keeps its slot until its burst
 //!   expires and carries the loot it dropped ([`crate::loot`]).
 //! - **Spawning** creates a cell's share of objects (arena inserts, positions) in chunks of
-//!   [`SPAWN_CHUNK`] outside any lock, then hands each chunk to the cell, which merges it into
-//!   its sub-cell order with one pass of moves under its lock ([`Grid::append_objects`]).
+//!   [`SPAWN_CHUNK`] outside any lock, then appends each chunk to the cell's unordered tail
+//!   with one copy under the cell's lock; the tick, taking the burst in, merges the tails of
+//!   its cells into their sub-cell order ([`Grid::order_objects`]).
 //! - **Expiry**: a burst is remembered only as `(expires_tick, rectangle of cells)`, a fixed
 //!   12-byte [`BurstExpiry`]. The spawner hands it to the tick through a bounded lock-free
 //!   `ArrayQueue`; the tick keeps a pre-sized heap ordered by expiry and, when a burst is due,
@@ -387,13 +388,30 @@ impl Combat {
         Ok(RaidReport { spawned: req.count, cells: total_cells, expires_tick })
     }
 
-    /// Moves newly spawned bursts from the inbox to the tick's heap. Tick thread only.
-    pub(crate) fn collect_new_bursts(&self, heap: &mut ExpiryHeap) {
-        // Bounded: the inbox holds at most raid_burst_capacity entries.
+    /// Moves newly spawned bursts from the inbox to the tick's heap, and orders each new
+    /// burst's cells: their objects were appended unordered, and from here a contact query
+    /// reads only the sub-cells it reaches ([`Grid::order_objects`]; `scratch` is the tick's).
+    /// Returns the objects ordered. Tick thread only.
+    pub(crate) fn collect_new_bursts(
+        &self,
+        heap: &mut ExpiryHeap,
+        grid: &Grid,
+        scratch: &mut Vec<ObjectMember>,
+        waits: &mut LockWaits,
+    ) -> usize {
+        let mut ordered = 0;
+        // Bounded: the inbox holds at most raid_burst_capacity entries, each a rectangle of
+        // cells in the world.
         while let Some(expiry) = self.expiry_inbox.pop() {
             debug_assert!(heap.len() < heap.capacity(), "expiry heap is pre-sized to the burst limit");
             heap.push(Reverse(expiry));
+            for cy in u32::from(expiry.cy0)..=u32::from(expiry.cy1) {
+                for cx in u32::from(expiry.cx0)..=u32::from(expiry.cx1) {
+                    ordered += grid.order_objects(cy * grid.cells_per_side() + cx, scratch, waits);
+                }
+            }
         }
+        ordered
     }
 
     /// Sweeps every burst in `heap` due at `now_tick`: each cell of its rectangle loses its

@@ -979,7 +979,7 @@ impl Engine {
         let state = &mut *state;
         state.tick = state.tick.wrapping_add(1);
         let mut waits = LockWaits::default();
-        self.combat.collect_new_bursts(&mut state.expiry);
+        self.combat.collect_new_bursts(&mut state.expiry, &self.grid, &mut state.expired, &mut waits);
         let expired = self.combat.expire_due(&mut state.expiry, state.tick, &self.grid, &mut state.expired, &mut waits);
         // Timed-out trade offers: every escrow is back at the first tick at or after its timeout.
         let mut economy_waits = LockWaits::default();

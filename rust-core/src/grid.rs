@@ -27,18 +27,16 @@
 //!   and load player positions from the table. A reader may see a moving player at its
 //!   previous or its new position, or miss it for the instant of a crossing.
 //! - Nothing slow happens under a cell lock: raid spawn creates its objects (arena inserts)
-//!   and works out their sub-cells before it locks a cell, then merges them in with one pass
-//!   of moves; expiry moves the due objects out with one compaction pass and frees their
-//!   arena slots after it releases the cell.
+//!   before it locks a cell and appends them with one copy; expiry moves the due objects out
+//!   with one compaction pass and frees their arena slots after it releases the cell.
 //! - A cell keeps its raid objects grouped by sub-cell ([`OBJECT_SUBCELLS_PER_SIDE`] squared
 //!   of them, row-major), so a contact query reads only the sub-cells its radius reaches: in a
 //!   raid crowd an 8 m query looks at about a quarter of a 32 m cell's objects instead of all
-//!   of them in up to four cells. The price is the merge: each chunk of a spawn (512 objects)
-//!   shifts the cell's older objects once, so a spawn costs about 1.5x what an append did in
-//!   an ordinary burst (a few hundred objects a cell), and a burst packed into one cell moves
-//!   that cell's objects once per chunk (32,768 objects, the default capacity, in one cell:
-//!   64 merges, 1.1 ms in all on the development VM, the longest holding the cell's lock
-//!   90 µs).
+//!   of them in up to four cells. A spawn appends to an unordered tail (one copy, nothing
+//!   more on the spawner's request); the tick, when it takes in the new burst, merges each of
+//!   the burst's cells' tail into the order ([`Grid::order_objects`]: a counting sort and one
+//!   pass of moves under the cell's lock). Until then, at most one tick, a contact query also
+//!   reads the tail whole.
 //! - Crowded cells grow geometrically (`Vec`'s doubling) and keep their room, so once a cell
 //!   has seen its busiest moment it never reallocates under its lock again. A cell's first
 //!   [`CELL_INLINE_PLAYERS`] players live inline in the map's slot, so walking into untouched
@@ -101,36 +99,46 @@ pub const OBJECT_SUBCELLS_PER_SIDE: usize = 8;
 /// Sub-cells of one cell.
 const OBJECT_SUBCELLS: usize = OBJECT_SUBCELLS_PER_SIDE * OBJECT_SUBCELLS_PER_SIDE;
 
-/// Objects [`Grid::append_objects`] places at a time (their sub-cells are worked out on its
-/// stack before it locks the cell): raid spawn's chunk.
-const APPEND_PIECE: usize = 512;
-
 /// Where each sub-cell's objects begin in [`CellObjects::members`]; entry `s + 1` is where
 /// sub-cell `s`'s end.
 type SubcellStarts = [u32; OBJECT_SUBCELLS + 1];
 
 const _: () = assert!(OBJECT_SUBCELLS <= u8::MAX as usize + 1, "a sub-cell index fits a u8");
 
-/// A cell's raid objects, grouped by sub-cell (row-major, see [`Grid::object_subcell`]).
+/// A cell's raid objects: first those grouped by sub-cell (row-major, see
+/// [`Grid::object_subcell`]), then the tail spawns appended since the tick last ordered them.
 #[derive(Debug, Default)]
 struct CellObjects {
-    /// The objects, sub-cell 0's first. Merged into by raid spawn, compacted by expiry.
+    /// The ordered objects, sub-cell 0's first, then the unordered tail. Appended to by raid
+    /// spawn, ordered by the tick, compacted by expiry.
     members: Vec<ObjectMember>,
-    /// Sub-cell boundaries in `members`; `None` until the cell's first object (a cell only
-    /// players walk through carries no index).
+    /// Sub-cell boundaries in `members`; entry [`OBJECT_SUBCELLS`] is where the tail begins.
+    /// `None` until the tick first orders the cell (a cell only players walk through carries
+    /// no index).
     starts: Option<Box<SubcellStarts>>,
 }
 
 impl CellObjects {
-    /// Merges `piece` into the cell's order, `subcell[k]` being the sub-cell of `piece[k]`
-    /// and `added[s]..added[s + 1]` the places sub-cell `s`'s new objects take among the
-    /// piece's (a prefix sum of its counts). Each sub-cell's old objects shift right by the
+    /// Where the unordered tail begins.
+    #[inline]
+    fn ordered(&self) -> usize {
+        self.starts.as_ref().map_or(0, |starts| starts[OBJECT_SUBCELLS] as usize)
+    }
+
+    /// The objects spawns appended since the tick last ordered the cell.
+    #[inline]
+    fn tail(&self) -> &[ObjectMember] {
+        &self.members[self.ordered()..]
+    }
+
+    /// Merges `piece` (taken off the tail, which must be empty now) into the cell's order,
+    /// `subcell(m)` being the sub-cell of `m` and `added[s]..added[s + 1]` the places sub-cell
+    /// `s`'s new objects take among the piece's (a prefix sum of its counts). Each sub-cell's old objects shift right by the
     /// new objects of the sub-cells before it, last sub-cell first, so nothing is overwritten
     /// before it has moved; then each new object is written into its sub-cell's gap. One pass
     /// of moves, no allocation beyond the `Vec`'s geometric growth.
-    fn merge(&mut self, piece: &[ObjectMember], subcell: &[u8], added: &SubcellStarts) {
+    fn merge(&mut self, piece: &[ObjectMember], added: &SubcellStarts, subcell: impl Fn(&ObjectMember) -> usize) {
         debug_assert_eq!(added[OBJECT_SUBCELLS] as usize, piece.len());
-        debug_assert_eq!(subcell.len(), piece.len());
         let starts = self.starts.get_or_insert_with(|| Box::new([0; OBJECT_SUBCELLS + 1]));
         let old_len = self.members.len();
         debug_assert_eq!(starts[OBJECT_SUBCELLS] as usize, old_len);
@@ -150,8 +158,8 @@ impl CellObjects {
         for s in 0..OBJECT_SUBCELLS {
             gap[s] = starts[s + 1] + added[s];
         }
-        for (m, &s) in piece.iter().zip(subcell) {
-            let at = &mut gap[usize::from(s)];
+        for m in piece {
+            let at = &mut gap[subcell(m)];
             self.members[*at as usize] = *m;
             *at += 1;
         }
@@ -403,25 +411,41 @@ impl Grid {
         true
     }
 
-    /// Adds raid objects to `cell` (they were created before). For each piece of up to 512,
-    /// every object's sub-cell is worked out before the cell is locked; under the lock the
-    /// piece is merged into the cell's order with one pass of moves.
+    /// Appends raid objects to `cell`'s unordered tail with one copy under its lock (they were
+    /// created before); the tick orders them ([`Grid::order_objects`]).
     pub fn append_objects(&self, cell: CellKey, objects: &[ObjectMember], waits: &mut LockWaits) {
-        let origin = self.cell_origin(cell);
-        for piece in objects.chunks(APPEND_PIECE) {
-            // `added[s + 1]` counts sub-cell `s`, then the prefix sum makes `added[s]` its start.
-            let mut added: SubcellStarts = [0; OBJECT_SUBCELLS + 1];
-            let mut subcell = [0u8; APPEND_PIECE];
-            for (at, m) in piece.iter().enumerate() {
-                let s = self.object_subcell(origin, m.x_m, m.y_m);
-                subcell[at] = s as u8;
-                added[s + 1] += 1;
-            }
-            for s in 0..OBJECT_SUBCELLS {
-                added[s + 1] += added[s];
-            }
-            self.cell_mut(cell, waits).objects.merge(piece, &subcell[..piece.len()], &added);
+        if objects.is_empty() {
+            return;
         }
+        self.cell_mut(cell, waits).objects.members.extend_from_slice(objects);
+    }
+
+    /// Merges `cell`'s unordered tail into its sub-cell order, under its write lock: the tail
+    /// is copied into `scratch` (the tick's; it grows to the largest tail once), counted by
+    /// sub-cell, and merged with one pass of moves. Returns how many objects it ordered. The
+    /// tick calls it for each cell of a burst it takes in.
+    pub fn order_objects(&self, cell: CellKey, scratch: &mut Vec<ObjectMember>, waits: &mut LockWaits) -> usize {
+        let origin = self.cell_origin(cell);
+        let Some(mut c) = self.existing_cell_mut(cell, waits) else { return 0 };
+        let objects = &mut c.objects;
+        let ordered = objects.ordered();
+        let tail = objects.members.len() - ordered;
+        if tail == 0 {
+            return 0;
+        }
+        scratch.clear();
+        scratch.extend_from_slice(&objects.members[ordered..]);
+        objects.members.truncate(ordered);
+        // `added[s + 1]` counts sub-cell `s`, then the prefix sum makes `added[s]` its start.
+        let mut added: SubcellStarts = [0; OBJECT_SUBCELLS + 1];
+        for m in scratch.iter() {
+            added[self.object_subcell(origin, m.x_m, m.y_m) + 1] += 1;
+        }
+        for s in 0..OBJECT_SUBCELLS {
+            added[s + 1] += added[s];
+        }
+        objects.merge(scratch, &added, |m| self.object_subcell(origin, m.x_m, m.y_m));
+        tail
     }
 
     /// Moves every raid object of `cell` whose `expires_tick <= now_tick` into `expired` (one
@@ -430,41 +454,55 @@ impl Grid {
     pub fn take_expired(&self, cell: CellKey, now_tick: u32, expired: &mut Vec<ObjectMember>, waits: &mut LockWaits) -> usize {
         let Some(mut c) = self.existing_cell_mut(cell, waits) else { return 0 };
         let objects = &mut c.objects;
-        let Some(starts) = objects.starts.as_deref_mut() else { return 0 };
         let before = expired.len();
-        // Compaction sub-cell by sub-cell: what stays keeps its order, and each sub-cell's
-        // new start is where its first survivor lands.
+        let len = objects.members.len();
+        // Compaction sub-cell by sub-cell, then the tail: what stays keeps its order, and each
+        // sub-cell's new start is where its first survivor lands.
         let mut kept = 0usize;
         let mut read = 0usize;
-        for s in 0..OBJECT_SUBCELLS {
-            let end = starts[s + 1] as usize;
-            starts[s] = kept as u32;
-            while read < end {
-                let m = objects.members[read];
-                if m.expires_tick > now_tick {
-                    objects.members[kept] = m;
-                    kept += 1;
-                } else {
-                    expired.push(m);
-                }
-                read += 1;
+        let mut keep = |read: usize, kept: &mut usize, members: &mut Vec<ObjectMember>| {
+            let m = members[read];
+            if m.expires_tick > now_tick {
+                members[*kept] = m;
+                *kept += 1;
+            } else {
+                expired.push(m);
             }
+        };
+        if let Some(starts) = objects.starts.as_deref_mut() {
+            for s in 0..OBJECT_SUBCELLS {
+                let end = starts[s + 1] as usize;
+                starts[s] = kept as u32;
+                while read < end {
+                    keep(read, &mut kept, &mut objects.members);
+                    read += 1;
+                }
+            }
+            starts[OBJECT_SUBCELLS] = kept as u32;
         }
-        starts[OBJECT_SUBCELLS] = kept as u32;
+        while read < len {
+            keep(read, &mut kept, &mut objects.members);
+            read += 1;
+        }
         objects.members.truncate(kept);
         expired.len() - before
     }
 
     /// Changes the kind of raid object `id`, registered in `cell` at `(x_m, y_m)` (a killed add
     /// becomes the loot it dropped, so areas of interest and contacts show loot). One scan of
-    /// the object's sub-cell under the cell's write lock; `false` if the object is not there
-    /// (already expired).
+    /// the object's sub-cell (and the unordered tail, if any) under the cell's write lock;
+    /// `false` if the object is not there (already expired).
     pub fn relabel_object(&self, cell: CellKey, id: u64, x_m: f32, y_m: f32, kind: EntityKind, waits: &mut LockWaits) -> bool {
         let s = self.object_subcell(self.cell_origin(cell), x_m, y_m);
         let Some(mut c) = self.existing_cell_mut(cell, waits) else { return false };
         let objects = &mut c.objects;
-        let Some(starts) = objects.starts.as_deref() else { return false };
-        match objects.members[starts[s] as usize..starts[s + 1] as usize].iter_mut().find(|m| m.id == id) {
+        let ordered = objects.ordered();
+        let span = match objects.starts.as_deref() {
+            Some(starts) => starts[s] as usize..starts[s + 1] as usize,
+            None => 0..0,
+        };
+        let (ordered_part, tail) = objects.members.split_at_mut(ordered);
+        match ordered_part[span].iter_mut().chain(tail.iter_mut()).find(|m| m.id == id) {
             Some(m) => {
                 m.kind = kind;
                 true
@@ -492,7 +530,7 @@ impl Grid {
     /// radius, 2 m margin and 32 m cells that is one cell for a point in a cell's middle and
     /// at most four near a corner (complete as long as `radius + hysteresis <= cell size`,
     /// checked by [`CoreConfig::validate`]). In each, only the raid objects of the sub-cells
-    /// that overlap the square `(x, y) ± radius` are read.
+    /// that overlap the square `(x, y) ± radius` are read, and the tail not ordered yet.
     pub fn for_each_near(
         &self,
         x: f32,
@@ -529,8 +567,10 @@ impl Grid {
                 let origin = self.cell_origin(cell);
                 let (sx0, sx1) = (self.subcell_axis(x - edge, origin.0), self.subcell_axis(x + edge, origin.0));
                 let (sy0, sy1) = (self.subcell_axis(y - edge, origin.1), self.subcell_axis(y + edge, origin.1));
-                for sy in sy0..=sy1 {
-                    for m in c.objects.row_span(sy, sx0, sx1) {
+                // The sub-rows' spans of the order, then the tail the tick has not ordered yet.
+                let spans = (sy0..=sy1).map(|sy| c.objects.row_span(sy, sx0, sx1)).chain(std::iter::once(c.objects.tail()));
+                for span in spans {
+                    for m in span {
                         let (dx, dy) = (m.x_m - x, m.y_m - y);
                         let d2 = dx * dx + dy * dy;
                         if d2 <= r2 {
@@ -568,8 +608,8 @@ impl Grid {
     }
 
     /// Members registered in a cell their position does not belong to (outside the cell grown
-    /// by the hysteresis margin), plus raid objects outside their sub-cell's place in the
-    /// cell's order. Always 0 for a consistent grid at rest; audit and test use.
+    /// by the hysteresis margin), plus ordered raid objects outside their sub-cell's place in
+    /// the cell's order. Always 0 for a consistent grid at rest; audit and test use.
     pub fn misplaced(&self) -> usize {
         self.cells
             .iter()
@@ -593,9 +633,9 @@ impl Grid {
                                 span.iter().filter(|m| self.object_subcell(origin, m.x_m, m.y_m) != s).count()
                             })
                             .sum::<usize>()
-                            + (starts[OBJECT_SUBCELLS] as usize).abs_diff(c.objects.members.len())
+                            + (starts[OBJECT_SUBCELLS] as usize).saturating_sub(c.objects.members.len())
                     }
-                    None => c.objects.members.len(),
+                    None => 0,
                 };
                 players + out_of_order + c.objects.members.iter().filter(|m| self.cell_with_hysteresis(key, m.x_m, m.y_m) != key).count()
             })
@@ -793,6 +833,7 @@ mod tests {
                 by_cell.entry(g.cell_of(x, y)).or_default().push(m);
                 live.push(m);
             }
+            let cells: Vec<CellKey> = by_cell.keys().copied().collect();
             for (cell, objects) in by_cell {
                 let mut rest = &objects[..];
                 while !rest.is_empty() {
@@ -800,6 +841,18 @@ mod tests {
                     g.append_objects(cell, &rest[..n], w);
                     rest = &rest[n..];
                 }
+            }
+            // Appended, not ordered yet: queries read the tails whole.
+            check(&g, &live, &mut next, w);
+            // The tick orders the burst's cells (every other burst, one more burst lands
+            // before it does, so a tail holds two bursts' objects).
+            if burst % 2 == 1 {
+                let mut scratch = vec![];
+                let ordered: usize = cells.iter().map(|&c| g.order_objects(c, &mut scratch, w)).sum();
+                assert!(ordered >= 3_000, "this burst and what is left of the last: {ordered}");
+                let ordered_now: usize = cells.iter().map(|&c| g.cells.get(&c).map_or(0, |e| e.objects.ordered())).sum();
+                assert_eq!(ordered_now, g.census().objects, "no tail left in the burst's cells");
+                assert!(cells.iter().all(|&c| g.order_objects(c, &mut scratch, w) == 0), "ordered once");
             }
             check(&g, &live, &mut next, w);
             // A kill relabels its add where the order put it.
