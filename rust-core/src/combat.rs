@@ -391,15 +391,8 @@ impl Combat {
     /// Moves newly spawned bursts from the inbox to the tick's heap, and orders each new
     /// burst's cells: their objects were appended unordered, and from here a contact query
     /// reads only the sub-cells it reaches ([`Grid::order_objects`]; `scratch` is the tick's).
-    /// Returns the objects ordered. Tick thread only.
-    pub(crate) fn collect_new_bursts(
-        &self,
-        heap: &mut ExpiryHeap,
-        grid: &Grid,
-        scratch: &mut Vec<ObjectMember>,
-        waits: &mut LockWaits,
-    ) -> usize {
-        let mut ordered = 0;
+    /// Tick thread only.
+    pub(crate) fn collect_new_bursts(&self, heap: &mut ExpiryHeap, grid: &Grid, scratch: &mut Vec<ObjectMember>, waits: &mut LockWaits) {
         // Bounded: the inbox holds at most raid_burst_capacity entries, each a rectangle of
         // cells in the world.
         while let Some(expiry) = self.expiry_inbox.pop() {
@@ -407,11 +400,10 @@ impl Combat {
             heap.push(Reverse(expiry));
             for cy in u32::from(expiry.cy0)..=u32::from(expiry.cy1) {
                 for cx in u32::from(expiry.cx0)..=u32::from(expiry.cx1) {
-                    ordered += grid.order_objects(cy * grid.cells_per_side() + cx, scratch, waits);
+                    grid.order_objects(cy * grid.cells_per_side() + cx, scratch, waits);
                 }
             }
         }
-        ordered
     }
 
     /// Sweeps every burst in `heap` due at `now_tick`: each cell of its rectangle loses its

@@ -103,8 +103,6 @@ const OBJECT_SUBCELLS: usize = OBJECT_SUBCELLS_PER_SIDE * OBJECT_SUBCELLS_PER_SI
 /// sub-cell `s`'s end.
 type SubcellStarts = [u32; OBJECT_SUBCELLS + 1];
 
-const _: () = assert!(OBJECT_SUBCELLS <= u8::MAX as usize + 1, "a sub-cell index fits a u8");
-
 /// A cell's raid objects: first those grouped by sub-cell (row-major, see
 /// [`Grid::object_subcell`]), then the tail spawns appended since the tick last ordered them.
 #[derive(Debug, Default)]
@@ -133,10 +131,11 @@ impl CellObjects {
 
     /// Merges `piece` (taken off the tail, which must be empty now) into the cell's order,
     /// `subcell(m)` being the sub-cell of `m` and `added[s]..added[s + 1]` the places sub-cell
-    /// `s`'s new objects take among the piece's (a prefix sum of its counts). Each sub-cell's old objects shift right by the
-    /// new objects of the sub-cells before it, last sub-cell first, so nothing is overwritten
-    /// before it has moved; then each new object is written into its sub-cell's gap. One pass
-    /// of moves, no allocation beyond the `Vec`'s geometric growth.
+    /// `s`'s new objects take among the piece's (a prefix sum of its counts). Each sub-cell's
+    /// old objects shift right by the new objects of the sub-cells before it, last sub-cell
+    /// first, so nothing is overwritten before it has moved; then each new object is written
+    /// into its sub-cell's gap. One pass of moves, no allocation beyond the `Vec`'s geometric
+    /// growth.
     fn merge(&mut self, piece: &[ObjectMember], added: &SubcellStarts, subcell: impl Fn(&ObjectMember) -> usize) {
         debug_assert_eq!(added[OBJECT_SUBCELLS] as usize, piece.len());
         let starts = self.starts.get_or_insert_with(|| Box::new([0; OBJECT_SUBCELLS + 1]));
@@ -187,7 +186,7 @@ impl CellObjects {
 pub struct Cell {
     /// Players registered here. Written by movers crossing in or out, join and leave.
     players: SmallVec<[PlayerMember; CELL_INLINE_PLAYERS]>,
-    /// Raid objects registered here. Merged into by raid spawn, compacted by the tick's expiry.
+    /// Raid objects registered here. Appended to by raid spawn, ordered and compacted by the tick.
     objects: CellObjects,
 }
 
@@ -521,8 +520,8 @@ impl Grid {
 
     /// Calls `visit(id, kind, squared distance)` for every entity other than `exclude_id`
     /// within `radius_m` of `(x, y)` (squared, so a visitor that keeps only some of them takes
-    /// a square root only for those). `visit` runs under a cell's read lock and must not touch the
-    /// grid. Returns the number visited.
+    /// a square root only for those). `visit` runs under a cell's read lock and must not touch
+    /// the grid. Returns the number visited.
     ///
     /// Only the cells that can hold such an entity are visited: an entity is registered in a
     /// cell whose bounds, grown by the hysteresis margin, contain it, so it can only be in a
@@ -824,7 +823,7 @@ mod tests {
         let mut id = 0u64;
         for burst in 0..4u32 {
             // A burst over a 100 m square (four to nine cells), grouped by cell and appended in
-            // pieces of every size, some larger than one sort piece.
+            // pieces of every size, some larger than a spawn's chunk.
             let mut by_cell: std::collections::BTreeMap<CellKey, Vec<ObjectMember>> = Default::default();
             for _ in 0..3_000 {
                 id += 1;
