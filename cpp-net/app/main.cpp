@@ -43,8 +43,8 @@ const char* allocator_name() {
 #ifdef MMO_WITH_MIMALLOC
   // Calling into the library also keeps the linker from dropping it: its malloc override is
   // what makes it the allocator of the whole process, C++ and Rust alike.
-  static char name[32];
-  std::snprintf(name, sizeof(name), "mimalloc %d", mi_version());
+  static char name[64];
+  std::snprintf(name, sizeof(name), "mimalloc-%d(decommit_delay_ms=%ld)", mi_version(), mi_option_get(mi_option_decommit_delay));
   return name;
 #else
   return "glibc malloc";
@@ -67,6 +67,15 @@ int main(int argc, char** argv) {
   // read 0. Line-buffered so each status line reaches a log or pipe as it is written.
   static char stdout_buffer[BUFSIZ];
   std::setvbuf(stdout, stdout_buffer, _IOLBF, sizeof stdout_buffer);
+#ifdef MMO_WITH_MIMALLOC
+  // Freed pages go back to the kernel at once rather than after mimalloc's default 25 ms: the
+  // server's steady state allocates nothing, so what it frees is start-up, join and the
+  // economy committer's transient memory, and holding it only raises the peak. Measured
+  // (README, "Rust core vs C++ baseline"): peak RSS of a 1,000-bot raid run 35.1-35.4 MB
+  // before, 34.3-34.7 MB after, CPU per update unchanged within the runs' spread.
+  // `set_default` leaves a value the operator gave in MIMALLOC_DECOMMIT_DELAY alone.
+  mi_option_set_default(mi_option_decommit_delay, 0);
+#endif
   mmo::app::Settings settings;
   try {
     settings = mmo::app::Settings::defaults();
