@@ -95,7 +95,7 @@ int main(int argc, char** argv) {
     return kExitSettings;
   }
 
-  CLI::App app{"mmo-server: the game-state service. UDP wire protocol v1 (docs/protocol.md) in front of the Rust core or the C++ baseline."};
+  CLI::App app{"mmo-server: the game-state service. UDP wire protocol v3 (docs/protocol.md) in front of the Rust core or the C++ baseline."};
   std::string config_path;
   bool print_config = false;
   bool print_flags_table = false;
