@@ -1361,6 +1361,24 @@ mod tests {
     }
 
     #[test]
+    fn a_decision_keeps_its_status_and_ledger_number_apart() {
+        for status in [0u8, 1, 7, 255] {
+            for seq in [0u64, 1, 255, 256, 1 << 40, Decision::SEQ_LIMIT - 1] {
+                let mut d = Decision::new(9, 42, status);
+                assert_eq!((d.status(), d.ledger_seq()), (status, 0));
+                d.set_ledger_seq(seq);
+                assert_eq!((d.transaction_id, d.gold_after, d.status(), d.ledger_seq()), (9, 42, status, seq));
+            }
+        }
+    }
+
+    #[test]
+    #[should_panic(expected = "past 2^56")]
+    fn a_ledger_number_past_the_packing_is_refused() {
+        Decision::new(1, 0, 1).set_ledger_seq(Decision::SEQ_LIMIT);
+    }
+
+    #[test]
     fn a_wallet_closed_mid_request_is_departed_not_unknown() {
         let eco = Economy::new(8);
         let (a, b) = (eco.open_wallet(100), eco.open_wallet(100));
