@@ -130,13 +130,15 @@ cpp-asan:
 	cmake --build $(ASAN_BUILD)
 	ctest --test-dir $(ASAN_BUILD) --output-on-failure
 
-## The baseline engine's tests (its multi-threaded stress test included) and the real
-## multi-threaded server end to end (workers, tick thread, both engines) under ThreadSanitizer.
+## The baseline engine's tests (its multi-threaded stress test included), the held economy
+## replies (a worker and a committer sending at once), and the real multi-threaded server end
+## to end (workers, tick thread, both engines) under ThreadSanitizer.
 ## The Rust core linked in is not instrumented (loom model-checks its atomics instead).
 cpp-tsan:
 	cmake -S cpp-net -B $(TSAN_BUILD) $(CMAKE_FLAGS) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMMO_TSAN=ON
-	cmake --build $(TSAN_BUILD) --target baseline_test server_e2e_test mmo-server
+	cmake --build $(TSAN_BUILD) --target baseline_test held_replies_test server_e2e_test mmo-server
 	TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" $(TSAN_BUILD)/baseline_test
+	TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" $(TSAN_BUILD)/held_replies_test
 	TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$(CURDIR)/cpp-net/tests/tsan-rust-core.supp" $(TSAN_BUILD)/server_e2e_test
 
 ## The FFI tests under valgrind memcheck. The staticlib allocates through glibc malloc in

@@ -62,6 +62,18 @@ uint64_t Server::worker_total(const Counter WorkerCounters::* field) const {
   return t;
 }
 
+uint64_t Server::datagrams_sent_total() const {
+  uint64_t t = worker_total(&WorkerCounters::datagrams_sent);
+  for (const auto& w : workers_) t += w->held_replies().sent();
+  return t;
+}
+
+uint64_t Server::send_failures_total() const {
+  uint64_t t = worker_total(&WorkerCounters::send_failures);
+  for (const auto& w : workers_) t += w->held_replies().failed();
+  return t;
+}
+
 uint64_t Server::drops_total(size_t reason) const {
   uint64_t t = 0;
   for (const auto& w : workers_) t += w->counters.drops[reason].get();
@@ -133,8 +145,8 @@ size_t Server::format_stats(char* out, size_t capacity) const {
   auto total = [&](const Counter WorkerCounters::* field) { return worker_total(field); };
   for (size_t r = 0; r < kDropReasonCount; ++r) line("drop_", drop_reason_name(static_cast<DropReason>(r)), drops_total(r));
   line("", "datagrams_received", total(&WorkerCounters::datagrams_received));
-  line("", "datagrams_sent", total(&WorkerCounters::datagrams_sent));
-  line("", "send_failures", total(&WorkerCounters::send_failures));
+  line("", "datagrams_sent", datagrams_sent_total());
+  line("", "send_failures", send_failures_total());
   line("", "challenges_sent", total(&WorkerCounters::challenges_sent));
   line("", "joins_accepted", total(&WorkerCounters::joins_accepted));
   line("", "join_retransmits", total(&WorkerCounters::join_retransmits));

@@ -91,8 +91,8 @@ std::string prometheus_text(const Server& s) {
   // The front.
   t.one("mmo_datagrams_received_total", "counter", "Datagrams the workers received.", total(&WorkerCounters::datagrams_received));
   t.one("mmo_datagrams_sent_total", "counter", "Datagrams the workers sent (replies and area-of-interest snapshots).",
-        total(&WorkerCounters::datagrams_sent));
-  t.one("mmo_send_failures_total", "counter", "Datagrams that could not be sent.", total(&WorkerCounters::send_failures));
+        static_cast<double>(s.datagrams_sent_total()));
+  t.one("mmo_send_failures_total", "counter", "Datagrams that could not be sent.", static_cast<double>(s.send_failures_total()));
   t.one("mmo_join_challenges_sent_total", "counter", "Join challenges sent.", total(&WorkerCounters::challenges_sent));
   t.one("mmo_joins_accepted_total", "counter", "Joins accepted.", total(&WorkerCounters::joins_accepted));
   t.one("mmo_join_retransmits_total", "counter", "Join confirms resent by clients and answered again.", total(&WorkerCounters::join_retransmits));

@@ -81,12 +81,17 @@ Server::Server(const ServerConfig& config, std::unique_ptr<Engine> engine)
                   info.repaired != 0 ? "; " : "", info.repaired != 0 ? message.c_str() : "");
     economy_report_ = line;
   }
+  // Before any worker runs, so before any economy change (an engine without a durable store
+  // reports everything durable: UINT64_MAX).
+  economy_durable_through_.store(engine_->economy_durable_through(), std::memory_order_seq_cst);
 }
 
-void Server::on_economy_durable(void* server) {
+void Server::on_economy_durable(void* context) {
   // Runs on the committer thread while the engine lives; ~Server frees the engine (joining
   // that thread) before the workers.
-  for (auto& w : static_cast<Server*>(server)->workers_) w->notify_durable();
+  auto* server = static_cast<Server*>(context);
+  server->economy_durable_through_.store(server->engine_->economy_durable_through(), std::memory_order_seq_cst);
+  for (auto& w : server->workers_) w->release_durable();
 }
 
 bool Server::spawn_for(uint64_t account_id, uint8_t faction, float& x_m, float& y_m) const {

@@ -15,6 +15,10 @@
 // - One tick thread: runs the engine's tick at the tick rate (expiry, world snapshot) and then
 //   wakes every worker through its eventfd. It touches no session and takes no lock a worker
 //   takes: no worker ever waits on the tick.
+// - With a durable economy, the engine's committer thread calls on_economy_durable after each
+//   group it made durable: it publishes the watermark and sends, on each worker's socket, the
+//   economy replies that waited for it (held_replies.hpp). It touches no session; a worker is
+//   not woken for it.
 // - The reporter (whoever calls format_stats/stats_line: the main thread, or a worker
 //   answering STATS_REQUEST) reads counters (relaxed atomics, one writer each) and merges the
 //   workers' latency histograms under each worker's latency mutex.
@@ -224,13 +228,18 @@ class Server {
   friend class Worker;
   friend std::string prometheus_text(const Server& server);
   void tick_loop();
-  // The engine's committer made a group durable: wake every worker to send what waited.
+  // The engine's committer made a group durable: sends, on its own thread, every worker's
+  // economy replies that waited for it (held_replies.hpp).
   static void on_economy_durable(void* server);
   struct LatencyFigures;
   LatencyFigures merged_latency() const;
   // Sums over the workers (relaxed reads; each a moment's value, not one snapshot).
   uint64_t worker_total(const Counter WorkerCounters::* field) const;
   uint64_t drops_total(size_t reason) const;
+  // Datagrams sent, and that could not be sent: the workers' own batches and their held
+  // economy replies (which the committer may send on their sockets).
+  uint64_t datagrams_sent_total() const;
+  uint64_t send_failures_total() const;
   uint64_t sessions_live() const;
 
   ServerConfig config_;
@@ -245,6 +254,11 @@ class Server {
   TokenBucket join_rate_;  // guarded by join_rate_mutex_
   uint16_t port_ = 0;
   std::string economy_report_ = "memory";
+  /// The engine's durable watermark as the front knows it: every economy change with a ledger
+  /// number up to it is on disk. Set at construction, then written (seq_cst) only by the
+  /// committer's callback, before it sends what waited; read (seq_cst) by the workers. Its
+  /// own atomic, not the engine's, so the hand-off in held_replies.hpp is between C++ atomics.
+  std::atomic<uint64_t> economy_durable_through_{0};
   std::vector<std::unique_ptr<Worker>> workers_;
   std::vector<std::thread> threads_;
   std::thread tick_thread_;

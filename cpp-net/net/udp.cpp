@@ -60,22 +60,19 @@ sockaddr_in to_sockaddr(SourceAddress a) {
   return sa;
 }
 
-std::pair<size_t, size_t> SendBatch::flush(int fd) {
+std::pair<size_t, size_t> send_datagrams(int fd, std::span<mmsghdr> msgs) {
   size_t done = 0;
-  for (int attempt = 0; attempt < kSendRetriesMax && done < count_; ++attempt) {
-    const int n = sendmmsg(fd, msgs_.data() + done, static_cast<unsigned>(count_ - done), MSG_DONTWAIT);
+  size_t undeliverable = 0;
+  for (int attempt = 0; attempt < kSendRetriesMax && done < msgs.size(); ++attempt) {
+    const int n = sendmmsg(fd, msgs.data() + done, static_cast<unsigned>(msgs.size() - done), MSG_DONTWAIT);
     if (n > 0) {
       done += static_cast<size_t>(n);
     } else if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
       done += 1;  // this datagram cannot be sent (e.g. ECONNREFUSED from an ICMP); skip it
-      ++undeliverable_;
+      ++undeliverable;
     }
   }
-  const size_t failed = count_ - done + undeliverable_;
-  const size_t sent = done - undeliverable_;
-  count_ = 0;
-  undeliverable_ = 0;
-  return {sent, failed};
+  return {done - undeliverable, msgs.size() - done + undeliverable};
 }
 
 }  // namespace mmo::net

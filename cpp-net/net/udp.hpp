@@ -36,6 +36,10 @@ uint16_t bound_port(int fd);
 // An IPv4 address's bytes in network order (0 for 0.0.0.0 or anything unparsable).
 uint32_t bind_ip_be(const std::string& address);
 sockaddr_in to_sockaddr(SourceAddress a);
+// Sends `msgs` with sendmmsg; returns {sent, failed}. Retries a partial send a bounded number
+// of times (the socket buffer was momentarily full), then gives up on the rest; a datagram the
+// kernel refuses outright (e.g. ECONNREFUSED from an ICMP) is skipped and counted failed.
+std::pair<size_t, size_t> send_datagrams(int fd, std::span<mmsghdr> msgs);
 
 // Outgoing datagrams of one batch, flushed with sendmmsg. Preallocated; at most kBatchMax.
 class SendBatch {
@@ -63,9 +67,12 @@ class SendBatch {
     iov_[count_].iov_len = bytes;
     ++count_;
   }
-  // Sends everything; returns {sent, failed}. Retries a partial send a bounded number of
-  // times (the socket buffer was momentarily full), then gives up on the rest.
-  std::pair<size_t, size_t> flush(int fd);
+  // Sends everything (send_datagrams) and empties the batch; returns {sent, failed}.
+  std::pair<size_t, size_t> flush(int fd) {
+    const auto result = send_datagrams(fd, std::span<mmsghdr>(msgs_.data(), count_));
+    count_ = 0;
+    return result;
+  }
 
  private:
   std::array<std::array<uint8_t, wire::kReplyDatagramMax>, kBatchMax> buffers_{};
@@ -73,7 +80,6 @@ class SendBatch {
   std::array<sockaddr_in, kBatchMax> addrs_{};
   std::array<mmsghdr, kBatchMax> msgs_{};
   size_t count_ = 0;
-  size_t undeliverable_ = 0;
 };
 
 }  // namespace mmo::net

@@ -20,7 +20,6 @@ namespace {
 
 constexpr uint64_t kTickEvent = 1;    // epoll data: the tick's eventfd
 constexpr uint64_t kSocketEvent = 2;  // epoll data: the UDP socket
-constexpr uint64_t kDurableEvent = 3; // epoll data: the economy committer's eventfd
 
 uint64_t realtime_ns() {
   timespec ts{};
@@ -55,11 +54,8 @@ Worker::Worker(Server& server, uint16_t index, int fd, const AdmissionConfig& ad
   if (epfd_ < 0) throw std::runtime_error(std::string("epoll_create1: ") + std::strerror(errno));
   tick_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   if (tick_fd_ < 0) throw std::runtime_error(std::string("eventfd: ") + std::strerror(errno));
-  durable_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-  if (durable_fd_ < 0) throw std::runtime_error(std::string("eventfd: ") + std::strerror(errno));
   epoll_add(epfd_, fd_, kSocketEvent);
   epoll_add(epfd_, tick_fd_, kTickEvent);
-  epoll_add(epfd_, durable_fd_, kDurableEvent);
   // The kernel stamps each datagram as it arrives; its wait in the socket buffer counts.
   const int one = 1;
   if (setsockopt(fd_, SOL_SOCKET, SO_TIMESTAMPNS, &one, sizeof one) != 0) {
@@ -82,7 +78,6 @@ Worker::~Worker() {
   mmo_latency_free(update_latency_);
   mmo_latency_free(raid_latency_);
   if (tick_fd_ >= 0) close(tick_fd_);
-  if (durable_fd_ >= 0) close(durable_fd_);
   if (epfd_ >= 0) close(epfd_);
   if (fd_ >= 0) close(fd_);
 }
@@ -94,26 +89,13 @@ void Worker::notify_tick() {
   [[maybe_unused]] const ssize_t n = write(tick_fd_, &one, sizeof one);
 }
 
-void Worker::notify_durable() {
-  const uint64_t one = 1;
-  [[maybe_unused]] const ssize_t n = write(durable_fd_, &one, sizeof one);  // as notify_tick
+void Worker::release_durable() {
+  held_.release(fd_, [this] { return server_.economy_durable_through_.load(std::memory_order_seq_cst); });
 }
 
 void Worker::release_held() {
-  if (held_count_ == 0) return;
-  durable_through_ = server_.engine().economy_durable_through();
-  bool sent = false;
-  while (held_count_ > 0 && held_[held_head_].ledger_seq <= durable_through_) {
-    const HeldReply& h = held_[held_head_];
-    if (tx_.full()) flush_replies();
-    const std::span<uint8_t> slot = tx_.slot();
-    std::memcpy(slot.data(), h.bytes.data(), h.size);
-    tx_.commit(h.to, h.size);
-    held_head_ = (held_head_ + 1) % kHeldRepliesMax;
-    --held_count_;
-    sent = true;
-  }
-  if (sent) flush_replies();
+  if (held_.empty()) return;
+  held_.release(fd_, [this] { return durable_through_ = server_.economy_durable_through_.load(std::memory_order_seq_cst); });
 }
 
 void Worker::run() {
@@ -125,10 +107,7 @@ void Worker::run() {
     const int timeout_ms = aoi_pending_ ? aoi_pace_.wait_ms(server_.now_us(), kEpollTimeoutMs) : kEpollTimeoutMs;
     const int n = epoll_wait(epfd_, ready.data(), static_cast<int>(ready.size()), timeout_ms);
     for (int i = 0; i < n; ++i) {
-      if (ready[i].data.u64 == kDurableEvent) {
-        uint64_t groups = 0;
-        [[maybe_unused]] const ssize_t got = read(durable_fd_, &groups, sizeof groups);
-      } else if (ready[i].data.u64 == kTickEvent) {
+      if (ready[i].data.u64 == kTickEvent) {
         uint64_t ticks = 0;
         if (read(tick_fd_, &ticks, sizeof ticks) == sizeof ticks) {
           if (aoi_pending_) counters.aoi_rounds_overrun.add();

@@ -22,6 +22,7 @@
 
 #include "net/admission.hpp"
 #include "net/aoi_pace.hpp"
+#include "net/held_replies.hpp"
 #include "net/server.hpp"
 #include "net/udp.hpp"
 
@@ -43,8 +44,9 @@ class Worker {
   // its sessions their areas of interest.
   void notify_tick();
   // Called by the engine's committer thread after a group of economy changes became durable:
-  // wakes this worker to send the replies that waited for it.
-  void notify_durable();
+  // sends, on this worker's socket and from the committer's thread, the replies that waited
+  // for it (held_replies.hpp), so this worker is not woken for them.
+  void release_durable();
   // Called by any worker: asks this one to end one of its sessions (its account is joining
   // again from another port of the same host). Done on this worker's next loop turn (within
   // kEpollTimeoutMs); a request that finds the queue full is dropped (the joining client
@@ -62,6 +64,8 @@ class Worker {
   MmoLatency* raid_latency_ = nullptr;
 
   int fd() const { return fd_; }
+  // Read by the reporter (its counters).
+  const HeldReplies& held_replies() const { return held_; }
 
  private:
   // Sessions per area-of-interest chunk: one engine call and one sendmmsg each.
@@ -87,25 +91,24 @@ class Worker {
     tx_.commit(to, wire::encode(message, tx_.slot()));
   }
   // An economy reply (result, loot result, trade notice): sent now if the change it reports
-  // is durable (ledger_seq <= the engine's durable watermark), else held, in order, until it
-  // is (release_held). A full held queue drops it, counted: the client retransmits and gets
-  // the recorded answer, which waits for the same change.
+  // is durable (ledger_seq <= the engine's durable watermark) and nothing waits before it,
+  // else held, in order, until it is (held_replies.hpp: the committer sends it, or this worker
+  // at the end of its loop turn). A full held queue drops it, counted: the client retransmits
+  // and gets the recorded answer, which waits for the same change.
   template <typename Message>
   void send_durable(SourceAddress to, const Message& message, uint64_t ledger_seq) {
-    if (ledger_seq == 0 || (held_count_ == 0 && ledger_seq <= durable_through_)) return send_reply(to, message);
-    if (held_count_ == 0 && ledger_seq <= (durable_through_ = server_.engine().economy_durable_through())) return send_reply(to, message);
-    if (held_count_ == kHeldRepliesMax) {
+    if (ledger_seq == 0) return send_reply(to, message);
+    if (held_.empty() && (ledger_seq <= durable_through_ ||
+                          ledger_seq <= (durable_through_ = server_.economy_durable_through_.load(std::memory_order_seq_cst)))) {
+      return send_reply(to, message);
+    }
+    if (!held_.push(to, message, ledger_seq)) {
       counters.economy_replies_dropped.add();
       return;
     }
-    HeldReply& h = held_[(held_head_ + held_count_) % kHeldRepliesMax];
-    h.size = static_cast<uint16_t>(wire::encode(message, std::span<uint8_t>(h.bytes)));
-    h.to = to;
-    h.ledger_seq = ledger_seq;
-    ++held_count_;
     counters.economy_replies_held.add();
   }
-  // Sends the held replies whose changes are now durable.
+  // Sends the held replies whose changes are now durable (on this worker's thread).
   void release_held();
   // Tells the players in the killer's area of interest (as of the last tick) of a kill.
   // TRADE_OFFER / TRADE_ANSWER: decided by the engine at once (economy requests batched before
@@ -134,22 +137,10 @@ class Worker {
   int fd_;
   int epfd_ = -1;
   int tick_fd_ = -1;  // eventfd the tick thread writes after each published snapshot
-  int durable_fd_ = -1;  // eventfd the engine's committer writes after each durable group
-  // Economy replies waiting for their change to be durable, oldest first (a ring). At 5,000
-  // economy operations a second and a few ms per group commit, tens wait at a time; the bound
-  // only matters if the disk stalls.
-  struct HeldReply {
-    uint64_t ledger_seq = 0;
-    SourceAddress to{};
-    uint16_t size = 0;
-    // The largest reply that waits: ECONOMY_RESULT, LOOT_RESULT or TRADE_NOTICE.
-    std::array<uint8_t, std::max({wire::kEconomyResultSize, wire::kLootResultSize, wire::kTradeNoticeSize})> bytes{};
-  };
-  static constexpr size_t kHeldRepliesMax = 4096;
-  std::vector<HeldReply> held_ = std::vector<HeldReply>(kHeldRepliesMax);
-  size_t held_head_ = 0;
-  size_t held_count_ = 0;
-  // The engine's durable watermark as last read (it only grows).
+  // Economy replies waiting for their change to be durable (this worker pushes; the
+  // committer or this worker sends).
+  HeldReplies held_;
+  // Server::economy_durable_through_ as this worker last read it (it only grows).
   uint64_t durable_through_ = 0;
   Admission admission_;
   SendBatch tx_;

@@ -153,8 +153,9 @@ pub struct MmoRecoveryInfo {
 }
 
 /// Called on the committer thread after each group of economy changes is durable, with the
-/// `context` given to [`mmo_economy_open`]. Must not call back into the engine; it should only
-/// wake whoever holds replies (an eventfd write).
+/// `context` given to [`mmo_economy_open`]. It may read [`mmo_economy_durable_through`] (the
+/// server sends the replies that waited from here) and must call nothing else in the engine;
+/// keep it short: the next group's commit waits for it to return.
 pub type MmoDurableCallback = Option<unsafe extern "C" fn(context: *mut std::ffi::c_void)>;
 
 /// The callback and its context, sent to the committer thread.
