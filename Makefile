@@ -162,9 +162,10 @@ loom:
 	RUSTFLAGS="--cfg mmo_loom" CARGO_TARGET_DIR=$(LOOM_TARGET) $(CARGO) test --locked -p mmo-core --release $(LOOM_TESTS)
 
 ## The comparison of the engines (docs in README "Rust core vs C++ baseline"): each row
-## (rust, baseline, baseline-mimalloc, baseline-jemalloc, null-engine) under the same load,
-## three interleaved plain runs each, then heaptrack and perf; writes report/compare.md and
-## report/compare.json. Full mode about 30 minutes on the 2-core development machine.
+## (rust, rust-memory, baseline, baseline-mimalloc, baseline-jemalloc, null-engine) under the
+## same load, three interleaved plain runs each, then heaptrack and perf; writes
+## report/compare.md and report/compare.json. Full mode about 35 minutes on the 2-core
+## development machine.
 compare: deps build
 	cmake -S cpp-net -B $(SYSALLOC_BUILD) $(CMAKE_FLAGS) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMMO_SERVER_MIMALLOC=OFF
 	cmake --build $(SYSALLOC_BUILD) --target mmo-server
@@ -187,8 +188,8 @@ soak: build
 	cmake --build $(SYSALLOC_BUILD) --target mmo-server
 	loadtest/scripts/soak.sh $(SOAK_S) report/soak
 
-## Short phases, one run each of rust, baseline and null-engine (about 4 minutes); part of
-## make test (figures reported, not asserted).
+## Short phases, one run each of rust, rust-memory, baseline and null-engine (about 5
+## minutes); part of make test (figures reported, not asserted).
 compare-quick:
 	$(MAKE) compare COMPARE_FLAGS="--quick $(COMPARE_FLAGS)"
 

@@ -1,7 +1,9 @@
 //! `mmo-compare`: the product's proof, one command. The same network front, the same load,
 //! each engine in turn, with allocation counts, heap, CPU and latency side by side.
 //!
-//! Rows: `rust` (the Rust core, mimalloc build), `baseline` (the C++ baseline on glibc
+//! Rows: `rust` (the Rust core, mimalloc build, its economy durable as the server ships),
+//! `rust-memory` (the same with `--economy-store memory`: the economy kept as the baseline
+//! keeps it, so the engines are compared like for like), `baseline` (the C++ baseline on glibc
 //! malloc), `baseline-mimalloc` and `baseline-jemalloc` (the same baseline with Debian's
 //! libmimalloc or libjemalloc preloaded: the allocator separated from the design), and
 //! `null-engine` (the same front with an engine that keeps no state: the front-plus-kernel
@@ -49,8 +51,11 @@ use std::time::{Duration, Instant};
 /// One row of the comparison.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 enum Row {
-    /// The Rust core (mimalloc build; system-allocator build under heaptrack).
+    /// The Rust core (mimalloc build; system-allocator build under heaptrack), its economy
+    /// durable (the server's default).
     Rust,
+    /// The Rust core with its economy in memory only, as the baseline keeps it.
+    RustMemory,
     /// The C++ baseline on glibc malloc.
     Baseline,
     /// The C++ baseline with Debian's libmimalloc preloaded.
@@ -65,6 +70,7 @@ impl Row {
     fn name(self) -> &'static str {
         match self {
             Row::Rust => "rust",
+            Row::RustMemory => "rust-memory",
             Row::Baseline => "baseline",
             Row::BaselineMimalloc => "baseline-mimalloc",
             Row::BaselineJemalloc => "baseline-jemalloc",
@@ -73,7 +79,7 @@ impl Row {
     }
     fn engine(self) -> &'static str {
         match self {
-            Row::Rust => "rust",
+            Row::Rust | Row::RustMemory => "rust",
             Row::Baseline | Row::BaselineMimalloc | Row::BaselineJemalloc => "baseline",
             Row::NullEngine => "null",
         }
@@ -86,18 +92,25 @@ impl Row {
             _ => None,
         }
     }
-    /// Whether the row's production build is the mimalloc-linked one (the Rust row, and the
+    /// Whether the row's production build is the mimalloc-linked one (the Rust rows, and the
     /// null engine, whose front is the Rust row's).
     fn production_build(self) -> bool {
-        matches!(self, Row::Rust | Row::NullEngine)
+        matches!(self, Row::Rust | Row::RustMemory | Row::NullEngine)
+    }
+    /// Server flags of this row besides the common ones.
+    fn server_args(self) -> &'static [&'static str] {
+        match self {
+            Row::RustMemory => &["--economy-store", "memory"],
+            _ => &[],
+        }
     }
 }
 
 #[derive(Parser, Debug)]
 #[command(name = "mmo-compare", about = "Rust core against the C++ baseline: heaptrack, perf and latency, side by side")]
 struct Args {
-    /// Short phases, one repeat, the rows rust, baseline and null-engine (about 4 minutes on
-    /// a 2-core machine); the default is the full run.
+    /// Short phases, one repeat, the rows rust, rust-memory, baseline and null-engine (about
+    /// 5 minutes on a 2-core machine); the default is the full run.
     #[arg(long)]
     quick: bool,
     /// Seconds per phase (default: 6 quick, 30 full).
@@ -106,7 +119,7 @@ struct Args {
     /// Bots (default: 500 quick, 1000 full).
     #[arg(long)]
     players: Option<u32>,
-    /// Rows to run (default: all five; rust, baseline and null-engine with --quick).
+    /// Rows to run (default: all six; rust, rust-memory, baseline and null-engine with --quick).
     #[arg(long, value_enum, value_delimiter = ',')]
     rows: Vec<Row>,
     /// Plain runs of each row, interleaved (default: 3 full, 1 quick).
@@ -235,30 +248,26 @@ impl Harness {
 
     fn server_spec(&self, row: Row, production: bool, wrapper: Wrapper) -> ServerSpec {
         let binary = if production && row.production_build() { self.args.server.clone() } else { self.args.sysalloc_server.clone() };
-        ServerSpec {
-            binary,
-            args: vec![
-                "--engine".into(),
-                row.engine().into(),
-                "--admin-key".into(),
-                ADMIN_KEY.into(),
-                "--threads".into(),
-                self.args.server_threads.to_string(),
-                "--stats-interval-s".into(),
-                "0".into(),
-                "--max-players".into(),
-                (self.players + 64).to_string(),
-                "--token-public-key".into(),
-                self.token_public_key.display().to_string(),
-                "--data-dir".into(),
-                self.fresh_data_dir().display().to_string(),
-                "--spawn-points".into(),
-                mmo_loadtest::run::LOADTEST_SPAWN_POINTS.into(),
-            ],
-            preload: row.preload(&self.args),
-            wrapper,
-            cpus: self.pin.server.clone(),
-        }
+        let mut args: Vec<String> = vec![
+            "--engine".into(),
+            row.engine().into(),
+            "--admin-key".into(),
+            ADMIN_KEY.into(),
+            "--threads".into(),
+            self.args.server_threads.to_string(),
+            "--stats-interval-s".into(),
+            "0".into(),
+            "--max-players".into(),
+            (self.players + 64).to_string(),
+            "--token-public-key".into(),
+            self.token_public_key.display().to_string(),
+            "--data-dir".into(),
+            self.fresh_data_dir().display().to_string(),
+            "--spawn-points".into(),
+            mmo_loadtest::run::LOADTEST_SPAWN_POINTS.into(),
+        ];
+        args.extend(row.server_args().iter().map(|a| (*a).to_string()));
+        ServerSpec { binary, args, preload: row.preload(&self.args), wrapper, cpus: self.pin.server.clone() }
     }
 
     fn loadtest_args(&self, scenario: &str, duration: Duration, out_dir: Option<&Path>) -> Vec<String> {
@@ -443,9 +452,9 @@ fn main() -> Result<()> {
     let rows: Vec<Row> = if !args.rows.is_empty() {
         args.rows.clone()
     } else if args.quick {
-        vec![Row::Rust, Row::Baseline, Row::NullEngine]
+        vec![Row::Rust, Row::RustMemory, Row::Baseline, Row::NullEngine]
     } else {
-        vec![Row::Rust, Row::Baseline, Row::BaselineMimalloc, Row::BaselineJemalloc, Row::NullEngine]
+        vec![Row::Rust, Row::RustMemory, Row::Baseline, Row::BaselineMimalloc, Row::BaselineJemalloc, Row::NullEngine]
     };
     for (what, path) in [("server", &args.server), ("system-allocator server", &args.sysalloc_server), ("load tester", &args.loadtest)] {
         if !path.exists() {

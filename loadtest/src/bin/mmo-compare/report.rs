@@ -493,6 +493,11 @@ pub fn write(out: &Path, rows: &[(&'static str, RowResult)], info: &RunInfo) -> 
         (Some(r), Some(b)) => Some(ratios(r, b)),
         _ => None,
     };
+    // Like for like: the Rust core with its economy in memory, as the baseline keeps it.
+    let memory_ratio_map = match (find("rust-memory"), find("baseline")) {
+        (Some(r), Some(b)) => Some(ratios(r, b)),
+        _ => None,
+    };
     let floor = find("null-engine").map(flat);
     let mut engines = Map::new();
     let mut spread = Map::new();
@@ -538,7 +543,10 @@ pub fn write(out: &Path, rows: &[(&'static str, RowResult)], info: &RunInfo) -> 
         "runs": runs,
         "above_null_engine": above_floor,
         "capacity": info.capacity,
-        "ratios": { "rust_over_baseline": ratio_map.clone().map_or(Value::Null, Value::Object) },
+        "ratios": {
+            "rust_over_baseline": ratio_map.clone().map_or(Value::Null, Value::Object),
+            "rust_memory_over_baseline": memory_ratio_map.clone().map_or(Value::Null, Value::Object),
+        },
     });
     std::fs::write(out.join("compare.json"), serde_json::to_string_pretty(&doc)?).context("writing compare.json")?;
 
@@ -584,17 +592,22 @@ pub fn write(out: &Path, rows: &[(&'static str, RowResult)], info: &RunInfo) -> 
     if ratio_map.is_some() {
         md.push_str(" rust / baseline |");
     }
+    if memory_ratio_map.is_some() {
+        md.push_str(" rust-memory / baseline |");
+    }
     md.push('\n');
-    let _ = writeln!(md, "|---|{}{}", "---|".repeat(header.len()), if ratio_map.is_some() { "---|" } else { "" });
+    let ratio_columns = usize::from(ratio_map.is_some()) + usize::from(memory_ratio_map.is_some());
+    let _ = writeln!(md, "|---|{}{}", "---|".repeat(header.len()), "---|".repeat(ratio_columns));
     let flats: Vec<(Flat, Flat, Flat)> = all.iter().map(|(_, f)| (flat(&f.median), flat(&f.min), flat(&f.max))).collect();
     let ratio_flat = ratio_map.as_ref().map(flat);
+    let memory_ratio_flat = memory_ratio_map.as_ref().map(flat);
     for (i, (name, _)) in flats.first().map(|f| f.0.as_slice()).unwrap_or(&[]).iter().enumerate() {
         let unit = if name.ends_with("bytes") { "bytes" } else { "" };
         let _ = write!(md, "| {name} |");
         for (med, lo, hi) in &flats {
             let _ = write!(md, " {} |", spread_cell(med[i].1, lo[i].1, hi[i].1, unit, info.repeats));
         }
-        if let Some(rf) = &ratio_flat {
+        for rf in [&ratio_flat, &memory_ratio_flat].into_iter().flatten() {
             let _ = write!(md, " {} |", cell(rf[i].1, ""));
         }
         md.push('\n');
@@ -614,8 +627,16 @@ pub fn write(out: &Path, rows: &[(&'static str, RowResult)], info: &RunInfo) -> 
             md.push('\n');
         }
     }
-    if let (Some(rust), Some(r)) = (find("rust"), &ratio_map) {
-        let _ = writeln!(md, "\n## Targets (Rust core, measured in this run)\n\n| target | measured | met |\n|---|---|---|");
+    for (row, ratios, title) in [
+        ("rust", &ratio_map, "Targets (Rust core as it ships, economy durable; measured in this run)"),
+        (
+            "rust-memory",
+            &memory_ratio_map,
+            "Targets like for like (rust-memory: the Rust core with its economy in memory, as the baseline keeps it; measured in this run)",
+        ),
+    ] {
+        let (Some(rust), Some(r)) = (find(row), ratios) else { continue };
+        let _ = writeln!(md, "\n## {title}\n\n| target | measured | met |\n|---|---|---|");
         for (what, measured, met) in targets(rust, r) {
             let _ = writeln!(
                 md,
@@ -739,7 +760,7 @@ pub fn write(out: &Path, rows: &[(&'static str, RowResult)], info: &RunInfo) -> 
     }
     let _ = writeln!(
         md,
-        "\n## How to read this\n\n- Rows: `rust` the Rust core (mimalloc); `baseline` the C++ baseline (glibc malloc); `baseline-mimalloc` and `baseline-jemalloc` the same baseline with that allocator preloaded, so the allocator's part and the design's part of a ratio can be told apart; `null-engine` the same front with an engine that keeps no state (every move acknowledged, every area of interest empty): the front and the kernel alone, the floor under every row.\n- What each row persists: `rust` keeps its economy durable (the server's default `economy_store = \"durable\"`: every wallet change a ledger entry, committed in groups to the commit log in a fresh data directory per server, one append and one fdatasync per group, full log segments folded into `economy.redb` by a checkpoint thread; economy replies, here the raid's loot claims and trades, wait for their group, moves never do); the `baseline` rows keep their economy in memory only (a crash loses every wallet); `null-engine` keeps nothing.\n- `alloc_calls` and `alloc_calls_per_update`: the raw difference between a {0} s and a {1} s steady heaptrack run (signed, never clamped), over the difference in updates applied: start-up, joins and pre-warming cancel out, so this is what one more update costs. `alloc_calls_per_update_resolution` is one call over that difference: a figure of that order is noise.\n- `cpu_ns_per_update`: the server process's user + system CPU time (rusage) over the steady phase, divided by the updates the engine applied in it; it includes the network front and the kernel's UDP work, which the null-engine row measures alone (see \"Above the floor\").\n- `engine_cpu_share` and `engine_cpu_ns_per_update`: from the perf run (raid load), the share of samples whose whole stack (frame pointers, every build) passes through the engine (`mmo_core::`, `mmo_ffi::`, `mmo::baseline::`) off the economy's store threads, times that run's CPU per update; `store_cpu_ns_per_update` the same for the store threads (durability: the commit log's appends and fsyncs, redb's checkpoints, and the kernel's work for them), `front_cpu_ns_per_update` and `kernel_cpu_ns_per_update` for the network front's own code and for the kernel outside engine calls (\"Where the time goes\"). `perf_unknown_root_share`: samples whose stack does not reach the process's or a thread's start; the shares are only as good as this is small.\n- `update_latency_us` (steady) and `update_latency_us_raid`: server-side, from each move datagram's kernel receive timestamp (`SO_TIMESTAMPNS`, so time spent waiting in the socket buffer counts) to the end of its batch's engine call (hdrhistogram in the server). `rtt_us`, `rtt_us_raid_phase` and `rtt_us_during_raid`: the load tester's move-to-ack round trip from each move's intended send time (steady; the whole raid phase; moves overlapping a raid window). `send_lag_us`: how late the tester sent, part of every round trip.\n- `lock_waits` (compare.json): per lock left on the update path, the fraction of moves that waited on it, its contended acquisitions, and the wait per update, counted by each engine (a lock is tried first; only a held one is timed). The front has no lock on that path.\n- `peak_rss_bytes`: the server's `ru_maxrss` in the plain runs; `peak_rss_bytes_per_player` divides it by the bots. `peak_heap_bytes` and `leaked_bytes`: heaptrack, system-allocator build.\n- Ratios divide the Rust row's median by the `baseline` row's of this same run.",
+        "\n## How to read this\n\n- Rows: `rust` the Rust core (mimalloc); `rust-memory` the same server with `--economy-store memory`; `baseline` the C++ baseline (glibc malloc); `baseline-mimalloc` and `baseline-jemalloc` the same baseline with that allocator preloaded, so the allocator's part and the design's part of a ratio can be told apart; `null-engine` the same front with an engine that keeps no state (every move acknowledged, every area of interest empty): the front and the kernel alone, the floor under every row.\n- What each row persists: `rust` keeps its economy durable (the server's default `economy_store = \"durable\"`: every wallet change a ledger entry, committed in groups to the commit log in a fresh data directory per server, one append and one fdatasync per group, full log segments folded into `economy.redb` by a checkpoint thread; economy replies, here the raid's loot claims and trades, wait for their group, moves never do); `rust-memory` and the `baseline` rows keep their economy in memory only (a crash loses every wallet), so `rust-memory` against `baseline` compares the engines like for like and `rust` against `rust-memory` is what durability costs; `null-engine` keeps nothing.\n- `alloc_calls` and `alloc_calls_per_update`: the raw difference between a {0} s and a {1} s steady heaptrack run (signed, never clamped), over the difference in updates applied: start-up, joins and pre-warming cancel out, so this is what one more update costs. `alloc_calls_per_update_resolution` is one call over that difference: a figure of that order is noise.\n- `cpu_ns_per_update`: the server process's user + system CPU time (rusage) over the steady phase, divided by the updates the engine applied in it; it includes the network front and the kernel's UDP work, which the null-engine row measures alone (see \"Above the floor\").\n- `engine_cpu_share` and `engine_cpu_ns_per_update`: from the perf run (raid load), the share of samples whose whole stack (frame pointers, every build) passes through the engine (`mmo_core::`, `mmo_ffi::`, `mmo::baseline::`) off the economy's store threads, times that run's CPU per update; `store_cpu_ns_per_update` the same for the store threads (durability: the commit log's appends and fsyncs, redb's checkpoints, and the kernel's work for them), `front_cpu_ns_per_update` and `kernel_cpu_ns_per_update` for the network front's own code and for the kernel outside engine calls (\"Where the time goes\"). `perf_unknown_root_share`: samples whose stack does not reach the process's or a thread's start; the shares are only as good as this is small.\n- `update_latency_us` (steady) and `update_latency_us_raid`: server-side, from each move datagram's kernel receive timestamp (`SO_TIMESTAMPNS`, so time spent waiting in the socket buffer counts) to the end of its batch's engine call (hdrhistogram in the server). `rtt_us`, `rtt_us_raid_phase` and `rtt_us_during_raid`: the load tester's move-to-ack round trip from each move's intended send time (steady; the whole raid phase; moves overlapping a raid window). `send_lag_us`: how late the tester sent, part of every round trip.\n- `lock_waits` (compare.json): per lock left on the update path, the fraction of moves that waited on it, its contended acquisitions, and the wait per update, counted by each engine (a lock is tried first; only a held one is timed). The front has no lock on that path.\n- `peak_rss_bytes`: the server's `ru_maxrss` in the plain runs; `peak_rss_bytes_per_player` divides it by the bots. `peak_heap_bytes` and `leaked_bytes`: heaptrack, system-allocator build.\n- Ratios divide a Rust row's median by the `baseline` row's of this same run.",
         info.phase_s,
         info.phase_s * 2
     );
@@ -770,11 +791,12 @@ pub fn write(out: &Path, rows: &[(&'static str, RowResult)], info: &RunInfo) -> 
             cell(g("perf_unknown_root_share"), "")
         );
     }
-    if let (Some(rust), Some(r)) = (find("rust"), &ratio_map) {
+    for (row, ratios) in [("rust", &ratio_map), ("rust-memory", &memory_ratio_map)] {
+        let (Some(rust), Some(r)) = (find(row), ratios) else { continue };
         for (what, measured, met) in targets(rust, r) {
             let _ = writeln!(
                 summary,
-                "  target {what:<48} {measured:>10}  {}",
+                "  {row:<11} target {what:<48} {measured:>10}  {}",
                 match met {
                     Some(true) => "met",
                     Some(false) => "MISSED",
