@@ -143,26 +143,32 @@ void await(const std::atomic<bool>& flag) {
   ASSERT_TRUE(flag.load()) << "the other thread never got there";
 }
 
-// The two hand-offs of the protocol, each forced: the sender holding the flag is paused inside
-// its watermark read (which it makes while holding it) while the other thread acts.
+// Starts a thread that releases `held` on `fd`, paused inside its first watermark read (which
+// it makes while holding the flag) until `go`; that read returns `first`, later ones `later()`.
+template <typename Later>
+std::thread release_paused(HeldReplies& held, int fd, std::atomic<bool>& holding, const std::atomic<bool>& go, uint64_t first, Later later) {
+  return std::thread([&held, fd, &holding, &go, first, later] {
+    bool paused = false;
+    held.release(fd, [&] {
+      if (paused) return later();
+      paused = true;
+      holding = true;
+      await(go);
+      return first;
+    });
+  });
+}
+
+// The two hand-offs of the protocol, each forced: the sender holding the flag is paused while
+// the other thread acts.
 TEST(HeldReplies, APushWhileTheCommitterSendsIsSentByItWhenTheWorkerFindsItBusy) {
   Loopback net;
   auto held = std::make_unique<HeldReplies>();
   std::atomic<bool> holding{false};
   std::atomic<bool> go{false};
-  std::thread committer([&] {
-    bool first = true;
-    held->release(net.sender, [&] {
-      if (first) {
-        first = false;
-        holding = true;
-        await(go);
-      }
-      return uint64_t{10};
-    });
-  });
+  std::thread committer = release_paused(*held, net.sender, holding, go, 10, [] { return uint64_t{10}; });
   await(holding);
-  ASSERT_TRUE(held->push(net.to, reply(1), 5));       // durable already (10)
+  ASSERT_TRUE(held->push(net.to, reply(1), 5));            // durable already (10)
   held->release(net.sender, [] { return uint64_t{10}; });  // finds the committer sending: leaves it
   go = true;
   committer.join();
@@ -177,18 +183,8 @@ TEST(HeldReplies, AWatermarkMovedWhileTheWorkerSendsIsSentByTheWorker) {
   ASSERT_TRUE(held->push(net.to, reply(1), 15));
   std::atomic<bool> holding{false};
   std::atomic<bool> go{false};
-  std::thread worker([&] {
-    bool first = true;
-    held->release(net.sender, [&] {
-      if (first) {
-        first = false;
-        holding = true;
-        await(go);
-        return uint64_t{10};  // what it read before the committer moved the watermark
-      }
-      return watermark.load();
-    });
-  });
+  // Its first read, 10, is what it saw before the committer moved the watermark.
+  std::thread worker = release_paused(*held, net.sender, holding, go, 10, [&] { return watermark.load(); });
   await(holding);
   watermark = 20;
   held->release(net.sender, [&] { return watermark.load(); });  // finds the worker sending: leaves it
