@@ -108,8 +108,9 @@ class HeldReplies {
 
  private:
   // Left uninitialised (trivial, and `entries_` has no initialiser): a slot is written by its
-  // push before any sender reads it, so the ring's pages are touched only as replies wait
-  // (two workers' rings zero-filled were 0.8 MB of the server's resident memory at start).
+  // push before any sender reads it, so the ring's pages (about 390 KB a worker) are touched
+  // only as far as replies have waited, not zero-filled at construction. A busy economy wraps
+  // the ring and touches it all anyway.
   struct Entry {
     uint64_t ledger_seq;
     sockaddr_in to;
@@ -147,7 +148,8 @@ class HeldReplies {
   alignas(128) std::atomic<uint64_t> tail_{0};
   /// Written by the thread holding `releasing_`; read by the producer to see free slots.
   alignas(128) std::atomic<uint64_t> head_{0};
-  /// Held by the thread sending; the members below are used only by the thread holding it.
+  /// Held by the thread sending. The members below are used only by the thread holding it,
+  /// except `entries_`, whose slots the producer fills before publishing them through `tail_`.
   alignas(128) std::atomic<bool> releasing_{false};
   std::atomic<uint64_t> sent_{0};
   std::atomic<uint64_t> failed_{0};

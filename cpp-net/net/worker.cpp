@@ -90,12 +90,12 @@ void Worker::notify_tick() {
 }
 
 void Worker::release_durable() {
-  held_.release(fd_, [this] { return server_.economy_durable_through_.load(std::memory_order_seq_cst); });
+  held_.release(fd_, [this] { return economy_durable_through(); });
 }
 
 void Worker::release_held() {
   if (held_.empty()) return;
-  held_.release(fd_, [this] { return durable_through_ = server_.economy_durable_through_.load(std::memory_order_seq_cst); });
+  held_.release(fd_, [this] { return durable_through_ = economy_durable_through(); });
 }
 
 void Worker::run() {

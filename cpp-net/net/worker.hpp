@@ -99,7 +99,7 @@ class Worker {
   void send_durable(SourceAddress to, const Message& message, uint64_t ledger_seq) {
     if (ledger_seq == 0) return send_reply(to, message);
     if (held_.empty() && (ledger_seq <= durable_through_ ||
-                          ledger_seq <= (durable_through_ = server_.economy_durable_through_.load(std::memory_order_seq_cst)))) {
+                          ledger_seq <= (durable_through_ = economy_durable_through()))) {
       return send_reply(to, message);
     }
     if (!held_.push(to, message, ledger_seq)) {
@@ -110,6 +110,9 @@ class Worker {
   }
   // Sends the held replies whose changes are now durable (on this worker's thread).
   void release_held();
+  // The front's durable watermark (Server::economy_durable_through_), read seq_cst as the
+  // hand-off in held_replies.hpp needs.
+  uint64_t economy_durable_through() const { return server_.economy_durable_through_.load(std::memory_order_seq_cst); }
   // Tells the players in the killer's area of interest (as of the last tick) of a kill.
   // TRADE_OFFER / TRADE_ANSWER: decided by the engine at once (economy requests batched before
   // them go first), answered with ECONOMY_RESULT, and news told with TRADE_NOTICE.

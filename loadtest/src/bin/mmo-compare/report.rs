@@ -489,15 +489,13 @@ pub fn write(out: &Path, rows: &[(&'static str, RowResult)], info: &RunInfo) -> 
     let all: Vec<(&str, RowFigures)> = rows.iter().map(|(n, r)| (*n, figures(r))).collect();
     let figs: Vec<(&str, &Map<String, Value>)> = all.iter().map(|(n, f)| (*n, &f.median)).collect();
     let find = |name: &str| figs.iter().find(|(n, _)| *n == name).map(|(_, m)| *m);
-    let ratio_map = match (find("rust"), find("baseline")) {
+    let over_baseline = |row: &str| match (find(row), find("baseline")) {
         (Some(r), Some(b)) => Some(ratios(r, b)),
         _ => None,
     };
+    let ratio_map = over_baseline("rust");
     // Like for like: the Rust core with its economy in memory, as the baseline keeps it.
-    let memory_ratio_map = match (find("rust-memory"), find("baseline")) {
-        (Some(r), Some(b)) => Some(ratios(r, b)),
-        _ => None,
-    };
+    let memory_ratio_map = over_baseline("rust-memory");
     let floor = find("null-engine").map(flat);
     let mut engines = Map::new();
     let mut spread = Map::new();
