@@ -61,6 +61,30 @@ fn crowd() -> Vec<Entity> {
     out
 }
 
+/// The load tester's raid (`mmo-loadtest --scenario raid`, its defaults): 1,000 players
+/// walking within 100 m of the centre, and `objects` raid objects in the 120 m square around
+/// it (11,000 while a burst lives, none between bursts). Most players stand in a thin crowd,
+/// so their queries read many sparse cells, where the bench's crowd reads a few full ones.
+fn loadtest_raid(objects: usize) -> Vec<Entity> {
+    let mut seed = 0xBEEF_u64;
+    let mut unit = move || {
+        seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+        (seed >> 40) as f32 / (1u64 << 24) as f32
+    };
+    let (cx, cy) = (2_048.0f32, 2_048.0f32);
+    let mut out = Vec::with_capacity(PLAYERS + objects);
+    while out.len() < PLAYERS {
+        let (dx, dy) = (unit() * 200.0 - 100.0, unit() * 200.0 - 100.0);
+        if dx * dx + dy * dy <= 100.0 * 100.0 {
+            out.push(Entity { id: out.len() as u64 + 1, x: cx + dx, y: cy + dy });
+        }
+    }
+    for i in 0..objects {
+        out.push(Entity { id: (i as u64 + 1) | 1 << 63, x: cx - 60.0 + unit() * 120.0, y: cy - 60.0 + unit() * 120.0 });
+    }
+    out
+}
+
 /// The core's snapshot: build, then every player's query. Returns the entries found.
 fn snapshot_tick(world: &[Entity], builder: &mut SnapshotBuilder, snapshot: &mut WorldSnapshot, out: &mut [AoiEntry]) -> usize {
     let g = SnapshotGeometry::new(WORLD_M, SNAPSHOT_CELL_M, RADIUS_M);
@@ -180,6 +204,7 @@ fn bench_aoi(c: &mut Criterion) {
     let mut snapshot = WorldSnapshot::empty(SnapshotGeometry::new(WORLD_M, SNAPSHOT_CELL_M, RADIUS_M));
     let mut out = [AoiEntry::default(); K];
     group.bench_function("snapshot", |b| b.iter(|| black_box(snapshot_tick(&world, &mut builder, &mut snapshot, &mut out))));
+    bench_hinted(&mut group, &world, &mut builder, &mut snapshot, &mut out);
 
     let cells = grid_of(&world);
     group.bench_function("grid_3x3_scan", |b| {
@@ -191,6 +216,79 @@ fn bench_aoi(c: &mut Criterion) {
     group.bench_function("kiddo_immutable", |b| b.iter(|| black_box(kiddo_tick(&world))));
     group.bench_function("rstar_bulk_load", |b| b.iter(|| black_box(rstar_tick(&world))));
     group.finish();
+
+    // The load tester's raid, during a burst and between bursts: the snapshot, without and
+    // with the engine's per-player hint (last tick's k-th distance plus what a tick closes).
+    for (name, objects) in
+        [("aoi_loadtest_raid_burst_1000_players_11000_objects", OBJECTS), ("aoi_loadtest_between_bursts_1000_players", 0)]
+    {
+        let world = loadtest_raid(objects);
+        check_agreement(&world);
+        let mut group = c.benchmark_group(name);
+        group.sample_size(20).warm_up_time(Duration::from_secs(1)).measurement_time(Duration::from_secs(4));
+        group.bench_function("snapshot", |b| b.iter(|| black_box(snapshot_tick(&world, &mut builder, &mut snapshot, &mut out))));
+        bench_hinted(&mut group, &world, &mut builder, &mut snapshot, &mut out);
+        group.finish();
+    }
+}
+
+/// `snapshot_hinted`: two ticks a walk apart, alternated, so every hint was left one tick
+/// before.
+fn bench_hinted(
+    group: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>,
+    world: &[Entity],
+    builder: &mut SnapshotBuilder,
+    snapshot: &mut WorldSnapshot,
+    out: &mut [AoiEntry],
+) {
+    let mut hints = vec![0.0f32; PLAYERS];
+    let mut ticks = [world.to_vec(), world.to_vec()];
+    walk(&mut ticks[1]);
+    let mut tick = 0usize;
+    group.bench_function("snapshot_hinted", |b| {
+        b.iter(|| {
+            tick ^= 1;
+            black_box(snapshot_tick_hinted(&ticks[tick], builder, snapshot, out, &mut hints))
+        })
+    });
+}
+
+/// Moves every player one tick's walk (0.4 m: 8 m/s for 50 ms), each its own way.
+fn walk(world: &mut [Entity]) {
+    for (i, e) in world[..PLAYERS].iter_mut().enumerate() {
+        let angle = i as f32 * 0.7;
+        e.x += 0.4 * angle.cos();
+        e.y += 0.4 * angle.sin();
+    }
+}
+
+/// As the engine queries: each player's hint from its previous answer (its k-th distance
+/// plus 2 x (12 m/s x 50 ms + 0.5 m), the default configuration's closing distance).
+fn snapshot_tick_hinted(
+    world: &[Entity],
+    builder: &mut SnapshotBuilder,
+    snapshot: &mut WorldSnapshot,
+    out: &mut [AoiEntry],
+    hints: &mut [f32],
+) -> usize {
+    let g = SnapshotGeometry::new(WORLD_M, SNAPSHOT_CELL_M, RADIUS_M);
+    builder.clear(world.len());
+    for (i, e) in world.iter().enumerate() {
+        if i < PLAYERS {
+            builder.add_player(&g, i as u32, e.id, e.x, e.y);
+        } else {
+            builder.add_object(&g, e.id, e.x, e.y, EntityKind::Add);
+        }
+    }
+    builder.build_into(snapshot, 1, 0, PLAYERS);
+    let mut found = 0;
+    for (slot, e) in world[..PLAYERS].iter().enumerate() {
+        let viewer = snapshot.entity_of_slot(slot as u32, e.id).expect("every player is in the snapshot");
+        let (n, _) = snapshot.nearest_hinted(viewer, hints[slot], &mut out[..K]);
+        hints[slot] = if n == K { out[K - 1].distance_m + 2.0 * (12.0 * 0.05 + 0.5) } else { 0.0 };
+        found += n;
+    }
+    found
 }
 
 criterion_group!(benches, bench_aoi);

@@ -23,7 +23,7 @@
   X(economy_offer_expired) X(economy_kind_retired) X(economy_storage_busy) X(loot_rejected_storage_busy)              \
   X(accounts_created) X(accounts_resumed) X(joins_refused_account) X(ledger_groups) X(ledger_entries) X(ledger_commit_failures)    \
   X(trade_offers) X(trades_accepted) X(trades_declined) X(trades_cancelled)        \
-  X(trades_expired) X(grants) X(grant_gold) X(grant_items) X(ticks) X(aoi_queries) X(aoi_not_in_snapshot) X(snapshots_published)         \
+  X(trades_expired) X(grants) X(grant_gold) X(grant_items) X(ticks) X(aoi_queries) X(aoi_not_in_snapshot) X(aoi_wide_looks) X(snapshots_published)         \
   X(snapshots_skipped) X(lock_grid_contended) X(lock_grid_wait_ns) X(lock_body_contended) X(lock_body_wait_ns)                    \
   X(lock_economy_contended) X(lock_economy_wait_ns) X(moves_waited_grid) X(moves_waited_body)
 

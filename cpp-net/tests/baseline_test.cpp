@@ -10,6 +10,7 @@
 #include <bit>
 #include <chrono>
 #include <cmath>
+#include <cstddef>
 #include <random>
 #include <cstring>
 #include <iostream>
@@ -1630,7 +1631,14 @@ class Differential {
               << a.economy_too_old << " too old, " << a.economy_insufficient_funds << " no funds; aoi " << a.aoi_queries << "\n";
     const auto* pa = reinterpret_cast<const uint64_t*>(&a);
     const auto* pb = reinterpret_cast<const uint64_t*>(&b);
-    for (size_t i = 0; i < sizeof a / sizeof(uint64_t); ++i) EXPECT_EQ(pa[i], pb[i]) << "MmoStats field " << i;
+    // aoi_wide_looks counts the Rust core's second looks after a per-player hint fell short;
+    // the baseline has no hint (it always reports 0), and the answers are compared above.
+    const size_t wide_looks = offsetof(MmoStats, aoi_wide_looks) / sizeof(uint64_t);
+    for (size_t i = 0; i < sizeof a / sizeof(uint64_t); ++i) {
+      if (i != wide_looks) {
+        EXPECT_EQ(pa[i], pb[i]) << "MmoStats field " << i;
+      }
+    }
   }
 
   void compare_audit() {

@@ -57,7 +57,7 @@
 #define MMO_AOI_NOT_IN_SNAPSHOT 4294967295
 
 // Version of this ABI. Bumped on any change to a function signature or record layout.
-#define MMO_ABI_VERSION 7
+#define MMO_ABI_VERSION 8
 
 // What an event written by a move batch reports.
 enum MmoEventKind
@@ -822,6 +822,10 @@ typedef struct MmoStats {
   // Area-of-interest queries that found no entry for their player in the latest world
   // snapshot (unknown or departed player, or one who joined after the snapshot's tick).
   uint64_t aoi_not_in_snapshot;
+  // Area-of-interest queries whose first look, within the player's hint (last tick's k-th
+  // nearest distance plus what a tick can close), found fewer than k entities and so looked
+  // again over the whole radius (a crowd thinned: despawns, departures; a first query).
+  uint64_t aoi_wide_looks;
   // World snapshots published by the tick.
   uint64_t snapshots_published;
   // Ticks that published no snapshot because readers pinned every spare buffer.

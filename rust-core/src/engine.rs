@@ -27,7 +27,7 @@ use crate::records::{
     AoiEntry, AttackError, EconomyOp, EconomyResult, EconomyStatus, EntityKind, EventKind, LootError, MoveEvent, MoveRecord,
     RaidSpawnRequest, RejectReason, TradeAnswer, TradeOffer, TradeStack,
 };
-use crate::snapshot::{NOT_IN_SNAPSHOT, SnapshotBoard, SnapshotBuilder, SnapshotGeometry, SnapshotWriter, WorldSnapshot};
+use crate::snapshot::{AoiLook, NOT_IN_SNAPSHOT, SnapshotBoard, SnapshotBuilder, SnapshotGeometry, SnapshotWriter, WorldSnapshot};
 use crate::stats::{Counter, Stats, StatsSnapshot};
 use crate::tick::{TickBoard, TickInfo};
 use parking_lot::Mutex;
@@ -1062,15 +1062,15 @@ impl Engine {
     /// `min(out.len(), aoi_k)`), nearest first, as of the latest world snapshot; returns how
     /// many.
     pub fn area_of_interest(&self, player_id: u64, out: &mut [AoiEntry]) -> Result<usize, AoiError> {
-        let Some(slot) = self.players.get(player_id).map(|p| p.slot) else {
+        let Some(record) = self.players.get(player_id) else {
             self.stats.bump(Counter::AoiNotInSnapshot);
             return Err(AoiError::UnknownPlayer);
         };
         let k = out.len().min(self.config.aoi_k as usize);
-        let result = match self.snapshots.pin() {
-            Some(snapshot) => snapshot.entity_of_slot(slot, player_id).map(|viewer| snapshot.nearest(viewer, &mut out[..k])),
-            None => None,
-        };
+        let result = self.snapshots.pin().and_then(|snapshot| {
+            let viewer = snapshot.entity_of_slot(record.slot, player_id)?;
+            Some(self.nearest_hinted(&snapshot, viewer, &record, &mut out[..k]))
+        });
         match result {
             Some(n) => {
                 self.stats.bump(Counter::AoiQueries);
@@ -1108,22 +1108,38 @@ impl Engine {
             info.now_ms = s.now_ms;
         }
         for (i, &player_id) in players.iter().enumerate() {
-            let viewer = snapshot.as_ref().and_then(|s| {
-                let slot = self.players.get(player_id)?.slot;
-                s.entity_of_slot(slot, player_id)
+            let found = snapshot.as_ref().and_then(|s| {
+                let record = self.players.get(player_id)?;
+                let viewer = s.entity_of_slot(record.slot, player_id)?;
+                Some(self.nearest_hinted(s, viewer, &record, &mut out[i * k..i * k + per_player]))
             });
-            counts[i] = match (viewer, &snapshot) {
-                (Some(viewer), Some(s)) => {
+            counts[i] = match found {
+                Some(n) => {
                     info.found += 1;
-                    s.nearest(viewer, &mut out[i * k..i * k + per_player]) as u32
+                    n as u32
                 }
-                _ => NOT_IN_SNAPSHOT,
+                None => NOT_IN_SNAPSHOT,
             };
         }
         drop(snapshot);
         self.stats.add(Counter::AoiQueries, u64::from(info.found));
         self.stats.add(Counter::AoiNotInSnapshot, (players.len() as u64).saturating_sub(u64::from(info.found)));
         Ok(info)
+    }
+
+    /// One player's nearest entities from `snapshot`, looking first where the player's last
+    /// query found its k-th, then leaving the hint for the next tick's query: that distance
+    /// plus the most a viewer and an entity, each at the speed limit, close in one tick. The
+    /// answer does not depend on the hint (a stale or lost one costs a second, wider look).
+    fn nearest_hinted(&self, snapshot: &WorldSnapshot, viewer: usize, record: &PlayerRecord, out: &mut [AoiEntry]) -> usize {
+        let (n, look) = snapshot.nearest_hinted(viewer, record.aoi_hint_m(), out);
+        if look == AoiLook::Wide {
+            self.stats.bump(Counter::AoiWideLooks);
+        }
+        let k = out.len().min(AOI_K_MAX as usize);
+        let closing_m = 2.0 * (self.config.max_speed_m_per_s * self.config.tick_ms as f32 / 1_000.0 + self.config.speed_slack_m);
+        record.set_aoi_hint_m(if n == k && k > 0 { out[k - 1].distance_m + closing_m } else { 0.0 });
+        n
     }
 
     /// All counters (see [`crate::stats`] for the consistency they give).

@@ -17,7 +17,7 @@ use crate::arena::{ArenaConfig, key_from_player_id, player_id_from_key};
 use crate::capacity::CapacityGate;
 use crate::economy::WalletHandle;
 use sharded_slab::Slab;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 
 /// What join hands back to the client.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -44,12 +44,30 @@ pub struct PlayerRecord {
     pub faction: u8,
     /// Set by the one `leave` call that wins; read by other `leave` calls.
     leaving: AtomicBool,
+    /// Where this player's next area-of-interest query looks first, metres, as `f32` bits
+    /// (0: nowhere yet, the whole radius): its last k-th nearest distance plus what a tick can
+    /// close. A hint only (any value gives the same answer, see
+    /// [`crate::snapshot::WorldSnapshot::nearest_hinted`]). Written and read by whichever
+    /// worker computes this player's area of interest, normally one per tick, so Relaxed.
+    aoi_hint_m: AtomicU32,
 }
 
 impl PlayerRecord {
     /// A record for a player about to be inserted.
     pub fn new(session_token: u64, slot: u32, combatant_key: usize, wallet: WalletHandle, faction: u8) -> Self {
-        Self { session_token, slot, combatant_key, wallet, faction, leaving: AtomicBool::new(false) }
+        Self { session_token, slot, combatant_key, wallet, faction, leaving: AtomicBool::new(false), aoi_hint_m: AtomicU32::new(0) }
+    }
+
+    /// Where this player's next area-of-interest query should look first, metres (0: no hint).
+    #[inline]
+    pub fn aoi_hint_m(&self) -> f32 {
+        f32::from_bits(self.aoi_hint_m.load(Ordering::Relaxed))
+    }
+
+    /// Records the hint for this player's next area-of-interest query.
+    #[inline]
+    pub fn set_aoi_hint_m(&self, hint_m: f32) {
+        self.aoi_hint_m.store(hint_m.to_bits(), Ordering::Relaxed);
     }
 
     /// Claims the right to tear this player down; `true` for exactly one caller.

@@ -25,7 +25,10 @@
 //! then rows outward, and skips any row or cell whose nearest point is farther than the current
 //! `k`-th candidate (or the radius while fewer than `k` are known); members are read
 //! contiguously. In a raid crowd a query reads a handful of cells, not the thousands of
-//! entities in the collision grid's 3x3 cells.
+//! entities in the collision grid's 3x3 cells. [`WorldSnapshot::nearest_hinted`] first looks
+//! only as far as the caller's hint (the engine's: last tick's k-th distance plus what a tick
+//! can close) and looks again over the whole radius only if fewer than `k` lie within it; the
+//! answer is the same for any hint.
 //!
 //! ## Publication: [`SnapshotBoard`]
 //! Three snapshot buffers are allocated once and reused forever: publishing never allocates
@@ -220,6 +223,17 @@ impl<T> SnapshotBoard<T> {
     }
 }
 
+/// How [`WorldSnapshot::nearest_hinted`] found its answer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AoiLook {
+    /// Within the hint alone.
+    Hinted,
+    /// Within the hint, which held fewer than k, then again over the whole radius.
+    Wide,
+    /// Over the whole radius only: no usable hint.
+    Whole,
+}
+
 /// What [`WorldSnapshot::entity_of_slot`] and the batch query report for a player not in the
 /// snapshot (joined after it was built, or unknown).
 pub const NOT_IN_SNAPSHOT: u32 = u32::MAX;
@@ -332,13 +346,44 @@ impl WorldSnapshot {
     /// Writes the `out.len()` (at most [`AOI_K_MAX`]) entities nearest entity `viewer` within
     /// the AoI radius, nearest first (ties by id), excluding the viewer; returns how many.
     pub fn nearest(&self, viewer: usize, out: &mut [AoiEntry]) -> usize {
+        self.nearest_within(viewer, self.geometry.radius_m, out)
+    }
+
+    /// [`Self::nearest`], looking first only within `hint_m` of the viewer: the same answer
+    /// for any hint, cheaper when the hint is a little beyond the k-th nearest entity.
+    ///
+    /// If `k` entities lie within `hint_m`, they are the `k` nearest (everything else is
+    /// farther), so the narrow query is the answer; otherwise the query runs again with the
+    /// whole radius. A hint outside `(0, radius)` (NaN included) goes straight to the whole
+    /// radius. The engine hints each player's query with last tick's k-th distance plus the
+    /// most two entities can close in a tick: neighbours move little between ticks, so the
+    /// narrow bound prunes from the first cell, where a query with no hint fills its `k`
+    /// with whatever it meets first and then replaces most of them
+    /// (`benches/benches/aoi.rs`, `*/snapshot_hinted`).
+    /// Returns how many were written and whether the narrow look was enough.
+    pub fn nearest_hinted(&self, viewer: usize, hint_m: f32, out: &mut [AoiEntry]) -> (usize, AoiLook) {
+        let k = out.len().min(AOI_K_MAX as usize);
+        if hint_m > 0.0 && hint_m < self.geometry.radius_m {
+            let n = self.nearest_within(viewer, hint_m, out);
+            if n == k {
+                return (n, AoiLook::Hinted);
+            }
+            return (self.nearest_within(viewer, self.geometry.radius_m, out), AoiLook::Wide);
+        }
+        (self.nearest_within(viewer, self.geometry.radius_m, out), AoiLook::Whole)
+    }
+
+    /// The `out.len()` (at most [`AOI_K_MAX`]) entities nearest `viewer` within `reach_m`
+    /// (at most the AoI radius), nearest first, ties by id; returns how many.
+    fn nearest_within(&self, viewer: usize, reach_m: f32, out: &mut [AoiEntry]) -> usize {
         let k = out.len().min(AOI_K_MAX as usize);
         if k == 0 {
             return 0;
         }
         let g = &self.geometry;
+        debug_assert!(reach_m > 0.0 && reach_m <= g.radius_m, "a reach within the AoI radius");
         let (vx, vy) = (self.xs[viewer], self.ys[viewer]);
-        let r2 = g.radius_m * g.radius_m;
+        let r2 = reach_m * reach_m;
         // Candidates as 8-byte keys, `(squared distance bits << 32) | entity index`: for the
         // non-negative, finite squared distances here the bits order as the floats do, so one
         // integer comparison orders by distance (equal distances fall back to the ids, below).
@@ -356,7 +401,7 @@ impl WorldSnapshot {
         // A cell's key was computed from rounded products; widen its bounds by this much so a
         // pruning test never skips an entity that sits exactly on an edge.
         const EDGE_SLACK_M: f32 = 1e-3;
-        let reach = ((g.radius_m + EDGE_SLACK_M) * g.inv_cell).ceil() as i64 + 1;
+        let reach = ((reach_m + EDGE_SLACK_M) * g.inv_cell).ceil() as i64 + 1;
         let (vcx, vcy) = (g.coord(vx) as i64, g.coord(vy) as i64);
         let side = i64::from(g.side);
         // Rows: the viewer's, then alternately one further up and down.
@@ -377,10 +422,11 @@ impl WorldSnapshot {
             // The row's cells from the viewer's column outward, right then left: the gap only
             // grows in each direction, so the first cell past the bound ends that direction.
             let mid = row_cx.partition_point(|&cx| i64::from(cx) < vcx);
-            // Scans one cell of the row; `false` once the cell is past the bound.
-            let scan = |c: usize, best: &mut [u64; AOI_K_MAX as usize], n: &mut usize| -> bool {
-                let col_gap = axis_gap(vx, i64::from(row_cx[c]), g.cell_m, EDGE_SLACK_M);
-                if col_gap * col_gap + row_gap * row_gap > bound(best, *n) {
+            let row_gap2 = row_gap * row_gap;
+            // Scans one cell of the row; `false` once the cell is past the bound. `col_gap`:
+            // the cell's horizontal distance from the viewer (see `gap_right` and `gap_left`).
+            let scan = |c: usize, col_gap: f32, best: &mut [u64; AOI_K_MAX as usize], n: &mut usize| -> bool {
+                if col_gap * col_gap + row_gap2 > bound(best, *n) {
                     return false;
                 }
                 let cell = cells.start + c;
@@ -416,13 +462,18 @@ impl WorldSnapshot {
                 }
                 true
             };
+            // A cell right of the viewer's column (or in it) is `cx * cell - vx` away, one left
+            // of it `vx - (cx + 1) * cell`; 0 when that is negative (the viewer's own column).
+            // One formula per direction, so no branch on where the viewer sits in the cell.
+            let gap_right = |cx: u32| (cx as f32 * g.cell_m - vx - EDGE_SLACK_M).max(0.0);
+            let gap_left = |cx: u32| (vx - (cx + 1) as f32 * g.cell_m - EDGE_SLACK_M).max(0.0);
             for c in (mid..row_cx.len()).take_while(|&c| row_cx[c] <= hi) {
-                if !scan(c, &mut best, &mut n) {
+                if !scan(c, gap_right(row_cx[c]), &mut best, &mut n) {
                     break;
                 }
             }
             for c in (0..mid).rev().take_while(|&c| row_cx[c] >= lo) {
-                if !scan(c, &mut best, &mut n) {
+                if !scan(c, gap_left(row_cx[c]), &mut best, &mut n) {
                     break;
                 }
             }
@@ -662,6 +713,38 @@ mod tests {
             let got: Vec<(u64, f32)> = out[..n].iter().map(|e| (e.entity_id, e.distance_m)).collect();
             assert_eq!(got, brute(&entities, viewer, 32, 48.0), "viewer {viewer}");
         }
+    }
+
+    #[test]
+    fn a_hint_never_changes_the_answer() {
+        // A raid crowd and sparse ground; every viewer asked with hints that are too small,
+        // exact, a little beyond its k-th, beyond the radius, and not hints at all.
+        let mut seed = 7u64;
+        let mut entities = vec![];
+        for id in 1..=1_500u64 {
+            entities.push((id, 500.0 + lcg(&mut seed) * 60.0, 500.0 + lcg(&mut seed) * 60.0));
+        }
+        for id in 1_501..=1_800u64 {
+            entities.push((id, 300.0 + lcg(&mut seed) * 400.0, 300.0 + lcg(&mut seed) * 400.0));
+        }
+        let s = build(&entities);
+        let (mut plain, mut hinted) = ([AoiEntry::default(); 32], [AoiEntry::default(); 32]);
+        let mut narrow_answers = 0;
+        for viewer in (0..entities.len()).step_by(5) {
+            let index = s.entity_of_slot(viewer as u32, entities[viewer].0).unwrap();
+            let n = s.nearest(index, &mut plain);
+            let kth_m = if n > 0 { plain[n - 1].distance_m } else { 0.0 };
+            for hint_m in
+                [kth_m, kth_m + 1.7, kth_m * 0.5, kth_m.next_down(), kth_m.next_up(), 0.01, 48.0, 1e9, 0.0, -3.0, f32::NAN, f32::INFINITY]
+            {
+                hinted.fill(AoiEntry::default());
+                let (m, _) = s.nearest_hinted(index, hint_m, &mut hinted);
+                assert_eq!((m, &hinted[..m]), (n, &plain[..n]), "viewer {viewer}, hint {hint_m} m");
+            }
+            // The narrow look alone answers when the hint reaches the k-th.
+            narrow_answers += usize::from(s.nearest_hinted(index, kth_m + 1.7, &mut hinted).1 == AoiLook::Hinted);
+        }
+        assert!(narrow_answers > 250, "most viewers have 32 within their hint ({narrow_answers})");
     }
 
     #[test]

@@ -227,6 +227,10 @@ pub struct StatsSnapshot {
     /// Area-of-interest queries that found no entry for their player in the latest world
     /// snapshot (unknown or departed player, or one who joined after the snapshot's tick).
     pub aoi_not_in_snapshot: u64,
+    /// Area-of-interest queries whose first look, within the player's hint (last tick's k-th
+    /// nearest distance plus what a tick can close), found fewer than k entities and so looked
+    /// again over the whole radius (a crowd thinned: despawns, departures; a first query).
+    pub aoi_wide_looks: u64,
     /// World snapshots published by the tick.
     pub snapshots_published: u64,
     /// Ticks that published no snapshot because readers pinned every spare buffer.
@@ -334,6 +338,7 @@ define_counters! {
     Ticks / ticks: "Ticks run.",
     AoiQueries / aoi_queries: "Area-of-interest snapshots built.",
     AoiNotInSnapshot / aoi_not_in_snapshot: "Area-of-interest queries that found no entry for their player in the latest world snapshot.",
+    AoiWideLooks / aoi_wide_looks: "Area-of-interest queries that looked again over the whole radius (their hint held fewer than k).",
     SnapshotsPublished / snapshots_published: "World snapshots published by the tick.",
     SnapshotsSkipped / snapshots_skipped: "Ticks that published no snapshot because readers pinned every spare buffer.",
     LockGridContended / lock_grid_contended: "Grid shard acquisitions that found the shard locked.",

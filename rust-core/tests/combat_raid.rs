@@ -176,3 +176,37 @@ fn damage_outcomes_and_refusals() {
     let s = e.stats();
     assert_eq!((s.damage_applied, s.kills, s.damage_rejected), (4, 2, 7));
 }
+
+#[test]
+fn a_thinned_crowd_is_answered_by_a_second_wider_look() {
+    let e = engine();
+    let p = join(&e, 500.0, 500.0, 1);
+    // Three players 30-40 m away: beyond the hint a crowd of adds leaves, inside the radius.
+    let far: Vec<u64> = [(530.0, 500.0), (500.0, 535.0), (460.0, 500.0)].iter().map(|&(x, y)| join(&e, x, y, 1).id).collect();
+    e.tick(0);
+    let mut burst = raid(500.0, 500.0, 2_000, 100);
+    burst.half_extent_m = 10.0;
+    e.raid_spawn(&burst).unwrap();
+    let mut aoi = [mmo_core::records::AoiEntry::default(); 32];
+    // The first query has no hint (a whole-radius look, not a second one) and leaves one;
+    // the next tick's query answers within it.
+    e.tick(50);
+    assert_eq!(e.area_of_interest(p.id, &mut aoi), Ok(32));
+    assert!(aoi.iter().all(|a| a.kind == EntityKind::Add as u8 && a.distance_m < 3.0), "the 32 nearest are adds close by");
+    e.tick(100);
+    assert_eq!(e.area_of_interest(p.id, &mut aoi), Ok(32));
+    assert_eq!(e.stats().aoi_wide_looks, 0, "the hint held 32");
+    // The burst expires: within the hint nothing is left, so the query looks again and finds
+    // the three far players, nearest first.
+    while e.live_raid_objects() > 0 {
+        e.tick(e.tick_info().now_ms + 50);
+    }
+    assert_eq!(e.area_of_interest(p.id, &mut aoi), Ok(3));
+    assert_eq!(aoi[..3].iter().map(|a| a.entity_id).collect::<Vec<_>>(), vec![far[0], far[1], far[2]]);
+    assert_eq!(aoi[..3].iter().map(|a| a.distance_m).collect::<Vec<_>>(), vec![30.0, 35.0, 40.0]);
+    assert_eq!(e.stats().aoi_wide_looks, 1);
+    // Fewer than 32 in the radius leaves no hint: the next query is a whole-radius look.
+    e.tick(e.tick_info().now_ms + 50);
+    assert_eq!(e.area_of_interest(p.id, &mut aoi), Ok(3));
+    assert_eq!(e.stats().aoi_wide_looks, 1);
+}
