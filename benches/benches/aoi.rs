@@ -85,8 +85,8 @@ fn loadtest_raid(objects: usize) -> Vec<Entity> {
     out
 }
 
-/// The core's snapshot: build, then every player's query. Returns the entries found.
-fn snapshot_tick(world: &[Entity], builder: &mut SnapshotBuilder, snapshot: &mut WorldSnapshot, out: &mut [AoiEntry]) -> usize {
+/// Builds the tick's snapshot of `world` (its first `PLAYERS` are the players).
+fn build_snapshot(world: &[Entity], builder: &mut SnapshotBuilder, snapshot: &mut WorldSnapshot) {
     let g = SnapshotGeometry::new(WORLD_M, SNAPSHOT_CELL_M, RADIUS_M);
     builder.clear(world.len());
     for (i, e) in world.iter().enumerate() {
@@ -97,6 +97,11 @@ fn snapshot_tick(world: &[Entity], builder: &mut SnapshotBuilder, snapshot: &mut
         }
     }
     builder.build_into(snapshot, 1, 0, PLAYERS);
+}
+
+/// The core's snapshot: build, then every player's query. Returns the entries found.
+fn snapshot_tick(world: &[Entity], builder: &mut SnapshotBuilder, snapshot: &mut WorldSnapshot, out: &mut [AoiEntry]) -> usize {
+    build_snapshot(world, builder, snapshot);
     let mut found = 0;
     for (slot, e) in world[..PLAYERS].iter().enumerate() {
         let viewer = snapshot.entity_of_slot(slot as u32, e.id).expect("every player is in the snapshot");
@@ -271,16 +276,7 @@ fn snapshot_tick_hinted(
     out: &mut [AoiEntry],
     hints: &mut [f32],
 ) -> usize {
-    let g = SnapshotGeometry::new(WORLD_M, SNAPSHOT_CELL_M, RADIUS_M);
-    builder.clear(world.len());
-    for (i, e) in world.iter().enumerate() {
-        if i < PLAYERS {
-            builder.add_player(&g, i as u32, e.id, e.x, e.y);
-        } else {
-            builder.add_object(&g, e.id, e.x, e.y, EntityKind::Add);
-        }
-    }
-    builder.build_into(snapshot, 1, 0, PLAYERS);
+    build_snapshot(world, builder, snapshot);
     let mut found = 0;
     for (slot, e) in world[..PLAYERS].iter().enumerate() {
         let viewer = snapshot.entity_of_slot(slot as u32, e.id).expect("every player is in the snapshot");
