@@ -44,12 +44,16 @@ struct Entity {
     y: f32,
 }
 
-fn crowd() -> Vec<Entity> {
-    let mut seed = 0x5EED_u64;
-    let mut unit = move || {
+/// A reproducible source of uniform numbers in `[0, 1)` (a 64-bit LCG's top 24 bits).
+fn uniform(mut seed: u64) -> impl FnMut() -> f32 {
+    move || {
         seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
         (seed >> 40) as f32 / (1u64 << 24) as f32
-    };
+    }
+}
+
+fn crowd() -> Vec<Entity> {
+    let mut unit = uniform(0x5EED_u64);
     let (cx, cy) = (2_048.0f32, 2_048.0f32);
     let mut out = Vec::with_capacity(PLAYERS + OBJECTS);
     for i in 0..PLAYERS {
@@ -66,11 +70,7 @@ fn crowd() -> Vec<Entity> {
 /// it (11,000 while a burst lives, none between bursts). Most players stand in a thin crowd,
 /// so their queries read many sparse cells, where the bench's crowd reads a few full ones.
 fn loadtest_raid(objects: usize) -> Vec<Entity> {
-    let mut seed = 0xBEEF_u64;
-    let mut unit = move || {
-        seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
-        (seed >> 40) as f32 / (1u64 << 24) as f32
-    };
+    let mut unit = uniform(0xBEEF_u64);
     let (cx, cy) = (2_048.0f32, 2_048.0f32);
     let mut out = Vec::with_capacity(PLAYERS + objects);
     while out.len() < PLAYERS {
