@@ -268,7 +268,7 @@ fn walk(world: &mut [Entity]) {
 }
 
 /// As the engine queries: each player's hint from its previous answer (its k-th distance
-/// plus 2 x (12 m/s x 50 ms + 0.5 m), the default configuration's closing distance).
+/// plus the default configuration's `aoi_hint_closing_m`).
 fn snapshot_tick_hinted(
     world: &[Entity],
     builder: &mut SnapshotBuilder,
@@ -277,11 +277,12 @@ fn snapshot_tick_hinted(
     hints: &mut [f32],
 ) -> usize {
     build_snapshot(world, builder, snapshot);
+    let closing_m = mmo_core::CoreConfig::default().aoi_hint_closing_m();
     let mut found = 0;
     for (slot, e) in world[..PLAYERS].iter().enumerate() {
         let viewer = snapshot.entity_of_slot(slot as u32, e.id).expect("every player is in the snapshot");
         let (n, _) = snapshot.nearest_hinted(viewer, hints[slot], &mut out[..K]);
-        hints[slot] = if n == K { out[K - 1].distance_m + 2.0 * (12.0 * 0.05 + 0.5) } else { 0.0 };
+        hints[slot] = if n == K { out[K - 1].distance_m + closing_m } else { 0.0 };
         found += n;
     }
     found

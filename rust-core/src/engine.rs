@@ -1137,8 +1137,7 @@ impl Engine {
             self.stats.bump(Counter::AoiWideLooks);
         }
         let k = out.len().min(AOI_K_MAX as usize);
-        let closing_m = 2.0 * (self.config.max_speed_m_per_s * self.config.tick_ms as f32 / 1_000.0 + self.config.speed_slack_m);
-        record.set_aoi_hint_m(if n == k && k > 0 { out[k - 1].distance_m + closing_m } else { 0.0 });
+        record.set_aoi_hint_m(if n == k && k > 0 { out[k - 1].distance_m + self.config.aoi_hint_closing_m() } else { 0.0 });
         n
     }
 

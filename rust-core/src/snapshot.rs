@@ -360,7 +360,8 @@ impl WorldSnapshot {
     /// narrow bound prunes from the first cell, where a query with no hint fills its `k`
     /// with whatever it meets first and then replaces most of them
     /// (`benches/benches/aoi.rs`, `*/snapshot_hinted`).
-    /// Returns how many were written and whether the narrow look was enough.
+    ///
+    /// Returns how many were written and how they were found ([`AoiLook`]).
     pub fn nearest_hinted(&self, viewer: usize, hint_m: f32, out: &mut [AoiEntry]) -> (usize, AoiLook) {
         let k = out.len().min(AOI_K_MAX as usize);
         if hint_m > 0.0 && hint_m < self.geometry.radius_m {
