@@ -129,7 +129,6 @@ class BaselineEngine final : public Engine {
   explicit BaselineEngine(const MmoConfig& config);
 
   std::string_view name() const override { return "baseline"; }
-  MmoStatus prewarm_thread(uint32_t) override { return MMO_OK; }  // nothing is pre-warmed per thread
   using Engine::join;
   // The baseline keeps wallets per session, in memory: `account_id` is not used.
   MmoStatus join(uint64_t account_id, float x_m, float y_m, uint8_t faction, MmoJoinTicket& out) override;

@@ -25,10 +25,6 @@ class Engine {
  public:
   virtual ~Engine() = default;
   virtual std::string_view name() const = 0;
-  // Called once by each thread that will join players or spawn raids (the network workers),
-  // before it serves; `threads_sharing` is how many such threads there are (the Rust core
-  // pre-warms this thread's share of its arenas).
-  virtual MmoStatus prewarm_thread(uint32_t threads_sharing) = 0;
   // Joins a player of `account_id` (its wallet resumed, or created by its first join; 0: a
   // wallet for this session only). One live session per account.
   virtual MmoStatus join(uint64_t account_id, float x_m, float y_m, uint8_t faction, MmoJoinTicket& out) = 0;

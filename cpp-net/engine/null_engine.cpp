@@ -23,7 +23,6 @@ class NullEngine final : public Engine {
   explicit NullEngine(const MmoConfig& config) : player_capacity_(config.player_capacity) {}
 
   std::string_view name() const override { return "null"; }
-  MmoStatus prewarm_thread(uint32_t) override { return MMO_OK; }
   using Engine::join;
   MmoStatus join(uint64_t, float, float, uint8_t, MmoJoinTicket& out) override {
     if (live_.load(std::memory_order_relaxed) >= player_capacity_) {

@@ -24,7 +24,6 @@ class RustEngine final : public Engine {
   RustEngine& operator=(const RustEngine&) = delete;
 
   std::string_view name() const override { return "rust"; }
-  MmoStatus prewarm_thread(uint32_t threads_sharing) override { return mmo_engine_prewarm_thread(engine_, threads_sharing); }
   using Engine::join;
   MmoStatus join(uint64_t account_id, float x_m, float y_m, uint8_t faction, MmoJoinTicket& out) override {
     return mmo_join(engine_, account_id, x_m, y_m, faction, &out);

@@ -99,7 +99,6 @@ void Worker::release_held() {
 }
 
 void Worker::run() {
-  server_.engine().prewarm_thread(server_.threads());
   std::array<epoll_event, 4> ready{};
   while (!server_.stopping_.load(std::memory_order_acquire)) {
     // With an area-of-interest round under way, only peek at the sockets between chunks, or

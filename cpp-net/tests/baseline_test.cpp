@@ -1829,7 +1829,6 @@ struct Shared {
 
 WorkerLog stress_worker(BaselineEngine& e, size_t index, std::vector<std::atomic<uint64_t>>& directory, std::vector<Shared>& shared,
                         std::atomic<uint64_t>& clock) {
-  e.prewarm_thread(2);
   Rng rng{0x9E3779B9 + index * 7919};
   WorkerLog log;
   std::vector<Mine> mine;

@@ -133,13 +133,10 @@ TEST(FfiEngine, NullEngineIsRefusedEverywhere) {
     EXPECT_EQ(mmo_stats(nullptr, &stats), MMO_ERR_NULL_POINTER);
     EXPECT_EQ(mmo_tick(nullptr, 0, &info), MMO_ERR_NULL_POINTER);
     EXPECT_EQ(mmo_apply_moves(nullptr, nullptr, 0, 0, nullptr, 0, &n), MMO_ERR_NULL_POINTER);
-    EXPECT_EQ(mmo_engine_prewarm_thread(nullptr, 1), MMO_ERR_NULL_POINTER);
 }
 
 TEST(FfiMoves, JoinMoveAckAndContact) {
     Engine e;
-    ASSERT_EQ(mmo_engine_prewarm_thread(e.get(), 1), MMO_OK);
-    EXPECT_EQ(mmo_engine_prewarm_thread(e.get(), 0), MMO_ERR_INVALID_ARGUMENT);
     auto a = e.join(100.0f, 100.0f);
     auto b = e.join(104.0f, 100.0f, 2);
     ASSERT_NE(a.player_id, b.player_id);

@@ -20,8 +20,7 @@
  *   MMO_ERR_BAD_ENUM, never undefined behaviour.
  * - Threads: mmo_engine_new() and mmo_engine_free() must not race with any other call on
  *   the same engine. Every other function may be called from any thread concurrently.
- *   mmo_tick() is meant for one tick-driver thread (concurrent calls serialise). Each
- *   serving thread calls mmo_engine_prewarm_thread() once before it serves.
+ *   mmo_tick() is meant for one tick-driver thread (concurrent calls serialise).
  *   mmo_economy_open() starts one thread of the library's own (the economy's committer),
  *   stopped and joined by mmo_engine_free(); it calls the caller's MmoDurableCallback.
  * - Ownership: the caller owns the engine from mmo_engine_new() to mmo_engine_free(), and
@@ -57,7 +56,7 @@
 #define MMO_AOI_NOT_IN_SNAPSHOT 4294967295
 
 // Version of this ABI. Bumped on any change to a function signature or record layout.
-#define MMO_ABI_VERSION 8
+#define MMO_ABI_VERSION 9
 
 // What an event written by a move batch reports.
 enum MmoEventKind
@@ -1018,8 +1017,8 @@ const char *mmo_status_name(MmoStatus status);
 MmoStatus mmo_config_check(const struct MmoConfig *config, char *message, size_t message_capacity);
 
 // Creates an engine from `*config` and writes its handle to `*out_engine`. Free it with
-// `mmo_engine_free`. Nothing is pre-warmed: threads that join players call
-// `mmo_engine_prewarm_thread`.
+// `mmo_engine_free`. Nothing is pre-warmed: memory follows the players joined and the
+// raids spawned (see `Engine::new`).
 //
 // # Safety
 // `config` must be NULL or point to an initialised `MmoConfig`; `out_engine` NULL or
@@ -1032,15 +1031,6 @@ MmoStatus mmo_engine_new(const struct MmoConfig *config, struct MmoEngine **out_
 // # Safety
 // `engine` must be NULL or a pointer from `mmo_engine_new` not yet freed.
 void mmo_engine_free(struct MmoEngine *engine);
-
-// Pre-warms the calling thread's arena shards to its share of the capacities: every thread
-// that will join players or spawn raids calls this once at start-up (a network worker does
-// both), with `threads_sharing` the number of such threads (at least 1). Threads that never
-// join or spawn (a tick driver) do not call it.
-//
-// # Safety
-// `engine` must be NULL or a live engine.
-MmoStatus mmo_engine_prewarm_thread(const struct MmoEngine *engine, uint32_t threads_sharing);
 
 // Joins a player of `account_id` at `(x_m, y_m)` in `faction`; writes the ticket to
 // `*out_ticket`. The account's wallet is resumed (its first join creates it with the starting

@@ -296,8 +296,8 @@ pub unsafe extern "C" fn mmo_config_check(config: *const MmoConfig, message: *mu
 }
 
 /// Creates an engine from `*config` and writes its handle to `*out_engine`. Free it with
-/// [`mmo_engine_free`]. Nothing is pre-warmed: threads that join players call
-/// [`mmo_engine_prewarm_thread`].
+/// [`mmo_engine_free`]. Nothing is pre-warmed: memory follows the players joined and the
+/// raids spawned (see `Engine::new`).
 ///
 /// # Safety
 /// `config` must be NULL or point to an initialised `MmoConfig`; `out_engine` NULL or
@@ -335,27 +335,6 @@ pub unsafe extern "C" fn mmo_engine_free(engine: *mut MmoEngine) {
         // SAFETY: from Box::into_raw in mmo_engine_new, freed once per the contract.
         drop(unsafe { Box::from_raw(engine) });
     }));
-}
-
-/// Pre-warms the calling thread's arena shards to its share of the capacities: every thread
-/// that will join players or spawn raids calls this once at start-up (a network worker does
-/// both), with `threads_sharing` the number of such threads (at least 1). Threads that never
-/// join or spawn (a tick driver) do not call it.
-///
-/// # Safety
-/// `engine` must be NULL or a live engine.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn mmo_engine_prewarm_thread(engine: *const MmoEngine, threads_sharing: u32) -> MmoStatus {
-    // SAFETY: forwarded contract.
-    unsafe {
-        engine_boundary(engine, Access::Mutates, |h| {
-            if threads_sharing == 0 {
-                return MMO_ERR_INVALID_ARGUMENT;
-            }
-            h.engine.prewarm_current_thread(threads_sharing);
-            MMO_OK
-        })
-    }
 }
 
 /// Joins a player of `account_id` at `(x_m, y_m)` in `faction`; writes the ticket to

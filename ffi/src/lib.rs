@@ -31,8 +31,6 @@
 //! - **Threads.** [`mmo_engine_new`] and [`mmo_engine_free`] must not race with any other
 //!   call on the same engine. Every other function may be called from any thread at the same
 //!   time. [`mmo_tick`] is meant for one tick-driver thread (concurrent calls serialise).
-//!   Each thread that will join players or spawn raids should call
-//!   [`mmo_engine_prewarm_thread`] once before it starts serving.
 //! - **Ownership.** The engine is owned by the caller between `mmo_engine_new` and
 //!   `mmo_engine_free` (a `_new`/`_free` pair). Every buffer is owned by the caller.
 //!

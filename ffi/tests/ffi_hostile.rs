@@ -31,7 +31,6 @@ fn null_engine_is_refused_by_every_engine_call() {
     let mut n = 0usize;
     // SAFETY: every call is given a NULL engine, which the boundary must refuse first.
     unsafe {
-        assert_eq!(mmo_engine_prewarm_thread(null(), 1), MMO_ERR_NULL_POINTER);
         assert_eq!(mmo_join(null(), 0, 1.0, 1.0, 1, p.cast()), MMO_ERR_NULL_POINTER);
         assert_eq!(mmo_leave(null(), 1, 1), MMO_ERR_NULL_POINTER);
         assert_eq!(mmo_move_events_required(null(), 1, &mut n), MMO_ERR_NULL_POINTER);

@@ -21,7 +21,7 @@ impl Config for ArenaConfig {
     const MAX_THREADS: usize = 4_096;
     /// 20 pages doubling from 64 slots: about 67M slots per thread shard.
     const MAX_PAGES: usize = 20;
-    /// A first page of 64 slots: small arenas stay small, and pre-warming doubles from here.
+    /// A first page of 64 slots: small arenas stay small, and each later page doubles.
     const INITIAL_PAGE_SIZE: usize = 64;
     /// Bits 62 and 63 of every key are always zero (see [`player_id_from_key`]).
     const RESERVED_BITS: usize = 2;
@@ -82,23 +82,6 @@ pub fn key_from_object_id(id: u64) -> Option<usize> {
         return None;
     }
     Some((raw - 1) as usize)
-}
-
-/// Fills `slab`'s shard for the calling thread with `slots` entries and frees them again, so
-/// later inserts from this thread reuse pages instead of allocating. sharded-slab never
-/// returns pages to the OS, which is what makes this stick.
-pub(crate) fn prewarm<T, C: Config>(slab: &sharded_slab::Slab<T, C>, slots: usize, make: impl Fn() -> T) {
-    // All inserts first, so the shard's pages grow to hold `slots` live entries at once.
-    let mut keys = Vec::with_capacity(slots);
-    for _ in 0..slots {
-        match slab.insert(make()) {
-            Some(key) => keys.push(key),
-            None => break,
-        }
-    }
-    for key in keys {
-        slab.remove(key);
-    }
 }
 
 #[cfg(all(test, not(mmo_loom)))]

@@ -1,8 +1,8 @@
 //! A lock-free admission gate: "may N more things exist right now?"
 //!
-//! Arenas in this crate are pre-warmed to a configured capacity, and the product promises that
-//! a burst either fits whole or is refused whole (a raid spawn of 11,000 objects never leaves
-//! 7,000 behind). [`CapacityGate`] is the one place that decides: a compare-and-swap loop on a
+//! Players and raid objects are admitted against a configured capacity, and the product
+//! promises that a burst either fits whole or is refused whole (a raid spawn of 11,000 objects
+//! never leaves 7,000 behind). [`CapacityGate`] is the one place that decides: a compare-and-swap loop on a
 //! live count, so concurrent callers can never push the count past the limit, not even for an
 //! instant, and a refused caller changes nothing.
 //!
@@ -50,7 +50,7 @@ impl CapacityGate {
     ///
     /// # Panics
     /// If more units are released than are held: that is a double free in the caller, and
-    /// continuing would let the arena overrun its pre-warmed capacity.
+    /// continuing would let the arena overrun its capacity.
     pub fn release(&self, units: u32) {
         let before = self.in_use.fetch_sub(units, Ordering::AcqRel);
         assert!(before >= units, "capacity gate released {units} units but only {before} were held");

@@ -1,8 +1,9 @@
 //! Combat: hit points, damage, and raid bursts of short-lived objects.
 //!
 //! - **Combatants** (one per player: hp, faction, owner) live in their own sharded-slab arena.
-//! - **Raid objects** (adds, projectiles, loot) live in a second arena, pre-warmed to
-//!   `raid_object_capacity`. A raid spawn creates N of them around a point in one call, each
+//! - **Raid objects** (adds, projectiles, loot) live in a second arena whose first page
+//!   ([`crate::arena::RaidArenaConfig`]) a thread allocates with its first raid and reuses for
+//!   every later one; `raid_object_capacity` caps how many are alive. A raid spawn creates N of them around a point in one call, each
 //!   registered in the grid with its expiry tick. A killed add keeps its slot until its burst
 //!   expires and carries the loot it dropped ([`crate::loot`]).
 //! - **Spawning** creates a cell's share of objects (arena inserts, positions) in chunks of
@@ -455,22 +456,6 @@ impl Combat {
     /// snapshot build.
     pub(crate) fn live_burst_areas(heap: &ExpiryHeap) -> impl Iterator<Item = BurstExpiry> + '_ {
         heap.iter().map(|Reverse(b)| *b)
-    }
-
-    /// Grows the calling thread's shards so it can own `players` combatants and spawn
-    /// `objects` raid objects without allocating (0 leaves that arena alone).
-    pub(crate) fn prewarm_current_thread(&self, players: usize, objects: usize) {
-        crate::arena::prewarm(&self.combatants, players, || Combatant { health: Health::new(0), faction: 0, owner: 0 });
-        crate::arena::prewarm(&self.objects, objects, || RaidObject {
-            health: Health::new(0),
-            kind: EntityKind::Add,
-            faction: 0,
-            expires_tick: 0,
-            x_m: 0.0,
-            y_m: 0.0,
-            cell: 0,
-            loot: AtomicU64::new(0),
-        });
     }
 }
 

@@ -54,9 +54,10 @@ pub struct CoreConfig {
     /// walks. Smaller cells read fewer entities per query in a crowd and more cells in open
     /// ground. Default 5 (the fastest of 4, 5, 6 and 8 m in `benches/benches/aoi.rs`).
     pub snapshot_cell_m: f32,
-    /// Most players joined at once (pre-warmed). Default 8,192.
+    /// Most players joined at once: an admission limit, not a reservation (memory follows the
+    /// players joined; the tables sized by it are resident only where used). Default 8,192.
     pub player_capacity: u32,
-    /// Most raid objects alive at once (pre-warmed). Default 32,768.
+    /// Most raid objects alive at once (an admission limit). Default 32,768.
     pub raid_object_capacity: u32,
     /// Most raid bursts alive at once. Default 256.
     pub raid_burst_capacity: u32,

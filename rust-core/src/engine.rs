@@ -291,8 +291,11 @@ struct MoveTally {
 }
 
 impl Engine {
-    /// Validates `config` and builds every service. Nothing is pre-warmed here: each thread
-    /// that will join players or spawn raids calls [`Engine::prewarm_current_thread`].
+    /// Validates `config` and builds every service. Nothing is pre-warmed: `player_capacity`
+    /// and `raid_object_capacity` are admission limits, not reservations. The arenas grow
+    /// (sharded-slab pages, each twice the last, never moved or freed) as players join and
+    /// raids spawn, on the thread that inserts, and keep their pages for reuse; the
+    /// capacity-sized tables are [`crate::reserved::ReservedTable`]s, resident only where used.
     pub fn new(config: CoreConfig) -> Result<Self, ConfigError> {
         config.validate()?;
         let geometry = SnapshotGeometry::new(config.world_size_m, config.snapshot_cell_m, config.aoi_radius_m);
@@ -322,23 +325,6 @@ impl Engine {
             config,
         };
         Ok(engine)
-    }
-
-    /// Grows the calling thread's player and combatant arena shards to its share of the player
-    /// capacity, so joins made from this thread reuse memory instead of allocating.
-    /// `threads_sharing` is how many threads split the joins (the network workers); each
-    /// takes a quarter more than an even share, since clients do not hash evenly. Threads that
-    /// never join players (the tick) do not call this. Raid objects are not pre-warmed: a
-    /// burst lands whole on the one thread that spawns it, so the raid arena's first page
-    /// (room for 32,768 objects, [`crate::arena::RaidArenaConfig`]) is allocated by the first
-    /// raid a thread spawns and reused by every later one; threads that never spawn a raid
-    /// never pay for it.
-    pub fn prewarm_current_thread(&self, threads_sharing: u32) {
-        let players = self.config.player_capacity as usize;
-        let even = players.div_ceil(threads_sharing.max(1) as usize);
-        let share = (even + even / 4).min(players);
-        self.players.prewarm_current_thread(share);
-        self.combat.prewarm_current_thread(share, 0);
     }
 
     /// Opens the economy's store in `data_dir` (`economy.redb` and its commit log's segments,

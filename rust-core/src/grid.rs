@@ -51,6 +51,7 @@
 use crate::config::CoreConfig;
 use crate::locks::LockWaits;
 use crate::records::EntityKind;
+use crate::reserved::ReservedTable;
 use dashmap::DashMap;
 use dashmap::try_result::TryResult;
 use rustc_hash::FxBuildHasher;
@@ -194,11 +195,11 @@ pub struct Cell {
 /// `f32` bits, so a reader always gets both coordinates of one write.
 pub struct PositionTable {
     /// Written by the player's mover (and join), read by contact queries and the snapshot.
-    packed: Box<[AtomicU64]>,
+    packed: ReservedTable<AtomicU64>,
 }
 
 impl PositionTable {
-    /// A table for `slots` players, all at the origin (untouched memory until used).
+    /// A table for `slots` players, all at the origin (resident only where written).
     pub fn new(slots: usize) -> Self {
         Self { packed: zeroed_atomics(slots) }
     }
@@ -220,13 +221,11 @@ impl PositionTable {
     }
 }
 
-/// `n` atomics at zero, allocated zeroed: the allocator hands back untouched pages, so the
-/// table costs resident memory only where it is used.
-pub fn zeroed_atomics(n: usize) -> Box<[AtomicU64]> {
-    let table = Box::<[AtomicU64]>::new_zeroed_slice(n);
+/// `n` atomics at zero in a [`ReservedTable`]: resident only where written.
+pub fn zeroed_atomics(n: usize) -> ReservedTable<AtomicU64> {
     // SAFETY: an `AtomicU64` has the same in-memory representation as a `u64`, so all-zero
     // bytes are a valid `AtomicU64` holding 0.
-    unsafe { table.assume_init() }
+    unsafe { ReservedTable::new_zeroed(n) }
 }
 
 /// The collision grid. See the module doc for who may touch it and when.

@@ -13,7 +13,7 @@
 //!   own lock.
 //! - [`grid`]: the collision grid, a pre-sized `DashMap` of cell -> members; proximity and
 //!   area-of-interest queries.
-//! - [`combat`]: hit points (a lock-free CAS), raid bursts in a pre-warmed arena,
+//! - [`combat`]: hit points (a lock-free CAS), raid bursts in an arena whose pages are reused,
 //!   expiry by sweeping each burst's cells.
 //! - [`loot`]: what a killed add drops (a seeded roll of the configured table) and the one
 //!   claim that takes it.
@@ -53,6 +53,7 @@ pub mod loot;
 pub mod movement;
 pub mod players;
 pub mod records;
+pub mod reserved;
 pub mod snapshot;
 pub mod stats;
 pub mod store;

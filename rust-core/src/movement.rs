@@ -44,6 +44,7 @@
 
 use crate::grid::CellKey;
 use crate::records::{MoveRecord, RejectReason};
+use crate::reserved::ReservedTable;
 use crossbeam_queue::ArrayQueue;
 use parking_lot::Mutex;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
@@ -163,10 +164,10 @@ impl MoveRules {
 pub struct Movement {
     /// Bodies by slot. Re-initialised by join, marked dead by leave, locked by every move of
     /// the slot's player.
-    bodies: Box<[Body]>,
+    bodies: ReservedTable<Body>,
     /// Player id by slot, 0 for a free slot. Written by join and leave; read by the tick's
     /// snapshot build.
-    occupants: Box<[AtomicU64]>,
+    occupants: ReservedTable<AtomicU64>,
     /// Slots returned by leave, handed out again by join (lock-free; sized for every slot, so
     /// a push never fails).
     free: ArrayQueue<u32>,
@@ -176,14 +177,13 @@ pub struct Movement {
 }
 
 impl Movement {
-    /// A table for `capacity` players. The tables are allocated zeroed, which the allocator
-    /// hands out as untouched pages: a slot's memory is touched when a join first uses it.
+    /// A table for `capacity` players. The tables are [`ReservedTable`]s: a slot's memory
+    /// becomes resident when a join first uses it.
     pub fn new(capacity: u32) -> Self {
-        let bodies = Box::<[Body]>::new_zeroed_slice(capacity as usize);
         // SAFETY: every bit of a `Body` may be zero: its lock is a parking_lot `Mutex`, whose
         // raw lock is one `AtomicU8` where 0 means unlocked, and its state is plain integers,
         // floats (0.0), booleans (false) and a byte array. All-zero is `Body::default()`.
-        let bodies = unsafe { bodies.assume_init() };
+        let bodies = unsafe { ReservedTable::<Body>::new_zeroed(capacity as usize) };
         debug_assert!(bodies.first().is_none_or(|b| *b.state.lock() == BodyState::default()));
         Self {
             bodies,

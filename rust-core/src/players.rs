@@ -114,12 +114,10 @@ impl Players {
         player_id_from_key(entry.key())
     }
 
-    /// Looks a player up; `None` for an unknown, departed or malformed id, and for the
-    /// warm-up records pre-warming inserts for an instant (their token is 0, which no
-    /// real session ever has), so a warm-up record can never be moved, hit, traded with or left.
+    /// Looks a player up; `None` for an unknown, departed or malformed id.
     #[inline]
     pub fn get(&self, player_id: u64) -> Option<PlayerGuard<'_>> {
-        self.arena.get(key_from_player_id(player_id)?).filter(|record| record.session_token != 0)
+        self.arena.get(key_from_player_id(player_id)?)
     }
 
     /// Removes a player's record (after its services are torn down) and frees its capacity.
@@ -134,16 +132,6 @@ impl Players {
     /// Players joined right now.
     pub fn live(&self) -> u32 {
         self.gate.in_use()
-    }
-
-    /// Grows the calling thread's shard to hold `slots` records without allocating.
-    pub(crate) fn prewarm_current_thread(&self, slots: usize) {
-        // Warm-up records: token 0 (invisible to `get`), no slot or combatant, already leaving.
-        crate::arena::prewarm(&self.arena, slots, || {
-            let warm_up = PlayerRecord::new(0, u32::MAX, usize::MAX, WalletHandle::NONE, 0);
-            warm_up.leaving.store(true, Ordering::Relaxed);
-            warm_up
-        });
     }
 }
 
@@ -164,22 +152,6 @@ pub fn new_session_token() -> u64 {
 #[cfg(all(test, not(mmo_loom)))]
 mod tests {
     use super::*;
-
-    #[test]
-    fn warm_up_records_are_invisible_and_cannot_be_claimed() {
-        let players = Players::new(4);
-        // What pre-warming puts in the arena for an instant.
-        let warm_up = PlayerRecord::new(0, u32::MAX, usize::MAX, WalletHandle::NONE, 0);
-        warm_up.leaving.store(true, Ordering::Relaxed);
-        let key = players.arena.insert(warm_up).unwrap();
-        let id = player_id_from_key(key);
-        assert!(players.get(id).is_none(), "a token-0 record is not a player");
-        assert!(!players.arena.get(key).unwrap().claim_leave(), "and cannot be torn down");
-        // A real record in the same arena is found.
-        let real = players.arena.insert(PlayerRecord::new(77, 1, 2, WalletHandle::NONE, 3)).unwrap();
-        assert_eq!(players.get(player_id_from_key(real)).map(|r| r.session_token), Some(77));
-        assert_eq!(players.live(), 0, "nothing here went through admission");
-    }
 
     #[test]
     fn session_tokens_are_never_zero_and_differ() {

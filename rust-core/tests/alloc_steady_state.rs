@@ -270,7 +270,6 @@ fn raid_bursts_spawned_and_expired_on_different_threads_allocate_nothing() {
             }
             allocations() - measured_from
         });
-        e.prewarm_current_thread(1);
         let mut measured_from = 0;
         for cycle in 0..CYCLES {
             if cycle == WARM_CYCLES {

@@ -103,7 +103,6 @@ fn record_applied(log: &mut WorkerLog, o: &EconomyOp) {
 }
 
 fn worker(e: &Engine, index: usize, directory: &[AtomicU64], shared: &[(Who, AtomicU32)], clock: &AtomicU64) -> WorkerLog {
-    e.prewarm_current_thread(WORKERS as u32);
     let mut rng = Rng(0x9E37_79B9 + index as u64 * 7919);
     let mut log = WorkerLog::default();
     let mut mine: Vec<Mine> = (0..PLAYERS_PER_WORKER)

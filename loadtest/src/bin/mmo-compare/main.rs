@@ -14,7 +14,7 @@
 //! |---|---|---|---|
 //! | plain steady, `--repeats` times | the row's production build | steady, `T` | CPU ns per update (rusage), update latency, round trip, peak RSS |
 //! | plain raid, `--repeats` times | same | raid bursts, `T` | raid spawn ms, round trip during raids, peak RSS |
-//! | heaptrack steady `T` and `2T` | system-allocator build under heaptrack | steady | allocation calls per steady update: the *difference* of the two runs over the difference of their updates, so start-up, joins and pre-warming cancel out |
+//! | heaptrack steady `T` and `2T` | system-allocator build under heaptrack | steady | allocation calls per steady update: the *difference* of the two runs over the difference of their updates, so start-up and joins cancel out |
 //! | heaptrack raid | same | raid, `T` | allocation calls per raid burst (against the steady `T` run), peak heap, temporaries, leaks |
 //! | perf | the row's production build | raid, `T` | top symbols by self time, a flame graph, the engine's share of whole stacks, the share of stacks without a known root |
 //!
