@@ -201,7 +201,7 @@ pub struct PositionTable {
 impl PositionTable {
     /// A table for `slots` players, all at the origin (resident only where written).
     pub fn new(slots: usize) -> Self {
-        Self { packed: zeroed_atomics(slots) }
+        Self { packed: ReservedTable::zeroed_atomics(slots) }
     }
 
     /// Stores `slot`'s position.
@@ -219,13 +219,6 @@ impl PositionTable {
         let packed = self.packed[slot as usize].load(Ordering::Relaxed);
         (f32::from_bits(packed as u32), f32::from_bits((packed >> 32) as u32))
     }
-}
-
-/// `n` atomics at zero in a [`ReservedTable`]: resident only where written.
-pub fn zeroed_atomics(n: usize) -> ReservedTable<AtomicU64> {
-    // SAFETY: an `AtomicU64` has the same in-memory representation as a `u64`, so all-zero
-    // bytes are a valid `AtomicU64` holding 0.
-    unsafe { ReservedTable::new_zeroed(n) }
 }
 
 /// The collision grid. See the module doc for who may touch it and when.

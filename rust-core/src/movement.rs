@@ -187,7 +187,7 @@ impl Movement {
         debug_assert!(bodies.first().is_none_or(|b| *b.state.lock() == BodyState::default()));
         Self {
             bodies,
-            occupants: crate::grid::zeroed_atomics(capacity as usize),
+            occupants: ReservedTable::zeroed_atomics(capacity as usize),
             free: ArrayQueue::new(capacity.max(1) as usize),
             high_water: AtomicU32::new(0),
         }

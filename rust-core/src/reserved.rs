@@ -19,6 +19,7 @@
 use std::alloc::{Layout, handle_alloc_error};
 use std::ops::Deref;
 use std::ptr::NonNull;
+use std::sync::atomic::AtomicU64;
 
 /// A fixed-length table of `T` in its own anonymous mapping, every slot starting as all-zero
 /// bytes. Dereferences to `[T]`.
@@ -79,6 +80,15 @@ impl<T> ReservedTable<T> {
     }
 }
 
+impl ReservedTable<AtomicU64> {
+    /// `n` atomics holding 0, resident only where written.
+    pub fn zeroed_atomics(n: usize) -> Self {
+        // SAFETY: an `AtomicU64` has the same in-memory representation as a `u64`, so all-zero
+        // bytes are a valid `AtomicU64` holding 0.
+        unsafe { Self::new_zeroed(n) }
+    }
+}
+
 impl<T> Deref for ReservedTable<T> {
     type Target = [T];
 
@@ -113,7 +123,7 @@ impl<T: std::fmt::Debug> std::fmt::Debug for ReservedTable<T> {
 #[cfg(all(test, not(mmo_loom)))]
 mod tests {
     use super::*;
-    use std::sync::atomic::{AtomicU64, Ordering};
+    use std::sync::atomic::Ordering;
 
     /// How many of `table`'s pages are resident, from `mincore` over exactly its range.
     fn resident_pages<T>(table: &ReservedTable<T>) -> usize {
@@ -129,8 +139,7 @@ mod tests {
     #[test]
     fn slots_start_zero_and_only_written_pages_are_resident() {
         // 64 MiB of slots, 16,384 pages.
-        // SAFETY: all-zero bytes are an `AtomicU64` holding 0.
-        let table = unsafe { ReservedTable::<AtomicU64>::new_zeroed(8 << 20) };
+        let table = ReservedTable::zeroed_atomics(8 << 20);
         assert_eq!(table.len(), 8 << 20);
         assert_eq!(resident_pages(&table), 0, "nothing is resident before a write");
         table[0].store(7, Ordering::Relaxed);
