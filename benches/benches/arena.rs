@@ -8,7 +8,8 @@
 //! threads wait for each other; the mutex slab serialises the threads on one lock (and on
 //! this 2-vCPU machine the second thread also competes for the core); `Vec<Box<T>>` pays
 //! malloc and free per object. "Cold" pays for sharded-slab's page allocation every burst,
-//! which is why the engine pre-warms each thread's shard.
+//! which is why the engine keeps every page a thread's shard has grown: only a thread's first
+//! raid (or the first with more objects alive than ever) pays it.
 
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
 use mmo_benches::timed_rounds;
