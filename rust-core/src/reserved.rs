@@ -3,9 +3,10 @@
 //! The body, position and slot-occupant tables have a slot for every player the server
 //! admits (`player_capacity`, 8,192 by default) but a server holds far fewer most of the time.
 //! A zeroed heap allocation does not keep them cheap: whether `calloc` hands back untouched
-//! pages depends on the allocator and on what it freed before. Measured on this product's
-//! server: Debian's mimalloc 2.0.9 wrote every byte of a fresh 1 MiB zeroed block the first
-//! time and none the next, and glibc wrote 0.9 MiB of one once its heap had room to reuse.
+//! pages depends on the allocator and on what it freed before. Measured with the server's
+//! two allocators (a probe allocating four 1 MiB zeroed blocks in a row): Debian's mimalloc
+//! 2.0.9 wrote every byte of the first and none of the next, and glibc wrote 0.9 MiB of the
+//! third once its heap had room to reuse.
 //! In an idle server at the default capacity the tables were 1.1 MiB of its RSS.
 //!
 //! A [`ReservedTable`] therefore takes its memory straight from the kernel: an anonymous
