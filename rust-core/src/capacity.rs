@@ -2,9 +2,9 @@
 //!
 //! Players and raid objects are admitted against a configured capacity, and the product
 //! promises that a burst either fits whole or is refused whole (a raid spawn of 11,000 objects
-//! never leaves 7,000 behind). [`CapacityGate`] is the one place that decides: a compare-and-swap loop on a
-//! live count, so concurrent callers can never push the count past the limit, not even for an
-//! instant, and a refused caller changes nothing.
+//! never leaves 7,000 behind). [`CapacityGate`] is the one place that decides: a
+//! compare-and-swap loop on a live count, so concurrent callers can never push the count past
+//! the limit, not even for an instant, and a refused caller changes nothing.
 //!
 //! Concurrency contract: any thread may call [`CapacityGate::try_acquire`] and
 //! [`CapacityGate::release`]; readers of [`CapacityGate::in_use`] see a value that was true at
