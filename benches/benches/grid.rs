@@ -14,7 +14,12 @@
 //! **grid_contact_in_raid_crowd**: the contact query alone (8 m radius) at 1,000 points of a
 //! raid burst's square, 11,000 objects spread over 120 m x 120 m as raid spawn spreads them
 //! (appended per cell in chunks), one thread. This is the query a move in the raid crowd
-//! makes; what it costs is how many objects it has to look at.
+//! makes; what it costs is how many objects it has to look at. Three variants:
+//! - `visit_all_ordered`: every object within the radius visited, after the tick has ordered
+//!   the burst's cells by sub-cell (how a burst is read for all but its first tick);
+//! - `visit_all_tail`: the same before that tick (every object of the cells read);
+//! - `engine_cap_8`: what a move asks for, the first 8 contacts visited and the rest only
+//!   counted (`contacts_per_move_max`, default 8), cells ordered.
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use mmo_benches::timed_rounds;
@@ -164,7 +169,10 @@ fn bench_grid(c: &mut Criterion) {
                     let moved = PlayerMember { id, slot: slot_of(id) };
                     assert!(grid.relocate_player(grid.cell_of(fx, fy), grid.cell_of(x, y), moved, &mut waits));
                     let mut contacts = 0;
-                    grid.for_each_near(x, y, CONTACT_RADIUS_M, id, &mut waits, |_, _, _| contacts += 1);
+                    grid.for_each_near(x, y, CONTACT_RADIUS_M, id, &mut waits, |_, _, _| {
+                        contacts += 1;
+                        true
+                    });
                     contacts
                 })
             })
@@ -254,14 +262,40 @@ fn bench_contact_in_raid_crowd(c: &mut Criterion) {
     let mut group = c.benchmark_group("grid_contact_in_raid_crowd");
     group.sample_size(30).warm_up_time(Duration::from_secs(1)).measurement_time(Duration::from_secs(3));
     group.throughput(Throughput::Elements(CONTACT_QUERIES as u64));
-    group.bench_function("for_each_near_8m", |b| {
+    let visit_all = |grid: &Grid| {
+        let mut waits = LockWaits::default();
+        let mut contacts = 0usize;
+        for &(x, y) in &points {
+            grid.for_each_near(x, y, CONTACT_RADIUS_M, 0, &mut waits, |_, _, _| {
+                contacts += 1;
+                true
+            });
+        }
+        contacts
+    };
+    // Before the tick: every burst object is still in its cell's unordered tail.
+    group.bench_function("visit_all_tail", |b| b.iter(|| black_box(visit_all(&grid))));
+    let mut scratch = Vec::new();
+    for cell in by_cell.keys() {
+        grid.order_objects(*cell, &mut scratch, &mut LockWaits::default());
+    }
+    group.bench_function("visit_all_ordered", |b| b.iter(|| black_box(visit_all(&grid))));
+    let cap = config.contacts_per_move_max as usize;
+    group.bench_function("engine_cap_8", |b| {
         b.iter(|| {
             let mut waits = LockWaits::default();
-            let mut contacts = 0usize;
+            let (mut reported, mut truncated) = (0usize, 0usize);
             for &(x, y) in &points {
-                grid.for_each_near(x, y, CONTACT_RADIUS_M, 0, &mut waits, |_, _, _| contacts += 1);
+                let mut written = 0;
+                let near = grid.for_each_near(x, y, CONTACT_RADIUS_M, 0, &mut waits, |id, _, d2| {
+                    black_box((id, d2));
+                    written += 1;
+                    written < cap
+                });
+                reported += written;
+                truncated += near - written;
             }
-            black_box(contacts)
+            black_box((reported, truncated))
         })
     });
     group.finish();

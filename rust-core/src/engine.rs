@@ -576,23 +576,33 @@ impl Engine {
         out[0] = MoveEvent { player_id: rec.player_id, sequence: rec.sequence, kind: EventKind::Ack as u8, ..MoveEvent::default() };
         let mut written = 1;
         let cap = out.len();
-        self.grid.for_each_near(x, y, self.config.contact_radius_m, rec.player_id, &mut tally.grid_waits, |other_id, kind, distance_m2| {
-            if written < cap {
-                out[written] = MoveEvent {
-                    player_id: rec.player_id,
-                    other_id,
-                    sequence: rec.sequence,
-                    distance_m: distance_m2.sqrt(),
-                    kind: EventKind::Contact as u8,
-                    detail: kind as u8,
-                    _reserved: [0; 6],
-                };
-                written += 1;
-            } else {
-                tally.truncated += 1;
-            }
-        });
-        tally.contacts += (written - 1) as u64;
+        // Contacts fill the buffer; the grid counts the ones past its end without visiting them.
+        let near = self.grid.for_each_near(
+            x,
+            y,
+            self.config.contact_radius_m,
+            rec.player_id,
+            &mut tally.grid_waits,
+            |other_id, kind, distance_m2| {
+                if written < cap {
+                    out[written] = MoveEvent {
+                        player_id: rec.player_id,
+                        other_id,
+                        sequence: rec.sequence,
+                        distance_m: distance_m2.sqrt(),
+                        kind: EventKind::Contact as u8,
+                        detail: kind as u8,
+                        _reserved: [0; 6],
+                    };
+                    written += 1;
+                }
+                written < cap
+            },
+        );
+        let reported = written - 1;
+        debug_assert!(near >= reported, "every contact written was found");
+        tally.contacts += reported as u64;
+        tally.truncated += (near - reported) as u64;
         tally.moves_waited_grid += u64::from(tally.grid_waits.contended > grid_waited);
         tally.moves_waited_body += u64::from(tally.body_waits.contended > body_waited);
         Ok(written)

@@ -510,10 +510,12 @@ impl Grid {
         }
     }
 
-    /// Calls `visit(id, kind, squared distance)` for every entity other than `exclude_id`
+    /// Calls `visit(id, kind, squared distance)` for the entities other than `exclude_id`
     /// within `radius_m` of `(x, y)` (squared, so a visitor that keeps only some of them takes
-    /// a square root only for those). `visit` runs under a cell's read lock and must not touch
-    /// the grid. Returns the number visited.
+    /// a square root only for those), in the cells' order, until `visit` returns `false` (it
+    /// has all it wants); the rest are counted, not visited. `visit` runs under a cell's read
+    /// lock and must not touch the grid. Returns how many entities are within the radius,
+    /// visited or counted.
     ///
     /// Only the cells that can hold such an entity are visited: an entity is registered in a
     /// cell whose bounds, grown by the hysteresis margin, contain it, so it can only be in a
@@ -522,6 +524,11 @@ impl Grid {
     /// at most four near a corner (complete as long as `radius + hysteresis <= cell size`,
     /// checked by [`CoreConfig::validate`]). In each, only the raid objects of the sub-cells
     /// that overlap the square `(x, y) ± radius` are read, and the tail not ordered yet.
+    ///
+    /// Why counting is a separate pass: a move reports at most `contacts_per_move_max` (8)
+    /// contacts, and in a raid crowd some 150 objects lie within 8 m of it. Once the visitor
+    /// is full, each remaining member costs a distance and a compare added to the count, with
+    /// no branch on the result and no call, a loop the compiler unrolls.
     pub fn for_each_near(
         &self,
         x: f32,
@@ -529,7 +536,7 @@ impl Grid {
         radius_m: f32,
         exclude_id: u64,
         waits: &mut LockWaits,
-        mut visit: impl FnMut(u64, EntityKind, f32),
+        mut visit: impl FnMut(u64, EntityKind, f32) -> bool,
     ) -> usize {
         let r2 = radius_m * radius_m;
         let reach = radius_m + self.hysteresis_m;
@@ -538,18 +545,25 @@ impl Grid {
         // The sub-cell range is widened by a few units of the coordinates' last place, so an
         // object exactly on the radius is not lost to the rounding of `x - radius`.
         let edge = radius_m + (self.world_size_m + radius_m) * 4.0 * f32::EPSILON;
-        let mut visited = 0;
+        let within = |mx: f32, my: f32| {
+            let (dx, dy) = (mx - x, my - y);
+            let d2 = dx * dx + dy * dy;
+            (d2 <= r2, d2)
+        };
+        let mut found = 0usize;
+        // Whether the visitor still wants entities (once `false`, members are only counted).
+        let mut visiting = true;
         for cy in cy0..=cy1 {
             for cx in cx0..=cx1 {
                 let cell = cy * self.cells_per_side + cx;
                 let Some(c) = self.existing_cell(cell, waits) else { continue };
                 for m in &c.players {
                     let (px, py) = self.positions.get(m.slot);
-                    let (dx, dy) = (px - x, py - y);
-                    let d2 = dx * dx + dy * dy;
-                    if d2 <= r2 && m.id != exclude_id {
-                        visit(m.id, EntityKind::Player, d2);
-                        visited += 1;
+                    let (near, d2) = within(px, py);
+                    let near = near && m.id != exclude_id;
+                    found += usize::from(near);
+                    if near && visiting {
+                        visiting = visit(m.id, EntityKind::Player, d2);
                     }
                 }
                 if c.objects.members.is_empty() {
@@ -561,18 +575,26 @@ impl Grid {
                 // The sub-rows' spans of the order, then the tail the tick has not ordered yet.
                 let spans = (sy0..=sy1).map(|sy| c.objects.row_span(sy, sx0, sx1)).chain(std::iter::once(c.objects.tail()));
                 for span in spans {
-                    for m in span {
-                        let (dx, dy) = (m.x_m - x, m.y_m - y);
-                        let d2 = dx * dx + dy * dy;
-                        if d2 <= r2 {
-                            visit(m.id, m.kind, d2);
-                            visited += 1;
+                    let mut counted_from = 0;
+                    if visiting {
+                        counted_from = span.len();
+                        for (i, m) in span.iter().enumerate() {
+                            let (near, d2) = within(m.x_m, m.y_m);
+                            if near {
+                                found += 1;
+                                if !visit(m.id, m.kind, d2) {
+                                    visiting = false;
+                                    counted_from = i + 1;
+                                    break;
+                                }
+                            }
                         }
                     }
+                    found += span[counted_from..].iter().map(|m| usize::from(within(m.x_m, m.y_m).0)).sum::<usize>();
                 }
             }
         }
-        visited
+        found
     }
 
     /// Every cell that currently lists `id` (audit and test use: walks the whole grid and
@@ -724,8 +746,31 @@ mod tests {
         put(&g, 2, 33.0, 5.0);
         put(&g, 3, 50.0, 5.0);
         let mut seen = vec![];
-        g.for_each_near(31.0, 5.0, 8.0, 1, &mut LockWaits::default(), |id, kind, d| seen.push((id, kind, d)));
+        g.for_each_near(31.0, 5.0, 8.0, 1, &mut LockWaits::default(), |id, kind, d| {
+            seen.push((id, kind, d));
+            true
+        });
         assert_eq!(seen, vec![(2, EntityKind::Player, 4.0)]);
+    }
+
+    #[test]
+    fn a_full_visitor_stops_visiting_and_the_rest_are_counted() {
+        let g = grid();
+        // The querier (1) and five players within 8 m across a cell boundary, one outside.
+        for (id, x) in [(1, 30.0), (2, 26.0), (3, 29.0), (4, 31.0), (5, 34.0), (6, 37.0), (7, 39.0)] {
+            put(&g, id, x, 5.0);
+        }
+        for wanted in 1..=6 {
+            let mut seen = vec![];
+            let near = g.for_each_near(30.0, 5.0, 8.0, 1, &mut LockWaits::default(), |id, kind, _| {
+                assert_eq!(kind, EntityKind::Player);
+                seen.push(id);
+                seen.len() < wanted
+            });
+            assert_eq!(near, 5, "the querier excluded, the one 9 m away not near");
+            assert_eq!(seen.len(), wanted.min(5));
+            assert!(!seen.contains(&1) && !seen.contains(&7));
+        }
     }
 
     #[test]
@@ -734,12 +779,16 @@ mod tests {
         put(&g, 1, 10.0, 10.0);
         put(&g, 2, 20.0, 10.0);
         let mut seen = 0;
-        g.for_each_near(10.0, 10.0, 8.0, 1, &mut LockWaits::default(), |_, _, _| seen += 1);
+        g.for_each_near(10.0, 10.0, 8.0, 1, &mut LockWaits::default(), |_, _, _| {
+            seen += 1;
+            true
+        });
         assert_eq!(seen, 0);
         g.positions().set(2, 15.0, 10.0); // what a move in its cell writes, and all it writes
         g.for_each_near(10.0, 10.0, 8.0, 1, &mut LockWaits::default(), |id, _, d| {
             assert_eq!((id, d), (2, 25.0));
             seen += 1;
+            true
         });
         assert_eq!(seen, 1);
     }
@@ -773,7 +822,10 @@ mod tests {
         for _ in 0..500 {
             let (qx, qy) = (90.0 + next() * 220.0, 90.0 + next() * 220.0);
             let mut found = vec![];
-            g.for_each_near(qx, qy, 8.0, 0, w, |id, _, _| found.push(id));
+            g.for_each_near(qx, qy, 8.0, 0, w, |id, _, _| {
+                found.push(id);
+                true
+            });
             found.sort_unstable();
             let mut expected: Vec<u64> =
                 all.iter().filter(|(_, x, y)| (x - qx).powi(2) + (y - qy).powi(2) <= 64.0).map(|(id, _, _)| *id).collect();
@@ -798,7 +850,21 @@ mod tests {
                     _ => (60.0 + next() * 140.0, 60.0 + next() * 140.0),
                 };
                 let mut found = vec![];
-                g.for_each_near(qx, qy, 8.0, 0, w, |id, _, _| found.push(id));
+                let near = g.for_each_near(qx, qy, 8.0, 0, w, |id, _, _| {
+                    found.push(id);
+                    true
+                });
+                assert_eq!(near, found.len(), "everything found was visited");
+                // A visitor that has had enough after `wanted`: it saw the first `wanted` of
+                // the same order, and the rest were counted.
+                let wanted = q % 12 + 1;
+                let mut first = vec![];
+                let counted = g.for_each_near(qx, qy, 8.0, 0, w, |id, _, _| {
+                    first.push(id);
+                    first.len() < wanted
+                });
+                assert_eq!(counted, near, "query at ({qx}, {qy}) wanting {wanted}");
+                assert_eq!(first[..], found[..wanted.min(near)], "the first {wanted} visited, no more");
                 found.sort_unstable();
                 let mut expected: Vec<u64> = live
                     .iter()
@@ -857,6 +923,7 @@ mod tests {
                     if id == m.id {
                         seen = Some(kind);
                     }
+                    true
                 });
                 assert_eq!(seen, Some(EntityKind::Loot));
             }
@@ -915,7 +982,7 @@ mod tests {
             std::thread::spawn(move || {
                 let mut w = LockWaits::default();
                 tx.send(()).unwrap();
-                g.for_each_near(12.0, 10.0, 8.0, 0, &mut w, |_, _, _| {});
+                g.for_each_near(12.0, 10.0, 8.0, 0, &mut w, |_, _, _| true);
                 w
             })
         };

@@ -431,12 +431,16 @@ impl WorldSnapshot {
                     return false;
                 }
                 let cell = cells.start + c;
-                for i in self.cell_start[cell] as usize..self.cell_start[cell + 1] as usize {
-                    let (dx, dy) = (self.xs[i] - vx, self.ys[i] - vy);
+                let members = self.cell_start[cell] as usize..self.cell_start[cell + 1] as usize;
+                // The farthest kept (or the radius): most members stop at this one comparison.
+                // Held in a local and renewed only when the candidates change.
+                let mut worst = if *n == k { d2_of(best[k - 1]) } else { r2 };
+                let (xs, ys) = (&self.xs[members.clone()], &self.ys[members.clone()]);
+                for (j, (&x, &y)) in xs.iter().zip(ys).enumerate() {
+                    let (dx, dy) = (x - vx, y - vy);
                     let d2 = dx * dx + dy * dy;
-                    // The farthest kept (or the radius): most candidates stop at this one
-                    // comparison; the viewer is skipped by index.
-                    let worst = if *n == k { d2_of(best[k - 1]) } else { r2 };
+                    let i = members.start + j;
+                    // The viewer is skipped by index.
                     if d2 > worst || i == viewer {
                         continue;
                     }
@@ -447,6 +451,7 @@ impl WorldSnapshot {
                         *n += 1;
                         if *n == k {
                             sort_candidates(&mut best[..k], &before);
+                            worst = d2_of(best[k - 1]);
                         }
                         continue;
                     }
@@ -460,6 +465,7 @@ impl WorldSnapshot {
                         at -= 1;
                     }
                     best[at] = candidate;
+                    worst = d2_of(best[k - 1]);
                 }
                 true
             };
