@@ -61,6 +61,11 @@ struct ServerConfig {
   // percent (0: all at once after the tick). Spread, the round is not a burst on every core
   // that the moves arriving after the tick queue behind.
   unsigned aoi_spread_pct = 80;
+  // After a loop turn that read datagrams, a worker keeps polling its socket without sleeping
+  // for this long before it blocks in epoll_wait (0: never). A datagram that arrives meanwhile
+  // is read at once: no wake-up, whose cross-CPU interrupt the sender pays and whose
+  // scheduling delay the datagram waits. The cost is the CPU the worker spins.
+  unsigned idle_poll_us = 0;
   uint32_t max_players = 8192;
   uint32_t max_sessions_per_host = 64;  // live sessions one source IP address may hold (0: no limit)
   uint64_t admin_key = 0;
@@ -198,6 +203,7 @@ class Server {
   uint64_t tick_period_us() const { return uint64_t{1'000'000} / std::max(1u, config_.tick_hz); }
   // How long a worker spreads one area-of-interest round over: aoi_spread_pct of the tick period.
   uint64_t aoi_spread_us() const { return tick_period_us() * config_.aoi_spread_pct / 100; }
+  unsigned idle_poll_us() const { return config_.idle_poll_us; }
   // Where a joining account appears: its saved position, else its faction's spawn point.
   // Returns whether the position was the saved one.
   bool spawn_for(uint64_t account_id, uint8_t faction, float& x_m, float& y_m) const;

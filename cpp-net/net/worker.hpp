@@ -71,7 +71,8 @@ class Worker {
   // Sessions per area-of-interest chunk: one engine call and one sendmmsg each.
   static constexpr size_t kAoiChunk = kBatchMax;
 
-  void drain_socket();
+  // Reads the socket until it is empty (at most kDrainRoundsMax batches); returns datagrams read.
+  size_t drain_socket();
   void handle_batch(size_t count);
   void handle(const wire::ClientMessage& message, SourceAddress source, Session* session, uint64_t now_us, uint64_t arrival_ns);
   void on_join_confirm(const wire::JoinConfirm& m, SourceAddress source, uint64_t now_us);
@@ -175,6 +176,9 @@ class Worker {
   std::array<char, wire::kStatsReplyMax> stats_text_{};
   std::array<uint8_t, wire::kStatsReplyMax> stats_datagram_{};
   uint64_t next_idle_scan_ms_ = 0;
+  // Until when (server_.now_us()) this worker polls instead of sleeping (0: not polling); set
+  // after each turn that read datagrams (ServerConfig::idle_poll_us).
+  uint64_t poll_until_us_ = 0;
 
   // This tick's area-of-interest round: the next session pool slot to visit, the round's pace
   // (ServerConfig::aoi_spread_pct of the tick period from when this worker saw the tick; the

@@ -407,6 +407,61 @@ TEST_P(ServerEndToEndEngines, AClockLyingClientGoesNoFasterThanTheSpeedLimit) {
   server.terminate();
 }
 
+// A worker that polls after each busy turn (--idle-poll-us) instead of sleeping at once: every
+// move after the first arrives while it polls, and it must still answer each one, still read
+// the tick's wake-up between looks (areas of interest keep coming at the tick rate), and still
+// stop on SIGTERM.
+TEST_P(ServerEndToEndEngines, APollingWorkerAnswersEveryMoveKeepsTheTickAndStops) {
+  ServerProcess server({"--engine", GetParam(), "--idle-poll-us", "1000", "--spawn-points", "2000,2000,0",
+                        "--player-rate", "100000", "--player-burst", "100000", "--address-rate", "100000", "--address-burst", "100000"});
+  ASSERT_NE(server.port(), 0);
+  Client c(server.port());
+  const Joined j = join(c, 606);
+  ASSERT_NE(j.player_id, 0u);
+  // Move after move, each sent as soon as the last is acked, until three areas of interest
+  // have come (bounded: 5 s or 50,000 moves).
+  constexpr uint32_t kMovesMax = 50'000;
+  constexpr size_t kAoiWanted = 3;
+  uint32_t sent = 0;
+  uint32_t acked = 0;
+  std::vector<uint32_t> aoi_ticks;
+  Bytes buf(65536);
+  const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (aoi_ticks.size() < kAoiWanted && sent < kMovesMax && std::chrono::steady_clock::now() < end) {
+    const uint32_t seq = ++sent;
+    c.send(move(j, seq, seq, j.x_m + 0.0001f * static_cast<float>(seq % 1000), j.y_m));
+    // Read until this move's ack (it comes within the worker's poll window of the move
+    // before it), keeping the areas of interest that come meanwhile.
+    bool got_ack = false;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+    while (!got_ack && std::chrono::steady_clock::now() < deadline) {
+      pollfd p{c.fd(), POLLIN, 0};
+      if (poll(&p, 1, 100) <= 0) continue;
+      const ssize_t n = recv(c.fd(), buf.data(), buf.size(), 0);
+      if (n <= 0) continue;
+      Decoded<ServerMessage> d;
+      ASSERT_EQ(decode_server({buf.data(), static_cast<size_t>(n)}, d), DecodeError::Ok);
+      if (const auto* ack = std::get_if<MoveAck>(&d.message)) {
+        ASSERT_EQ(ack->sequence, seq) << "acks come in order, each once";
+        EXPECT_EQ(ack->result, 0) << "move " << seq;
+        got_ack = true;
+        ++acked;
+      } else if (const auto* aoi = std::get_if<AoiSnapshot>(&d.message)) {
+        aoi_ticks.push_back(aoi->tick);
+      }
+    }
+    ASSERT_TRUE(got_ack) << "no ack for move " << seq;
+  }
+  std::cout << "  " << GetParam() << ": " << acked << " moves acked while polling, " << aoi_ticks.size() << " areas of interest\n";
+  EXPECT_EQ(acked, sent);
+  ASSERT_EQ(aoi_ticks.size(), kAoiWanted) << "the tick's areas of interest stopped while the worker polled";
+  for (size_t i = 1; i < aoi_ticks.size(); ++i) EXPECT_GT(aoi_ticks[i], aoi_ticks[i - 1]);
+  const auto [status, rest] = server.terminate();
+  ASSERT_TRUE(WIFEXITED(status)) << "killed by a signal";
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+  EXPECT_NE(rest.find("mmo-server: final uptime_ms="), std::string::npos) << rest;
+}
+
 // Connect tokens over the wire: every refusal answered with its status and counted under its
 // reason; one live session per account (another address refused, the same address replaces
 // it); a token admits one session, and a replayed JOIN_CONFIRM is refused; the server picks
