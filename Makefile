@@ -201,6 +201,8 @@ bench: bench-token
 bench-smoke: cpp-build
 	$(CARGO) bench --locked -p mmo-benches -- --test
 	$(CPP_BUILD)/join_token_bench --rounds 1 --tokens 200
+	mkdir -p build && gcc -O2 -Wall -Wextra -Werror -o build/udp-batching-probe loadtest/scripts/udp-batching-probe.c
+	build/udp-batching-probe per-bot 1 && build/udp-batching-probe shared 1
 
 ## What a connect token costs the front per JOIN_CONFIRM (libsodium Ed25519), by outcome.
 bench-token: cpp-build
