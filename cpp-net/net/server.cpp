@@ -88,8 +88,11 @@ Server::Server(const ServerConfig& config, std::unique_ptr<Engine> engine)
 
 void Server::on_economy_durable(void* context) {
   // Runs on the committer thread while the engine lives; ~Server frees the engine (joining
-  // that thread) before the workers.
+  // that thread) before the workers, and says so first (economy_closing_), since the
+  // committer's last group may call back while the engine is being freed.
   auto* server = static_cast<Server*>(context);
+  const std::lock_guard lock(server->economy_callback_mutex_);
+  if (server->economy_closing_) return;
   server->economy_durable_through_.store(server->engine_->economy_durable_through(), std::memory_order_seq_cst);
   for (auto& w : server->workers_) w->release_durable();
 }
@@ -109,6 +112,11 @@ bool Server::spawn_for(uint64_t account_id, uint8_t faction, float& x_m, float& 
 
 Server::~Server() {
   stop();
+  {
+    // From here the committer's callback calls nothing: it waits for one under way to end.
+    const std::lock_guard lock(economy_callback_mutex_);
+    economy_closing_ = true;
+  }
   engine_.reset();  // stops the economy's committer, the one thread that calls into the workers
   workers_.clear();
   mmo_latency_free(tick_latency_);

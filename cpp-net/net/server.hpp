@@ -265,6 +265,14 @@ class Server {
   /// committer's callback, before it sends what waited; read (seq_cst) by the workers. Its
   /// own atomic, not the engine's, so the hand-off in held_replies.hpp is between C++ atomics.
   std::atomic<uint64_t> economy_durable_through_{0};
+  /// Set by ~Server, under economy_callback_mutex_, before it frees the engine; read by the
+  /// committer's callback under the same mutex, which then calls nothing. Freeing the engine
+  /// joins the committer, and the committer's last group can still call back meanwhile: it
+  /// must not read engine_ (unique_ptr::reset has already nulled it) nor call into an engine
+  /// being freed. Only the committer and ~Server take the mutex, so it is never contended on
+  /// any player's path.
+  std::mutex economy_callback_mutex_;
+  bool economy_closing_ = false;  // guarded by economy_callback_mutex_
   std::vector<std::unique_ptr<Worker>> workers_;
   std::vector<std::thread> threads_;
   std::thread tick_thread_;

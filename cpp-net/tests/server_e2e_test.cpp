@@ -458,7 +458,7 @@ TEST_P(ServerEndToEndEngines, APollingWorkerAnswersEveryMoveKeepsTheTickAndStops
   for (size_t i = 1; i < aoi_ticks.size(); ++i) EXPECT_GT(aoi_ticks[i], aoi_ticks[i - 1]);
   const auto [status, rest] = server.terminate();
   ASSERT_TRUE(WIFEXITED(status)) << "killed by a signal";
-  EXPECT_EQ(WEXITSTATUS(status), 0);
+  EXPECT_EQ(WEXITSTATUS(status), 0) << rest;
   EXPECT_NE(rest.find("mmo-server: final uptime_ms="), std::string::npos) << rest;
 }
 
