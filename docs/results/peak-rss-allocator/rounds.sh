@@ -1,7 +1,6 @@
 #!/usr/bin/env bash
-# Interleaved rounds of the 1,000-bot raid for four server builds; the memory report of each.
+# Interleaved rounds (output: runs.txt when redirected there) of the 1,000-bot raid for four server builds; the memory report of each.
 cd "$(git rev-parse --show-toplevel)"
-out=docs/results/peak-rss-allocator
 for round in 1 2 3; do
   for row in rust-mimalloc rust-glibc baseline-glibc baseline-mimalloc; do
     case $row in
