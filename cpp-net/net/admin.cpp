@@ -43,6 +43,7 @@ void Worker::send_stats(SourceAddress to, uint32_t request_id) {
   const size_t bytes = wire::encode(wire::StatsReply{request_id, {stats_text_.data(), text_len}}, stats_datagram_);
   if (bytes == 0) return;
   const sockaddr_in sa = to_sockaddr(to);
+  counters.send_calls.add();
   if (sendto(fd_, stats_datagram_.data(), bytes, MSG_DONTWAIT, reinterpret_cast<const sockaddr*>(&sa), sizeof(sa)) == static_cast<ssize_t>(bytes)) {
     counters.datagrams_sent.add();
   } else {
@@ -71,6 +72,12 @@ uint64_t Server::datagrams_sent_total() const {
 uint64_t Server::send_failures_total() const {
   uint64_t t = worker_total(&WorkerCounters::send_failures);
   for (const auto& w : workers_) t += w->held_replies().failed();
+  return t;
+}
+
+uint64_t Server::send_calls_total() const {
+  uint64_t t = worker_total(&WorkerCounters::send_calls);
+  for (const auto& w : workers_) t += w->held_replies().send_calls();
   return t;
 }
 
@@ -147,6 +154,9 @@ size_t Server::format_stats(char* out, size_t capacity) const {
   line("", "datagrams_received", total(&WorkerCounters::datagrams_received));
   line("", "datagrams_sent", datagrams_sent_total());
   line("", "send_failures", send_failures_total());
+  line("", "worker_loop_turns", total(&WorkerCounters::loop_turns));
+  line("", "receive_calls", total(&WorkerCounters::receive_calls));
+  line("", "send_calls", send_calls_total());
   line("", "challenges_sent", total(&WorkerCounters::challenges_sent));
   line("", "joins_accepted", total(&WorkerCounters::joins_accepted));
   line("", "join_retransmits", total(&WorkerCounters::join_retransmits));
@@ -217,6 +227,8 @@ size_t Server::format_stats(char* out, size_t capacity) const {
   getrusage(RUSAGE_SELF, &ru);
   line("", "cpu_user_us", static_cast<uint64_t>(ru.ru_utime.tv_sec) * 1'000'000 + static_cast<uint64_t>(ru.ru_utime.tv_usec));
   line("", "cpu_system_us", static_cast<uint64_t>(ru.ru_stime.tv_sec) * 1'000'000 + static_cast<uint64_t>(ru.ru_stime.tv_usec));
+  line("", "context_switches_voluntary", static_cast<uint64_t>(ru.ru_nvcsw));
+  line("", "context_switches_involuntary", static_cast<uint64_t>(ru.ru_nivcsw));
   line("", "peak_rss_kb", static_cast<uint64_t>(ru.ru_maxrss));
   line("", "uptime_ms", now_us() / 1000);
   return overflow ? 0 : pos;

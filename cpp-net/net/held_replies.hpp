@@ -101,10 +101,12 @@ class HeldReplies {
     }
   }
 
-  // Replies sent and replies that could not be sent (ECONNREFUSED, a socket buffer full past
-  // the retries). Written by whichever thread holds the flag; read by the reporter.
+  // Replies sent, replies that could not be sent (ECONNREFUSED, a socket buffer full past the
+  // retries), and the sendmmsg calls that sent them. Written by whichever thread holds the
+  // flag; read by the reporter.
   uint64_t sent() const { return sent_.load(std::memory_order_relaxed); }
   uint64_t failed() const { return failed_.load(std::memory_order_relaxed); }
+  uint64_t send_calls() const { return send_calls_.load(std::memory_order_relaxed); }
 
  private:
   // Left uninitialised (trivial, and `entries_` has no initialiser): a slot is written by its
@@ -133,9 +135,10 @@ class HeldReplies {
         msgs_[n].msg_hdr.msg_name = &e.to;
       }
       if (n == 0) break;
-      const auto [sent, failed] = send_datagrams(fd, std::span<mmsghdr>(msgs_.data(), n));
-      sent_.store(sent_.load(std::memory_order_relaxed) + sent, std::memory_order_relaxed);
-      failed_.store(failed_.load(std::memory_order_relaxed) + failed, std::memory_order_relaxed);
+      const SendOutcome out = send_datagrams(fd, std::span<mmsghdr>(msgs_.data(), n));
+      sent_.store(sent_.load(std::memory_order_relaxed) + out.sent, std::memory_order_relaxed);
+      failed_.store(failed_.load(std::memory_order_relaxed) + out.failed, std::memory_order_relaxed);
+      send_calls_.store(send_calls_.load(std::memory_order_relaxed) + out.calls, std::memory_order_relaxed);
       head += n;
       head_.store(head, std::memory_order_release);  // the producer may reuse the slots now
       if (n < kBatchMax) break;
@@ -153,6 +156,7 @@ class HeldReplies {
   alignas(128) std::atomic<bool> releasing_{false};
   std::atomic<uint64_t> sent_{0};
   std::atomic<uint64_t> failed_{0};
+  std::atomic<uint64_t> send_calls_{0};
   std::array<iovec, kBatchMax> iov_{};
   std::array<mmsghdr, kBatchMax> msgs_{};
   std::array<Entry, kCapacity> entries_;

@@ -93,6 +93,11 @@ std::string prometheus_text(const Server& s) {
   t.one("mmo_datagrams_sent_total", "counter", "Datagrams the workers sent (replies and area-of-interest snapshots).",
         static_cast<double>(s.datagrams_sent_total()));
   t.one("mmo_send_failures_total", "counter", "Datagrams that could not be sent.", static_cast<double>(s.send_failures_total()));
+  t.one("mmo_worker_loop_turns_total", "counter", "Turns of the workers' loops (one epoll_wait each, sleeping or not).",
+        total(&WorkerCounters::loop_turns));
+  t.one("mmo_receive_calls_total", "counter", "recvmmsg calls the workers made.", total(&WorkerCounters::receive_calls));
+  t.one("mmo_send_calls_total", "counter", "sendmmsg and sendto calls that sent the server's datagrams.",
+        static_cast<double>(s.send_calls_total()));
   t.one("mmo_join_challenges_sent_total", "counter", "Join challenges sent.", total(&WorkerCounters::challenges_sent));
   t.one("mmo_joins_accepted_total", "counter", "Joins accepted.", total(&WorkerCounters::joins_accepted));
   t.one("mmo_join_retransmits_total", "counter", "Join confirms resent by clients and answered again.", total(&WorkerCounters::join_retransmits));
@@ -182,6 +187,9 @@ std::string prometheus_text(const Server& s) {
   getrusage(RUSAGE_SELF, &ru);
   t.one("mmo_process_cpu_seconds_total", "counter", "User and system CPU time of the server process.",
         static_cast<double>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) + static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6);
+  t.header("mmo_process_context_switches_total", "counter", "Context switches of the server's threads: voluntary (waiting), involuntary (preempted).");
+  t.sample("mmo_process_context_switches_total", "kind=\"voluntary\"", static_cast<double>(ru.ru_nvcsw));
+  t.sample("mmo_process_context_switches_total", "kind=\"involuntary\"", static_cast<double>(ru.ru_nivcsw));
   t.one("mmo_process_peak_resident_bytes", "gauge", "Peak resident set size of the server process.", static_cast<double>(ru.ru_maxrss) * 1024.0);
   t.one("mmo_uptime_seconds", "gauge", "Seconds since the server started.", static_cast<double>(s.now_us()) / 1e6);
   // Latency.

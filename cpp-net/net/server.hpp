@@ -119,6 +119,12 @@ struct alignas(128) WorkerCounters {
   Counter datagrams_received;
   Counter datagrams_sent;
   Counter send_failures;
+  // The datagram path's system calls, so batching can be read off the counters: turns of the
+  // worker's loop (one epoll_wait each, sleeping or not), recvmmsg calls (each drain ends with
+  // a short or empty one), and sendmmsg/sendto calls (replies, area-of-interest chunks, stats).
+  Counter loop_turns;
+  Counter receive_calls;
+  Counter send_calls;
   Counter challenges_sent;
   Counter joins_accepted;
   Counter join_retransmits;
@@ -246,6 +252,8 @@ class Server {
   // economy replies (which the committer may send on their sockets).
   uint64_t datagrams_sent_total() const;
   uint64_t send_failures_total() const;
+  // sendmmsg/sendto calls: the workers' and their held replies' (whoever sent those).
+  uint64_t send_calls_total() const;
   uint64_t sessions_live() const;
 
   ServerConfig config_;

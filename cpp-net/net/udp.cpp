@@ -60,11 +60,13 @@ sockaddr_in to_sockaddr(SourceAddress a) {
   return sa;
 }
 
-std::pair<size_t, size_t> send_datagrams(int fd, std::span<mmsghdr> msgs) {
+SendOutcome send_datagrams(int fd, std::span<mmsghdr> msgs) {
   size_t done = 0;
   size_t undeliverable = 0;
+  size_t calls = 0;
   for (int attempt = 0; attempt < kSendRetriesMax && done < msgs.size(); ++attempt) {
     const int n = sendmmsg(fd, msgs.data() + done, static_cast<unsigned>(msgs.size() - done), MSG_DONTWAIT);
+    ++calls;
     if (n > 0) {
       done += static_cast<size_t>(n);
     } else if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
@@ -72,7 +74,7 @@ std::pair<size_t, size_t> send_datagrams(int fd, std::span<mmsghdr> msgs) {
       ++undeliverable;
     }
   }
-  return {done - undeliverable, msgs.size() - done + undeliverable};
+  return {done - undeliverable, msgs.size() - done + undeliverable, calls};
 }
 
 }  // namespace mmo::net

@@ -36,10 +36,18 @@ uint16_t bound_port(int fd);
 // An IPv4 address's bytes in network order (0 for 0.0.0.0 or anything unparsable).
 uint32_t bind_ip_be(const std::string& address);
 sockaddr_in to_sockaddr(SourceAddress a);
-// Sends `msgs` with sendmmsg; returns {sent, failed}. Retries a partial send a bounded number
-// of times (the socket buffer was momentarily full), then gives up on the rest; a datagram the
-// kernel refuses outright (e.g. ECONNREFUSED from an ICMP) is skipped and counted failed.
-std::pair<size_t, size_t> send_datagrams(int fd, std::span<mmsghdr> msgs);
+// What one send_datagrams call did: datagrams sent, datagrams given up on, and the sendmmsg
+// system calls it made (0 for nothing to send; more than 1 only after a partial send).
+struct SendOutcome {
+  size_t sent = 0;
+  size_t failed = 0;
+  size_t calls = 0;
+};
+
+// Sends `msgs` with sendmmsg. Retries a partial send a bounded number of times (the socket
+// buffer was momentarily full), then gives up on the rest; a datagram the kernel refuses
+// outright (e.g. ECONNREFUSED from an ICMP) is skipped and counted failed.
+SendOutcome send_datagrams(int fd, std::span<mmsghdr> msgs);
 
 // Outgoing datagrams of one batch, flushed with sendmmsg. Preallocated; at most kBatchMax.
 class SendBatch {
@@ -67,8 +75,8 @@ class SendBatch {
     iov_[count_].iov_len = bytes;
     ++count_;
   }
-  // Sends everything (send_datagrams) and empties the batch; returns {sent, failed}.
-  std::pair<size_t, size_t> flush(int fd) {
+  // Sends everything (send_datagrams) and empties the batch.
+  SendOutcome flush(int fd) {
     const auto result = send_datagrams(fd, std::span<mmsghdr>(msgs_.data(), count_));
     count_ = 0;
     return result;

@@ -112,6 +112,7 @@ void Worker::run() {
   const unsigned idle_poll_us = server_.idle_poll_us();
   while (!server_.stopping_.load(std::memory_order_acquire)) {
     int n = 0;
+    counters.loop_turns.add();
     if (poll_until_us_ != 0) {
       // Polling after a busy turn: look without sleeping; the turn's other duties (held
       // replies, the area-of-interest pace, the idle scan) still run below between looks.
@@ -165,6 +166,7 @@ size_t Worker::drain_socket() {
       m.msg_hdr.msg_flags = 0;
     }
     const int got = recvmmsg(fd_, rx_msgs_.data(), kBatchMax, MSG_DONTWAIT, nullptr);
+    counters.receive_calls.add();
     if (got <= 0) break;
     datagrams += static_cast<size_t>(got);
     handle_batch(static_cast<size_t>(got));
@@ -260,9 +262,10 @@ void Worker::tell_trade(uint64_t player_id, const wire::TradeNotice& notice, uin
 }
 
 void Worker::flush_replies() {
-  const auto [sent, failed] = tx_.flush(fd_);
-  counters.datagrams_sent.add(sent);
-  counters.send_failures.add(failed);
+  const SendOutcome out = tx_.flush(fd_);
+  counters.datagrams_sent.add(out.sent);
+  counters.send_failures.add(out.failed);
+  counters.send_calls.add(out.calls);
 }
 
 void Worker::send_aoi_chunk(size_t sessions_max) {

@@ -12,6 +12,7 @@
 #include <string>
 
 #include "net/aoi_pace.hpp"
+#include "net/udp.hpp"
 #include "server_harness.hpp"
 
 namespace {
@@ -228,6 +229,47 @@ TEST(ServerOperations, MetricsAreServedInThePrometheusTextFormat) {
   std::ofstream(file) << body;
   const auto [status, out] = run("promtool check metrics < " + file);
   EXPECT_EQ(status, 0) << out;
+}
+
+// The value of the sample `name` (with its labels, if any) in a Prometheus text body; -1 if absent.
+double metric_value(const std::string& body, const std::string& name) {
+  const auto at = body.find("\n" + name + " ");
+  if (at == std::string::npos) return -1;
+  return std::stod(body.substr(at + name.size() + 2));
+}
+
+TEST(ServerOperations, TheSystemCallCountersAccountForEveryDatagram) {
+  ServerProcess server({"--metrics-bind", "127.0.0.1:0", "--spawn-points", "1000,1000,0"});
+  ASSERT_NE(server.port(), 0) << server.first_line();
+  const auto at = server.first_line().find("metrics=http://");
+  ASSERT_NE(at, std::string::npos) << server.first_line();
+  const std::string url = server.first_line().substr(at + 8, server.first_line().find_first_of(" \n", at) - at - 8);
+  Client a(server.port());
+  const Joined ja = join(a, 7);
+  // One move at a time, each answered before the next is sent: each arrives on its own, so
+  // each costs at least one loop turn, one recvmmsg and one sendmmsg of its own.
+  constexpr uint32_t kMoves = 20;
+  for (uint32_t seq = 1; seq <= kMoves; ++seq) {
+    a.send(move(ja, seq, 100 * seq, 1000.0f + 0.1f * static_cast<float>(seq), 1000));
+    ASSERT_TRUE(a.wait_for<MoveAck>()) << "move " << seq;
+  }
+  const std::string response = http_get(url);
+  const std::string body = response.substr(response.find("\r\n\r\n") + 4);
+  const double received = metric_value(body, "mmo_datagrams_received_total");
+  const double sent = metric_value(body, "mmo_datagrams_sent_total");
+  const double turns = metric_value(body, "mmo_worker_loop_turns_total");
+  const double receives = metric_value(body, "mmo_receive_calls_total");
+  const double sends = metric_value(body, "mmo_send_calls_total");
+  EXPECT_GE(received, kMoves) << body;
+  EXPECT_GE(turns, kMoves);
+  EXPECT_GE(receives, kMoves);
+  EXPECT_GE(sends, kMoves);
+  // A recvmmsg or sendmmsg carries at most a batch.
+  EXPECT_LE(received, receives * static_cast<double>(mmo::net::kBatchMax));
+  EXPECT_LE(sent, sends * static_cast<double>(mmo::net::kBatchMax));
+  // The worker slept between the moves.
+  EXPECT_GT(metric_value(body, "mmo_process_context_switches_total{kind=\"voluntary\"}"), 0);
+  EXPECT_GE(metric_value(body, "mmo_process_context_switches_total{kind=\"involuntary\"}"), 0);
 }
 
 TEST(ServerOperations, APoisonedEngineStopsTheServerWithItsReason) {

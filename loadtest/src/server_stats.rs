@@ -14,9 +14,14 @@ use std::collections::BTreeMap;
 pub const ENGINE_FIELDS: [&str; mmo_core::stats::COUNTER_COUNT] = mmo_core::stats::COUNTER_NAMES;
 
 /// Figures the server reports besides `engine_*` and `drop_*`.
-pub const OTHER_NAMES: [&str; 22] = [
+pub const OTHER_NAMES: [&str; 27] = [
     "datagrams_received",
     "datagrams_sent",
+    "worker_loop_turns",
+    "receive_calls",
+    "send_calls",
+    "context_switches_voluntary",
+    "context_switches_involuntary",
     "sessions_live",
     "aoi_snapshots_sent",
     "attacks_answered",

@@ -208,6 +208,7 @@ fn figures_one(r: &RowResult, steady: Option<&Value>, raid: Option<&Value>) -> M
         );
     }
     m.insert("lock_waits".into(), json!({"steady": lock_waits(steady), "raid": lock_waits(raid)}));
+    m.insert("system_calls".into(), json!({"steady": system_calls(steady), "raid": system_calls(raid)}));
     m.insert("rtt_us".into(), json!({"p50": get_f64(steady, &["rtt_us", "p50"]), "p99": get_f64(steady, &["rtt_us", "p99"]), "p999": get_f64(steady, &["rtt_us", "p999"])}));
     m.insert("rtt_us_raid_phase".into(), json!({"p50": get_f64(raid, &["rtt_us", "p50"]), "p99": get_f64(raid, &["rtt_us", "p99"]), "p999": get_f64(raid, &["rtt_us", "p999"])}));
     m.insert(
@@ -273,6 +274,31 @@ fn lock_waits(run: Option<&Value>) -> Value {
         "grid": {"moves_waited_fraction": per_move("engine_moves_waited_grid"), "contended": d("engine_lock_grid_contended"), "wait_ns_per_update": per_move("engine_lock_grid_wait_ns")},
         "body": {"moves_waited_fraction": per_move("engine_moves_waited_body"), "contended": d("engine_lock_body_contended"), "wait_ns_per_update": per_move("engine_lock_body_wait_ns")},
         "economy": {"contended": d("engine_lock_economy_contended"), "wait_ns": d("engine_lock_economy_wait_ns")},
+    })
+}
+
+/// How the front batched its system calls during one run, from the server's counters: the
+/// datagrams each recvmmsg and each send call carried, and the loop turns (one epoll_wait each)
+/// and context switches of the server's threads per update. A faster engine finishes each turn
+/// sooner and so, at the same load, reads and sends in smaller batches: the kernel's cost per
+/// update depends on this as much as on the datagrams.
+fn system_calls(run: Option<&Value>) -> Value {
+    let d = |k: &str| get_f64(run, &["server_delta", k]);
+    let ratio = |a: Option<f64>, b: Option<f64>| match (a, b) {
+        (Some(a), Some(b)) if b > 0.0 => Some(a / b),
+        _ => None,
+    };
+    let moves = d("engine_moves_applied");
+    let switches = match (d("context_switches_voluntary"), d("context_switches_involuntary")) {
+        (Some(v), Some(i)) => Some(v + i),
+        _ => None,
+    };
+    json!({
+        "datagrams_per_receive_call": ratio(d("datagrams_received"), d("receive_calls")),
+        "datagrams_per_send_call": ratio(d("datagrams_sent"), d("send_calls")),
+        "loop_turns_per_update": ratio(d("worker_loop_turns"), moves),
+        "context_switches_per_update": ratio(switches, moves),
+        "involuntary_context_switches_per_update": ratio(d("context_switches_involuntary"), moves),
     })
 }
 
@@ -730,6 +756,28 @@ pub fn write(out: &Path, rows: &[(&'static str, RowResult)], info: &RunInfo) -> 
         );
     }
     md.push('\n');
+    let _ = writeln!(
+        md,
+        "System calls and wake-ups in the raid runs (the server's own counters): the datagrams each `recvmmsg` and each send call carried, and per update the workers' loop turns (one `epoll_wait` each) and the context switches of all the server's threads (in brackets: involuntary, i.e. preempted). Fewer datagrams per call and more switches per update mean more of the kernel's fixed cost per update.\n"
+    );
+    let _ = writeln!(
+        md,
+        "| row | datagrams per recvmmsg | datagrams per send call | loop turns per update | context switches per update |\n|---|---|---|---|---|"
+    );
+    for (name, m) in &figs {
+        let sc = |k: &str| m.get("system_calls").and_then(|s| s.get("raid")).and_then(|s| s.get(k)).and_then(Value::as_f64);
+        let two = |v: Option<f64>| v.map_or("n/a".to_string(), |v| format!("{v:.2}"));
+        let _ = writeln!(
+            md,
+            "| {name} | {} | {} | {} | {} ({}) |",
+            two(sc("datagrams_per_receive_call")),
+            two(sc("datagrams_per_send_call")),
+            two(sc("loop_turns_per_update")),
+            two(sc("context_switches_per_update")),
+            two(sc("involuntary_context_switches_per_update"))
+        );
+    }
+    md.push('\n');
     for ((name, m), (_, r)) in figs.iter().zip(rows) {
         let _ = writeln!(md, "### {name}\n");
         let share = |k: &str| m.get(k).and_then(Value::as_f64).map_or("n/a".to_string(), |v| format!("{:.1}%", v * 100.0));
@@ -758,7 +806,7 @@ pub fn write(out: &Path, rows: &[(&'static str, RowResult)], info: &RunInfo) -> 
     }
     let _ = writeln!(
         md,
-        "\n## How to read this\n\n- Rows: `rust` the Rust core (mimalloc); `rust-memory` the same server with `--economy-store memory`; `baseline` the C++ baseline (glibc malloc); `baseline-mimalloc` and `baseline-jemalloc` the same baseline with that allocator preloaded, so the allocator's part and the design's part of a ratio can be told apart; `null-engine` the same front with an engine that keeps no state (every move acknowledged, every area of interest empty): the front and the kernel alone, the floor under every row.\n- What each row persists: `rust` keeps its economy durable (the server's default `economy_store = \"durable\"`: every wallet change a ledger entry, committed in groups to the commit log in a fresh data directory per server, one append and one fdatasync per group, full log segments folded into `economy.redb` by a checkpoint thread; economy replies, here the raid's loot claims and trades, wait for their group, moves never do); `rust-memory` and the `baseline` rows keep their economy in memory only (a crash loses every wallet), so `rust-memory` against `baseline` compares the engines like for like and `rust` against `rust-memory` is what durability costs; `null-engine` keeps nothing.\n- `alloc_calls` and `alloc_calls_per_update`: the raw difference between a {0} s and a {1} s steady heaptrack run (signed, never clamped), over the difference in updates applied: start-up and joins cancel out, so this is what one more update costs. `alloc_calls_per_update_resolution` is one call over that difference: a figure of that order is noise.\n- `cpu_ns_per_update`: the server process's user + system CPU time (rusage) over the steady phase, divided by the updates the engine applied in it; it includes the network front and the kernel's UDP work, which the null-engine row measures alone (see \"Above the floor\").\n- `engine_cpu_share` and `engine_cpu_ns_per_update`: from the perf run (raid load), the share of samples whose whole stack (frame pointers, every build) passes through the engine (`mmo_core::`, `mmo_ffi::`, `mmo::baseline::`) off the economy's store threads, times that run's CPU per update; `store_cpu_ns_per_update` the same for the store threads (durability: the commit log's appends and fsyncs, redb's checkpoints, and the kernel's work for them), `front_cpu_ns_per_update` and `kernel_cpu_ns_per_update` for the network front's own code and for the kernel outside engine calls (\"Where the time goes\"). `perf_unknown_root_share`: samples whose stack does not reach the process's or a thread's start; the shares are only as good as this is small.\n- `update_latency_us` (steady) and `update_latency_us_raid`: server-side, from each move datagram's kernel receive timestamp (`SO_TIMESTAMPNS`, so time spent waiting in the socket buffer counts) to the end of its batch's engine call (hdrhistogram in the server). `rtt_us`, `rtt_us_raid_phase` and `rtt_us_during_raid`: the load tester's move-to-ack round trip from each move's intended send time (steady; the whole raid phase; moves overlapping a raid window). `send_lag_us`: how late the tester sent, part of every round trip.\n- `lock_waits` (compare.json): per lock left on the update path, the fraction of moves that waited on it, its contended acquisitions, and the wait per update, counted by each engine (a lock is tried first; only a held one is timed). The front has no lock on that path.\n- `peak_rss_bytes`: the server's `ru_maxrss` in the plain runs; `peak_rss_bytes_per_player` divides it by the bots. `peak_heap_bytes` and `leaked_bytes`: heaptrack, system-allocator build (the Rust core's capacity-sized tables are their own mappings, not heap: RSS counts them, heaptrack does not).\n- Ratios divide a Rust row's median by the `baseline` row's of this same run.",
+        "\n## How to read this\n\n- Rows: `rust` the Rust core (mimalloc); `rust-memory` the same server with `--economy-store memory`; `baseline` the C++ baseline (glibc malloc); `baseline-mimalloc` and `baseline-jemalloc` the same baseline with that allocator preloaded, so the allocator's part and the design's part of a ratio can be told apart; `null-engine` the same front with an engine that keeps no state (every move acknowledged, every area of interest empty): the front and the kernel alone, the floor under every row.\n- What each row persists: `rust` keeps its economy durable (the server's default `economy_store = \"durable\"`: every wallet change a ledger entry, committed in groups to the commit log in a fresh data directory per server, one append and one fdatasync per group, full log segments folded into `economy.redb` by a checkpoint thread; economy replies, here the raid's loot claims and trades, wait for their group, moves never do); `rust-memory` and the `baseline` rows keep their economy in memory only (a crash loses every wallet), so `rust-memory` against `baseline` compares the engines like for like and `rust` against `rust-memory` is what durability costs; `null-engine` keeps nothing.\n- `alloc_calls` and `alloc_calls_per_update`: the raw difference between a {0} s and a {1} s steady heaptrack run (signed, never clamped), over the difference in updates applied: start-up and joins cancel out, so this is what one more update costs. `alloc_calls_per_update_resolution` is one call over that difference: a figure of that order is noise.\n- `cpu_ns_per_update`: the server process's user + system CPU time (rusage) over the steady phase, divided by the updates the engine applied in it; it includes the network front and the kernel's UDP work, which the null-engine row measures alone (see \"Above the floor\").\n- `engine_cpu_share` and `engine_cpu_ns_per_update`: from the perf run (raid load), the share of samples whose whole stack (frame pointers, every build) passes through the engine (`mmo_core::`, `mmo_ffi::`, `mmo::baseline::`) off the economy's store threads, times that run's CPU per update; `store_cpu_ns_per_update` the same for the store threads (durability: the commit log's appends and fsyncs, redb's checkpoints, and the kernel's work for them), `front_cpu_ns_per_update` and `kernel_cpu_ns_per_update` for the network front's own code and for the kernel outside engine calls (\"Where the time goes\"). `perf_unknown_root_share`: samples whose stack does not reach the process's or a thread's start; the shares are only as good as this is small.\n- `update_latency_us` (steady) and `update_latency_us_raid`: server-side, from each move datagram's kernel receive timestamp (`SO_TIMESTAMPNS`, so time spent waiting in the socket buffer counts) to the end of its batch's engine call (hdrhistogram in the server). `rtt_us`, `rtt_us_raid_phase` and `rtt_us_during_raid`: the load tester's move-to-ack round trip from each move's intended send time (steady; the whole raid phase; moves overlapping a raid window). `send_lag_us`: how late the tester sent, part of every round trip.\n- `system_calls` (compare.json; the table after \"Where the time goes\"): per phase, from the server's counters, the datagrams per `recvmmsg` and per send call, and the workers' loop turns and the process's context switches per update.\n- `lock_waits` (compare.json): per lock left on the update path, the fraction of moves that waited on it, its contended acquisitions, and the wait per update, counted by each engine (a lock is tried first; only a held one is timed). The front has no lock on that path.\n- `peak_rss_bytes`: the server's `ru_maxrss` in the plain runs; `peak_rss_bytes_per_player` divides it by the bots. `peak_heap_bytes` and `leaked_bytes`: heaptrack, system-allocator build (the Rust core's capacity-sized tables are their own mappings, not heap: RSS counts them, heaptrack does not).\n- Ratios divide a Rust row's median by the `baseline` row's of this same run.",
         info.phase_s,
         info.phase_s * 2
     );
