@@ -200,12 +200,18 @@ std::string http_get(const std::string& url) {
   return response;
 }
 
+// The metrics URL the server printed in its first line (`metrics=http://...`); empty if none.
+std::string metrics_url(const std::string& first_line) {
+  const auto at = first_line.find("metrics=http://");
+  if (at == std::string::npos) return {};
+  return first_line.substr(at + 8, first_line.find_first_of(" \n", at) - at - 8);
+}
+
 TEST(ServerOperations, MetricsAreServedInThePrometheusTextFormat) {
   ServerProcess server({"--metrics-bind", "127.0.0.1:0", "--spawn-points", "1000,1000,0"});
   ASSERT_NE(server.port(), 0) << server.first_line();
-  const auto at = server.first_line().find("metrics=http://");
-  ASSERT_NE(at, std::string::npos) << server.first_line();
-  const std::string url = server.first_line().substr(at + 8, server.first_line().find_first_of(" \n", at) - at - 8);
+  const std::string url = metrics_url(server.first_line());
+  ASSERT_FALSE(url.empty()) << server.first_line();
   Client a(server.port());
   const Joined ja = join(a, 7);
   a.send(move(ja, 1, 100, 1001, 1000));
@@ -241,9 +247,8 @@ double metric_value(const std::string& body, const std::string& name) {
 TEST(ServerOperations, TheSystemCallCountersAccountForEveryDatagram) {
   ServerProcess server({"--metrics-bind", "127.0.0.1:0", "--spawn-points", "1000,1000,0"});
   ASSERT_NE(server.port(), 0) << server.first_line();
-  const auto at = server.first_line().find("metrics=http://");
-  ASSERT_NE(at, std::string::npos) << server.first_line();
-  const std::string url = server.first_line().substr(at + 8, server.first_line().find_first_of(" \n", at) - at - 8);
+  const std::string url = metrics_url(server.first_line());
+  ASSERT_FALSE(url.empty()) << server.first_line();
   Client a(server.port());
   const Joined ja = join(a, 7);
   // One move at a time, each answered before the next is sent: each arrives on its own, so
