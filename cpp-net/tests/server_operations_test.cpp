@@ -8,6 +8,7 @@
 #include <array>
 #include <cstdio>
 #include <fstream>
+#include <regex>
 #include <sstream>
 #include <string>
 
@@ -234,6 +235,45 @@ TEST(ServerOperations, MetricsAreServedInThePrometheusTextFormat) {
   const std::string file = ::testing::TempDir() + "metrics.txt";
   std::ofstream(file) << body;
   const auto [status, out] = run("promtool check metrics < " + file);
+  EXPECT_EQ(status, 0) << out;
+}
+
+// The Grafana dashboard (docs/grafana/mmo-server.json) names only metrics the server exports,
+// and every panel's query parses (promtool checks them as recording rules).
+TEST(ServerOperations, TheGrafanaDashboardQueriesOnlyWhatTheServerExports) {
+  ServerProcess server({"--metrics-bind", "127.0.0.1:0", "--spawn-points", "1000,1000,0"});
+  ASSERT_NE(server.port(), 0) << server.first_line();
+  const std::string url = metrics_url(server.first_line());
+  ASSERT_FALSE(url.empty()) << server.first_line();
+  Client a(server.port());
+  const Joined ja = join(a, 8);
+  a.send(move(ja, 1, 100, 1001, 1000));
+  ASSERT_TRUE(a.wait_for<MoveAck>());
+  const std::string response = http_get(url);
+  const std::string body = response.substr(response.find("\r\n\r\n") + 4);
+
+  const std::string dashboard = read_file(MMO_GRAFANA_DASHBOARD);
+  const std::regex expr_field(R"re("expr":\s*"((?:[^"\\]|\\.)*)")re");
+  const std::regex metric_name(R"re(\bmmo_[a-z0-9_]+)re");
+  std::string rules = "groups:\n  - name: dashboard\n    rules:\n";
+  size_t queries = 0;
+  for (auto it = std::sregex_iterator(dashboard.begin(), dashboard.end(), expr_field); it != std::sregex_iterator(); ++it) {
+    std::string expr;  // JSON unescaped: the dashboard's queries escape only quotes
+    const std::string raw = (*it)[1].str();
+    for (size_t i = 0; i < raw.size(); ++i) expr += (raw[i] == '\\' && i + 1 < raw.size()) ? raw[++i] : raw[i];
+    for (auto m = std::sregex_iterator(expr.begin(), expr.end(), metric_name); m != std::sregex_iterator(); ++m) {
+      const std::string name = m->str();
+      const bool exported = body.find("\n" + name + " ") != std::string::npos || body.find("\n" + name + "{") != std::string::npos;
+      EXPECT_TRUE(exported) << name << " (in the dashboard's query " << expr << ") is not in /metrics";
+    }
+    std::string quoted;  // a YAML single-quoted scalar: quotes doubled
+    for (const char c : expr) quoted += (c == '\'') ? std::string("''") : std::string(1, c);
+    rules += "      - record: dashboard:query_" + std::to_string(queries++) + "\n        expr: '" + quoted + "'\n";
+  }
+  EXPECT_GE(queries, 20u) << "the dashboard's queries were not found";
+  const std::string file = ::testing::TempDir() + "dashboard-rules.yml";
+  std::ofstream(file) << rules;
+  const auto [status, out] = run("promtool check rules " + file + " 2>&1");
   EXPECT_EQ(status, 0) << out;
 }
 
