@@ -8,6 +8,7 @@
 #include <array>
 #include <cstdio>
 #include <fstream>
+#include <optional>
 #include <regex>
 #include <sstream>
 #include <string>
@@ -208,21 +209,40 @@ std::string metrics_url(const std::string& first_line) {
   return first_line.substr(at + 8, first_line.find_first_of(" \n", at) - at - 8);
 }
 
-TEST(ServerOperations, MetricsAreServedInThePrometheusTextFormat) {
-  ServerProcess server({"--metrics-bind", "127.0.0.1:0", "--spawn-points", "1000,1000,0"});
-  ASSERT_NE(server.port(), 0) << server.first_line();
-  const std::string url = metrics_url(server.first_line());
-  ASSERT_FALSE(url.empty()) << server.first_line();
-  Client a(server.port());
-  const Joined ja = join(a, 7);
-  a.send(move(ja, 1, 100, 1001, 1000));
+// A server with /metrics on and one joined player, for the tests of the endpoint.
+class MetricsEndpoint : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_NE(server_.port(), 0) << server_.first_line();
+    url_ = metrics_url(server_.first_line());
+    ASSERT_FALSE(url_.empty()) << server_.first_line();
+    client_.emplace(server_.port());
+    joined_ = join(*client_, 7);
+  }
+  // One scrape: the whole HTTP response.
+  std::string scrape_response() const { return http_get(url_); }
+  // One scrape: the exposition alone.
+  std::string scrape() const {
+    const std::string response = http_get(url_);
+    return response.substr(response.find("\r\n\r\n") + 4);
+  }
+
+  ServerProcess server_{{"--metrics-bind", "127.0.0.1:0", "--spawn-points", "1000,1000,0"}};
+  std::string url_;
+  std::optional<Client> client_;
+  Joined joined_{};
+};
+
+TEST_F(MetricsEndpoint, IsServedInThePrometheusTextFormat) {
+  Client& a = *client_;
+  a.send(move(joined_, 1, 100, 1001, 1000));
   ASSERT_TRUE(a.wait_for<MoveAck>());
   Bytes bad(kMoveSize);
-  encode(move(ja, 2, 200, 1001, 1000), bad);
+  encode(move(joined_, 2, 200, 1001, 1000), bad);
   bad[0] ^= 0xff;
   a.send_raw(bad);
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
-  const std::string response = http_get(url);
+  const std::string response = scrape_response();
   ASSERT_EQ(response.rfind("HTTP/1.1 200", 0), 0u) << response.substr(0, 200);
   EXPECT_NE(response.find("Content-Type: text/plain; version=0.0.4"), std::string::npos);
   const std::string body = response.substr(response.find("\r\n\r\n") + 4);
@@ -240,17 +260,10 @@ TEST(ServerOperations, MetricsAreServedInThePrometheusTextFormat) {
 
 // The Grafana dashboard (docs/grafana/mmo-server.json) names only metrics the server exports,
 // and every panel's query parses (promtool checks them as recording rules).
-TEST(ServerOperations, TheGrafanaDashboardQueriesOnlyWhatTheServerExports) {
-  ServerProcess server({"--metrics-bind", "127.0.0.1:0", "--spawn-points", "1000,1000,0"});
-  ASSERT_NE(server.port(), 0) << server.first_line();
-  const std::string url = metrics_url(server.first_line());
-  ASSERT_FALSE(url.empty()) << server.first_line();
-  Client a(server.port());
-  const Joined ja = join(a, 8);
-  a.send(move(ja, 1, 100, 1001, 1000));
-  ASSERT_TRUE(a.wait_for<MoveAck>());
-  const std::string response = http_get(url);
-  const std::string body = response.substr(response.find("\r\n\r\n") + 4);
+TEST_F(MetricsEndpoint, TheGrafanaDashboardQueriesOnlyWhatTheServerExports) {
+  client_->send(move(joined_, 1, 100, 1001, 1000));
+  ASSERT_TRUE(client_->wait_for<MoveAck>());
+  const std::string body = scrape();
 
   const std::string dashboard = read_file(MMO_GRAFANA_DASHBOARD);
   const std::regex expr_field(R"re("expr":\s*"((?:[^"\\]|\\.)*)")re");
@@ -284,22 +297,16 @@ double metric_value(const std::string& body, const std::string& name) {
   return std::stod(body.substr(at + name.size() + 2));
 }
 
-TEST(ServerOperations, TheSystemCallCountersAccountForEveryDatagram) {
-  ServerProcess server({"--metrics-bind", "127.0.0.1:0", "--spawn-points", "1000,1000,0"});
-  ASSERT_NE(server.port(), 0) << server.first_line();
-  const std::string url = metrics_url(server.first_line());
-  ASSERT_FALSE(url.empty()) << server.first_line();
-  Client a(server.port());
-  const Joined ja = join(a, 7);
+TEST_F(MetricsEndpoint, TheSystemCallCountersAccountForEveryDatagram) {
+  Client& a = *client_;
   // One move at a time, each answered before the next is sent: each arrives on its own, so
   // each costs at least one loop turn, one recvmmsg and one sendmmsg of its own.
   constexpr uint32_t kMoves = 20;
   for (uint32_t seq = 1; seq <= kMoves; ++seq) {
-    a.send(move(ja, seq, 100 * seq, 1000.0f + 0.1f * static_cast<float>(seq), 1000));
+    a.send(move(joined_, seq, 100 * seq, 1000.0f + 0.1f * static_cast<float>(seq), 1000));
     ASSERT_TRUE(a.wait_for<MoveAck>()) << "move " << seq;
   }
-  const std::string response = http_get(url);
-  const std::string body = response.substr(response.find("\r\n\r\n") + 4);
+  const std::string body = scrape();
   const double received = metric_value(body, "mmo_datagrams_received_total");
   const double sent = metric_value(body, "mmo_datagrams_sent_total");
   const double turns = metric_value(body, "mmo_worker_loop_turns_total");
