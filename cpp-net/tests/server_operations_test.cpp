@@ -221,11 +221,10 @@ class MetricsEndpoint : public ::testing::Test {
   }
   // One scrape: the whole HTTP response.
   std::string scrape_response() const { return http_get(url_); }
+  // The exposition alone, past an HTTP response's headers.
+  static std::string exposition(const std::string& response) { return response.substr(response.find("\r\n\r\n") + 4); }
   // One scrape: the exposition alone.
-  std::string scrape() const {
-    const std::string response = http_get(url_);
-    return response.substr(response.find("\r\n\r\n") + 4);
-  }
+  std::string scrape() const { return exposition(scrape_response()); }
 
   ServerProcess server_{{"--metrics-bind", "127.0.0.1:0", "--spawn-points", "1000,1000,0"}};
   std::string url_;
@@ -245,7 +244,7 @@ TEST_F(MetricsEndpoint, IsServedInThePrometheusTextFormat) {
   const std::string response = scrape_response();
   ASSERT_EQ(response.rfind("HTTP/1.1 200", 0), 0u) << response.substr(0, 200);
   EXPECT_NE(response.find("Content-Type: text/plain; version=0.0.4"), std::string::npos);
-  const std::string body = response.substr(response.find("\r\n\r\n") + 4);
+  const std::string body = exposition(response);
   for (const char* line : {"mmo_engine_moves_applied_total 1", "mmo_drops_total{reason=\"bad_magic\"} 1", "mmo_sessions_live 1",
                            "mmo_update_latency_seconds_count 1", "mmo_update_latency_seconds_bucket{le=\"+Inf\"} 1", "mmo_engine_poisoned 0",
                            "# TYPE mmo_tick_duration_seconds histogram", "mmo_engine_errors_total{status=\"MMO_ERR_PANIC\"} 0"}) {

@@ -284,15 +284,8 @@ fn lock_waits(run: Option<&Value>) -> Value {
 /// update depends on this as much as on the datagrams.
 fn system_calls(run: Option<&Value>) -> Value {
     let d = |k: &str| get_f64(run, &["server_delta", k]);
-    let ratio = |a: Option<f64>, b: Option<f64>| match (a, b) {
-        (Some(a), Some(b)) if b > 0.0 => Some(a / b),
-        _ => None,
-    };
     let moves = d("engine_moves_applied");
-    let switches = match (d("context_switches_voluntary"), d("context_switches_involuntary")) {
-        (Some(v), Some(i)) => Some(v + i),
-        _ => None,
-    };
+    let switches = d("context_switches_voluntary").zip(d("context_switches_involuntary")).map(|(v, i)| v + i);
     json!({
         "datagrams_per_receive_call": ratio(d("datagrams_received"), d("receive_calls")),
         "datagrams_per_send_call": ratio(d("datagrams_sent"), d("send_calls")),
