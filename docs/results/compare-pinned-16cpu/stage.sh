@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Stages what the pinned comparison needs on a machine with no toolchain and none of the
 # server's Debian libraries: the release binaries (stripped) and the shared libraries they
-# load, in .devrun/ (ignored by git). Run after `make build` (or `make compare`, which builds).
+# load, in .devrun/ (ignored by git). Needs both server builds, build/cpp and build/cpp-sysalloc:
+# run it after `make compare` or `make capacity` (each builds both; `make build` only the first).
 set -euo pipefail
 cd "$(git rev-parse --show-toplevel)"
 rm -rf .devrun && mkdir -p .devrun/lib
