@@ -1,6 +1,6 @@
 // The C++ baseline engine (cpp-net/baseline/): its rules one by one, the same operations run
 // against the Rust core and compared result by result (random scenarios; raid spawn positions
-// bit for bit), and a multi-threaded stress test mirroring rust-core/tests/engine_stress.rs
+// bit for bit), and a multi-threaded stress test mirroring rust-core/tests/suite/engine_stress.rs
 // (also run under ThreadSanitizer: cmake -DMMO_TSAN=ON).
 #include <gtest/gtest.h>
 
@@ -67,7 +67,7 @@ MmoConfig default_config() {
   return c;
 }
 
-// rust-core/tests/common small_config(): a 1 km world, modest capacities.
+// rust-core/tests/common/mod.rs small_config(): a 1 km world, modest capacities.
 MmoConfig small_config() {
   MmoConfig c = default_config();
   c.world_size_m = 1024.0f;
@@ -1763,7 +1763,7 @@ TEST(BaselineDifferential, RaidSpawnPositionsAreBitIdentical) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Multi-threaded stress (rust-core/tests/engine_stress.rs): worker, tick and auditor threads
+// Multi-threaded stress (rust-core/tests/suite/engine_stress.rs): worker, tick and auditor threads
 // against one engine; conservation and at-most-once checked during and after.
 
 constexpr size_t kWorkers = 2;

@@ -2,7 +2,7 @@
 //! its comment line describes encodes to exactly its bytes, and its bytes decode back to that
 //! message. A vector this test does not know fails it, so a new vector cannot be skipped.
 
-mod common;
+use crate::common;
 
 use common::{Fields, build, hex, vectors};
 use mmo_loadtest::protocol::*;
@@ -38,7 +38,7 @@ fn every_vector_encodes_to_its_bytes_and_decodes_to_its_values() {
             assert_eq!(as_server_sees_it, Err(DecodeError::UnknownType(message.message_type() as u8)), "{}", v.name);
         }
     }
-    assert!(unknown.is_empty(), "vectors this test does not handle (add them to tests/common/mod.rs `build`): {unknown:?}");
+    assert!(unknown.is_empty(), "vectors this test does not handle (add them to tests/suite/common.rs `build`): {unknown:?}");
     let missing: Vec<&str> = MessageType::ALL.iter().filter(|t| !types_seen.contains(t)).map(|t| t.name()).collect();
     assert!(missing.is_empty(), "message types without a vector: {missing:?}");
 }

@@ -2,8 +2,7 @@
 //! hysteresis, and the batch contract.
 #![cfg(not(mmo_loom))] // loom builds run only the loom_* models
 
-mod common;
-use common::*;
+use crate::common::*;
 use mmo_core::BatchError;
 use mmo_core::records::{EntityKind, EventKind, MoveEvent, RejectReason};
 

@@ -1,8 +1,7 @@
 //! Join and leave: capacity, sessions, stale ids, and what leave frees.
 #![cfg(not(mmo_loom))] // loom builds run only the loom_* models
 
-mod common;
-use common::*;
+use crate::common::*;
 use mmo_core::{CoreConfig, Engine, JoinError, LeaveError};
 
 #[test]

@@ -2,8 +2,7 @@
 //! counted by its reason, and exactly one kill however many attacks race.
 #![cfg(not(mmo_loom))] // loom builds run only the loom_* models
 
-mod common;
-use common::*;
+use crate::common::*;
 use mmo_core::records::EntityKind;
 use mmo_core::{AttackError, AttackReport, CoreConfig, Engine};
 use std::sync::Barrier;

@@ -2,8 +2,7 @@
 //! retransmits, and conservation including departures.
 #![cfg(not(mmo_loom))] // loom builds run only the loom_* models
 
-mod common;
-use common::*;
+use crate::common::*;
 use mmo_core::records::{EconomyKind::*, EconomyResult, EconomyStatus, TradeStack};
 use mmo_core::{BatchError, CoreConfig, Engine};
 

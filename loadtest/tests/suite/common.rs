@@ -1,7 +1,7 @@
 //! Shared by the protocol tests: reads `docs/protocol-vectors-v3.txt` and builds, for each named
 //! vector, the message its comment line describes.
 
-#![allow(dead_code)] // each test file uses a different part of this module
+#![allow(dead_code)] // each protocol test uses a different part of this module
 
 use mmo_loadtest::protocol::*;
 use std::cell::RefCell;

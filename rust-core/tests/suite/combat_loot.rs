@@ -3,8 +3,7 @@
 //! minted by loot.
 #![cfg(not(mmo_loom))] // loom builds run only the loom_* models
 
-mod common;
-use common::*;
+use crate::common::*;
 use mmo_core::loot::LootTable;
 use mmo_core::records::{AoiEntry, EconomyKind, EntityKind, TradeStack};
 use mmo_core::{CoreConfig, Engine, LootError};

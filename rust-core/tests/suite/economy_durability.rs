@@ -4,8 +4,7 @@
 //! (bounded journals), and a torn store file is an error or a repair, never a panic.
 #![cfg(not(mmo_loom))] // loom builds run only the loom_* models
 
-mod common;
-use common::*;
+use crate::common::*;
 use mmo_core::durability::CommitPolicy;
 use mmo_core::ledger::{Books, EconomyStore, LedgerEntry, Recovered};
 use mmo_core::records::{EconomyKind::*, EconomyResult, EconomyStatus, TradeStack};

@@ -4,8 +4,7 @@
 //! by reason, every retransmit answered from the record, the books balanced throughout.
 #![cfg(not(mmo_loom))] // loom builds run only the loom_* models
 
-mod common;
-use common::*;
+use crate::common::*;
 use mmo_core::records::{EconomyKind, EconomyStatus, TradeAnswer, TradeOffer, TradeStack};
 use mmo_core::{CoreConfig, Engine};
 use proptest::prelude::*;

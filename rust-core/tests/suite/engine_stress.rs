@@ -10,8 +10,7 @@
 //! entities, each in exactly one cell.
 #![cfg(not(mmo_loom))] // loom builds run only the loom_* models
 
-mod common;
-use common::*;
+use crate::common::*;
 use mmo_core::config::ITEM_KINDS;
 use mmo_core::records::{EconomyKind, EconomyOp, EconomyResult, EconomyStatus, EventKind, MoveEvent, MoveRecord, TradeStack};
 use mmo_core::{CoreConfig, Engine};

@@ -9,8 +9,7 @@
 //!   nothing.
 #![cfg(not(mmo_loom))] // loom builds run only the loom_* models
 
-mod common;
-use common::*;
+use crate::common::*;
 use mmo_core::records::{EconomyKind, EconomyResult, EconomyStatus, EventKind, RejectReason};
 use mmo_core::{CoreConfig, Engine};
 use proptest::prelude::*;

@@ -2,8 +2,7 @@
 //! and damage outcomes and refusals.
 #![cfg(not(mmo_loom))] // loom builds run only the loom_* models
 
-mod common;
-use common::*;
+use crate::common::*;
 use mmo_core::combat::{DamageOutcome, RaidError};
 use mmo_core::records::{EntityKind, EventKind};
 use mmo_core::{DamageError, Engine};
