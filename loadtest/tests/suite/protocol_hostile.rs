@@ -4,9 +4,7 @@
 //! with too many entries. A datagram that decodes re-encodes to exactly the same bytes (the
 //! codec is canonical), so nothing is lost or invented on the way.
 
-use crate::common;
-
-use common::{reserved_ranges, vectors};
+use crate::common::{reserved_ranges, vectors};
 use mmo_loadtest::protocol::*;
 use proptest::prelude::*;
 

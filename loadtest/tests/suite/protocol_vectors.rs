@@ -2,9 +2,7 @@
 //! its comment line describes encodes to exactly its bytes, and its bytes decode back to that
 //! message. A vector this test does not know fails it, so a new vector cannot be skipped.
 
-use crate::common;
-
-use common::{Fields, build, hex, vectors};
+use crate::common::{Fields, build, hex, vectors};
 use mmo_loadtest::protocol::*;
 use std::collections::BTreeSet;
 

@@ -1,6 +1,5 @@
 //! Attacks: damage from the server's rules (range, cooldown, faction, alive), every refusal
 //! counted by its reason, and exactly one kill however many attacks race.
-#![cfg(not(mmo_loom))] // loom builds run only the loom_* models
 
 use crate::common::*;
 use mmo_core::records::EntityKind;

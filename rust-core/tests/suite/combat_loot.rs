@@ -1,7 +1,6 @@
 //! Loot: a killed add drops what the server's table rolls, only its killer may claim it, from
 //! within range, exactly once however many claims race, and every coin of it is booked as
 //! minted by loot.
-#![cfg(not(mmo_loom))] // loom builds run only the loom_* models
 
 use crate::common::*;
 use mmo_core::loot::LootTable;

@@ -1,6 +1,5 @@
 //! Combat through the engine: raid bursts (whole or nothing, placement, expiry, slot reuse)
 //! and damage outcomes and refusals.
-#![cfg(not(mmo_loom))] // loom builds run only the loom_* models
 
 use crate::common::*;
 use mmo_core::combat::{DamageOutcome, RaidError};

@@ -2,7 +2,6 @@
 //! numbered and durable before it may be told, a retransmit after a restart gets its original
 //! answer, the books balance after every restart, a stalled disk is a counted `StorageBusy`
 //! (bounded journals), and a torn store file is an error or a repair, never a panic.
-#![cfg(not(mmo_loom))] // loom builds run only the loom_* models
 
 use crate::common::*;
 use mmo_core::durability::CommitPolicy;

@@ -1,6 +1,5 @@
 //! Economy through the engine: every operation, every typed error, at-most-once under
 //! retransmits, and conservation including departures.
-#![cfg(not(mmo_loom))] // loom builds run only the loom_* models
 
 use crate::common::*;
 use mmo_core::records::{EconomyKind::*, EconomyResult, EconomyStatus, TradeStack};

@@ -2,7 +2,6 @@
 //! moves both sides at once, a decline, a cancel or the timeout gives the escrow back; admin
 //! grants are the one source of value besides starting gold and loot. Every refusal counted
 //! by reason, every retransmit answered from the record, the books balanced throughout.
-#![cfg(not(mmo_loom))] // loom builds run only the loom_* models
 
 use crate::common::*;
 use mmo_core::records::{EconomyKind, EconomyStatus, TradeAnswer, TradeOffer, TradeStack};

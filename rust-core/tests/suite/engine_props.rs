@@ -7,7 +7,6 @@
 //! - conservation: `live + departed == minted - sunk` for gold and every item kind;
 //! - at most once: a retransmitted economy request repeats its first decision and changes
 //!   nothing.
-#![cfg(not(mmo_loom))] // loom builds run only the loom_* models
 
 use crate::common::*;
 use mmo_core::records::{EconomyKind, EconomyResult, EconomyStatus, EventKind, RejectReason};

@@ -8,7 +8,6 @@
 //! nothing applied twice and nothing was lost), every retransmit repeated its first decision,
 //! the counters agree with what the workers saw, and the grid holds exactly the live
 //! entities, each in exactly one cell.
-#![cfg(not(mmo_loom))] // loom builds run only the loom_* models
 
 use crate::common::*;
 use mmo_core::config::ITEM_KINDS;

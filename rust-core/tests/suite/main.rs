@@ -6,7 +6,7 @@
 //! binaries of their own: `alloc_steady_state.rs`, whose counting `#[global_allocator]` must
 //! see no other test's allocations, and the `loom_*.rs` models, built only with
 //! `--cfg mmo_loom` (`make loom`).
-#![cfg(not(mmo_loom))] // loom builds run only the loom_* models
+#![cfg(not(mmo_loom))] // loom builds run only the loom_* models (this covers every module below)
 
 #[path = "../common/mod.rs"]
 mod common;

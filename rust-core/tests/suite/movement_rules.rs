@@ -1,6 +1,5 @@
 //! Movement through the engine: acks, contacts, every rejection reason, cell crossings with
 //! hysteresis, and the batch contract.
-#![cfg(not(mmo_loom))] // loom builds run only the loom_* models
 
 use crate::common::*;
 use mmo_core::BatchError;

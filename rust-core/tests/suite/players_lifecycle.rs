@@ -1,5 +1,4 @@
 //! Join and leave: capacity, sessions, stale ids, and what leave frees.
-#![cfg(not(mmo_loom))] // loom builds run only the loom_* models
 
 use crate::common::*;
 use mmo_core::{CoreConfig, Engine, JoinError, LeaveError};
