@@ -52,7 +52,7 @@ pub struct CoreConfig {
     pub aoi_radius_m: f32,
     /// Side of a cell of the tick's world snapshot, metres: the grid the area-of-interest query
     /// walks. Smaller cells read fewer entities per query in a crowd and more cells in open
-    /// ground. Default 5 (the fastest of 4, 5, 6 and 8 m in `benches/benches/aoi.rs`).
+    /// ground. Default 5 (the fastest of 4, 5, 6 and 8 m in `benches/benches/design/aoi.rs`).
     pub snapshot_cell_m: f32,
     /// Most players joined at once: an admission limit, not a reservation (memory follows the
     /// players joined; the tables sized by it are resident only where used). Default 8,192.

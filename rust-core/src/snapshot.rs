@@ -359,7 +359,7 @@ impl WorldSnapshot {
     /// most two entities can close in a tick: neighbours move little between ticks, so the
     /// narrow bound prunes from the first cell, where a query with no hint fills its `k`
     /// with whatever it meets first and then replaces most of them
-    /// (`benches/benches/aoi.rs`, `*/snapshot_hinted`).
+    /// (`benches/benches/design/aoi.rs`, `*/snapshot_hinted`).
     ///
     /// Returns how many were written and how they were found ([`AoiLook`]).
     pub fn nearest_hinted(&self, viewer: usize, hint_m: f32, out: &mut [AoiEntry]) -> (usize, AoiLook) {
@@ -505,7 +505,7 @@ impl WorldSnapshot {
 }
 
 /// Sorts candidate keys by `before`: an insertion sort of at most `AOI_K_MAX` 8-byte keys,
-/// which measured faster here than `sort_unstable_by` (`benches/benches/aoi.rs`).
+/// which measured faster here than `sort_unstable_by` (`benches/benches/design/aoi.rs`).
 #[inline]
 fn sort_candidates(keys: &mut [u64], before: &impl Fn(u64, u64) -> bool) {
     for j in 1..keys.len() {

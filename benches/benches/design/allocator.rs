@@ -12,14 +12,11 @@
 //! short-lived allocations, and how that cost scales when threads allocate at once (glibc's
 //! arenas vs mimalloc's and jemalloc's per-thread caches).
 
-use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
+use criterion::{BenchmarkId, Criterion, Throughput, criterion_group};
 use mmo_benches::timed_rounds;
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::hint::black_box;
 use std::time::Duration;
-
-#[global_allocator]
-static GLOBAL: mmo_core::allocator::Selected = mmo_core::allocator::SELECTED;
 
 static MIMALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
 static JEMALLOC: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
@@ -210,4 +207,3 @@ fn bench_allocators(c: &mut Criterion) {
 }
 
 criterion_group!(benches, bench_allocators);
-criterion_main!(benches);

@@ -14,7 +14,7 @@
 //! words, uses a sequence lock instead: nothing to allocate, nothing to reclaim.
 
 use arc_swap::ArcSwap;
-use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
+use criterion::{BenchmarkId, Criterion, criterion_group};
 use crossbeam_epoch::{self as epoch, Atomic, Owned};
 use mmo_core::snapshot::{SnapshotBoard, SnapshotWriter};
 use mmo_core::tick::{TickBoard, TickInfo};
@@ -23,9 +23,6 @@ use std::hint::black_box;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
-
-#[global_allocator]
-static GLOBAL: mmo_core::allocator::Selected = mmo_core::allocator::SELECTED;
 
 const ENTRIES: usize = 1_024;
 
@@ -219,4 +216,3 @@ fn read_while_publishing<R>(iters: u64, mut publish: impl FnMut() + Send, read: 
 }
 
 criterion_group!(benches, bench_snapshot);
-criterion_main!(benches);

@@ -8,14 +8,11 @@
 //! it is the per-record price of crossing, which is why the network front hands whole
 //! `recvmmsg` batches across in one call.
 
-use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
+use criterion::{BenchmarkId, Criterion, Throughput, criterion_group};
 use mmo_core::records::{MoveEvent, MoveRecord};
 use mmo_core::{CoreConfig, Engine};
 use mmo_ffi::{MMO_OK, MmoConfig, MmoEngine, MmoJoinTicket};
 use std::hint::black_box;
-
-#[global_allocator]
-static GLOBAL: mmo_core::allocator::Selected = mmo_core::allocator::SELECTED;
 
 const PLAYERS: usize = 64;
 
@@ -85,7 +82,7 @@ fn ffi_batches(c: &mut Criterion) {
 
     let mut b_ffi = batch_for(&ffi_tickets, per_move);
     let mut b_direct = batch_for(&direct_tickets, per_move);
-    let mut group = c.benchmark_group("move_batch");
+    let mut group = c.benchmark_group("ffi_move_batch");
     group.warm_up_time(std::time::Duration::from_secs(1)).measurement_time(std::time::Duration::from_secs(3));
     for n in [1usize, 16, 64] {
         group.throughput(Throughput::Elements(n as u64));
@@ -129,4 +126,3 @@ fn ffi_batches(c: &mut Criterion) {
 }
 
 criterion_group!(benches, ffi_batches);
-criterion_main!(benches);

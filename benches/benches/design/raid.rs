@@ -6,12 +6,9 @@
 //! target is a median under 1 ms on the 2-vCPU development VM. The expiry tick is measured
 //! separately because it runs on the tick thread, not in the caller's request.
 
-use criterion::{Criterion, criterion_group, criterion_main};
+use criterion::{Criterion, criterion_group};
 use mmo_benches::{expire_all, raid_request, warmed_raid_world};
 use std::time::{Duration, Instant};
-
-#[global_allocator]
-static GLOBAL: mmo_core::allocator::Selected = mmo_core::allocator::SELECTED;
 
 fn raid(c: &mut Criterion) {
     let (engine, mut now_ms) = warmed_raid_world();
@@ -47,4 +44,3 @@ fn raid(c: &mut Criterion) {
 }
 
 criterion_group!(benches, raid);
-criterion_main!(benches);

@@ -8,14 +8,11 @@
 //! whose two vCPUs may share a physical core the gap is smaller than on real hardware, and
 //! the table in `benches/README.md` says what this machine shows.
 
-use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
+use criterion::{BenchmarkId, Criterion, criterion_group};
 use crossbeam_utils::CachePadded;
 use mmo_benches::timed_rounds;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
-
-#[global_allocator]
-static GLOBAL: mmo_core::allocator::Selected = mmo_core::allocator::SELECTED;
 
 const INCREMENTS_PER_ROUND: u64 = 100_000;
 
@@ -26,7 +23,7 @@ fn hammer(counter: &AtomicU64) {
 }
 
 fn bench_false_sharing(c: &mut Criterion) {
-    let mut group = c.benchmark_group("counters_2_threads_100k_increments_each");
+    let mut group = c.benchmark_group("false_sharing_2_threads_100k_increments_each");
     group.sample_size(20).warm_up_time(Duration::from_secs(1)).measurement_time(Duration::from_secs(3));
     let packed: [AtomicU64; 2] = [AtomicU64::new(0), AtomicU64::new(0)];
     group.bench_function(BenchmarkId::from_parameter("packed"), |b| {
@@ -45,4 +42,3 @@ fn bench_false_sharing(c: &mut Criterion) {
 }
 
 criterion_group!(benches, bench_false_sharing);
-criterion_main!(benches);

@@ -16,7 +16,7 @@
 //! Every variant answers the same question; the bench checks their answers agree (the
 //! distances of the first players' answers) before timing them.
 
-use criterion::{Criterion, criterion_group, criterion_main};
+use criterion::{Criterion, criterion_group};
 use kiddo::{ImmutableKdTree, SquaredEuclidean};
 use mmo_core::records::{AoiEntry, EntityKind};
 use mmo_core::snapshot::{SnapshotBuilder, SnapshotGeometry, WorldSnapshot};
@@ -24,9 +24,6 @@ use rustc_hash::FxHashMap;
 use std::hint::black_box;
 use std::num::NonZero;
 use std::time::Duration;
-
-#[global_allocator]
-static GLOBAL: mmo_core::allocator::Selected = mmo_core::allocator::SELECTED;
 
 const PLAYERS: usize = 1_000;
 const OBJECTS: usize = 11_000;
@@ -289,4 +286,3 @@ fn snapshot_tick_hinted(
 }
 
 criterion_group!(benches, bench_aoi);
-criterion_main!(benches);

@@ -21,7 +21,7 @@
 //! - `engine_cap_8`: what a move asks for, the first 8 contacts visited and the rest only
 //!   counted (`contacts_per_move_max`, default 8), cells ordered.
 
-use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
+use criterion::{BenchmarkId, Criterion, Throughput, criterion_group};
 use mmo_benches::timed_rounds;
 use mmo_core::CoreConfig;
 use mmo_core::combat::SPAWN_CHUNK;
@@ -32,9 +32,6 @@ use parking_lot::RwLock;
 use rustc_hash::FxHashMap;
 use std::hint::black_box;
 use std::time::Duration;
-
-#[global_allocator]
-static GLOBAL: mmo_core::allocator::Selected = mmo_core::allocator::SELECTED;
 
 const ENTITIES_PER_THREAD: usize = 2_000;
 /// Every entity moves there and back each round, so the grid is in the same state after any
@@ -302,4 +299,3 @@ fn bench_contact_in_raid_crowd(c: &mut Criterion) {
 }
 
 criterion_group!(benches, bench_grid, bench_contact_in_raid_crowd);
-criterion_main!(benches);

@@ -11,16 +11,13 @@
 //! which is why the engine keeps every page a thread's shard has grown: only a thread's first
 //! raid (or the first with more objects alive than ever) pays it.
 
-use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
+use criterion::{BenchmarkId, Criterion, criterion_group};
 use mmo_benches::timed_rounds;
 use mmo_core::arena::RaidArenaConfig;
 use parking_lot::Mutex;
 use std::hint::black_box;
 use std::sync::atomic::AtomicI32;
 use std::time::Duration;
-
-#[global_allocator]
-static GLOBAL: mmo_core::allocator::Selected = mmo_core::allocator::SELECTED;
 
 const BURST: usize = 11_000;
 
@@ -129,4 +126,3 @@ fn bench_arena(c: &mut Criterion) {
 }
 
 criterion_group!(benches, bench_arena);
-criterion_main!(benches);
