@@ -20,7 +20,7 @@ FUZZ_BUILD  := build/fuzz
 FUZZ_RUNS   ?= 2000000
 
 LOOM_TARGET := target/loom
-LOOM_TESTS  := --test loom_health --test loom_capacity --test loom_tick_board --test loom_snapshot_board --test loom_ledger --test loom_offer_expiry
+LOOM_TESTS  := --test loom
 
 .PHONY: all build rust-build cpp-build run test deps settings-docs soak capacity check-format lint docs unit-tests loom bench bench-smoke bench-token \
         header header-check cpp-test cpp-asan cpp-tsan cpp-valgrind fuzz compare compare-quick loadtest-smoke crash-test crash-test-short economy-latency commit-linger clean

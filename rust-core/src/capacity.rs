@@ -8,7 +8,7 @@
 //!
 //! Concurrency contract: any thread may call [`CapacityGate::try_acquire`] and
 //! [`CapacityGate::release`]; readers of [`CapacityGate::in_use`] see a value that was true at
-//! some instant and never exceeds the limit. Model-checked in `tests/loom_capacity.rs`.
+//! some instant and never exceeds the limit. Model-checked in `tests/loom/capacity.rs`.
 
 use crate::sync::{AtomicU32, Ordering};
 

@@ -26,7 +26,7 @@
 //! Concurrency contract:
 //! - [`Health`] is the one hand-written atomic protocol here: a compare-and-swap loop that
 //!   saturates at zero, so concurrent hits never resurrect or over-kill, and exactly one hit
-//!   reports [`DamageOutcome::Killed`] (model-checked in `tests/loom_health.rs`).
+//!   reports [`DamageOutcome::Killed`] (model-checked in `tests/loom/health.rs`).
 //! - Raid objects are immutable after spawn apart from their health; only the tick frees them.
 //!   A reader holding an object's guard delays the slot's reuse, never sees it reused.
 //! - Locks: none of this module's own; the tick's expiry heap is behind the tick's lock

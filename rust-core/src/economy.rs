@@ -37,7 +37,7 @@
 //! wallet in key order (no operation is between its first write and its last) and then every
 //! home's books, reads one instant between operations and recomputes the balances from the
 //! wallets themselves (not from a running total that could drift). `rust-core/tests/
-//! loom_ledger.rs` model-checks the wallet-then-books order against the ledger's cut.
+//! loom/ledger.rs` model-checks the wallet-then-books order against the ledger's cut.
 //!
 //! Why not one economy writer thread fed by a queue? Results must go back to the calling
 //! network worker within its batch, and a hand-off per operation would add a thread wake-up
@@ -384,7 +384,7 @@ struct Home {
     /// Lowered (fetch_min) by each offer while its maker's wallet is locked; raised only by the
     /// tick's sweep, which stores `u64::MAX` before it scans and lowers it again by what it
     /// found, so an offer made during the scan is never forgotten (model-checked:
-    /// `tests/loom_offer_expiry.rs`).
+    /// `tests/loom/offer_expiry.rs`).
     next_expiry_ms: CachePadded<AtomicU64>,
 }
 

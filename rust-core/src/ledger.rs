@@ -12,7 +12,7 @@
 //! pushed by a thread that still holds that home's books. So the committer
 //! ([`crate::durability`]) can take a cut `c` (the next number to be handed out), lock the
 //! homes' books one at a time, take every entry below `c`, and have all of them, with no lock
-//! over the whole economy and no wait on any thread. `rust-core/tests/loom_ledger.rs`
+//! over the whole economy and no wait on any thread. `rust-core/tests/loom/ledger.rs`
 //! model-checks this.
 //!
 //! ## Why post-images

@@ -45,7 +45,7 @@
 //! and retries if not, so it reads the latest snapshot, not merely a complete one. With three
 //! buffers the writer finds one free unless readers hold two different old snapshots at once;
 //! it then skips that tick's publication (counted) rather than wait. The protocol is
-//! model-checked in `tests/loom_snapshot_board.rs`.
+//! model-checked in `tests/loom/snapshot_board.rs`.
 //!
 //! Why not crossbeam-epoch: it was the first choice and is what this job is usually given. Its
 //! deferred functions wait in a per-thread bag of 64 until the bag is sealed, so a retired

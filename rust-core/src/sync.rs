@@ -4,7 +4,7 @@
 //! [`crate::combat`], the [`crate::capacity::CapacityGate`], the tick board's sequence lock in
 //! [`crate::tick`] and the snapshot board in [`crate::snapshot`]) imports its atomics, and the
 //! snapshot board its `UnsafeCell`, from here. A normal build re-exports `std`'s; a build with
-//! `RUSTFLAGS="--cfg mmo_loom"` re-exports loom's instrumented ones so `tests/loom_*.rs` can
+//! `RUSTFLAGS="--cfg mmo_loom"` re-exports loom's instrumented ones so `tests/loom/` can
 //! explore every interleaving (and loom reports any access to a cell that races a write).
 //!
 //! The cfg is `mmo_loom`, not `loom`, so that dependencies which key their own loom support

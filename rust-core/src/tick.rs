@@ -18,7 +18,7 @@
 //! pointer to a retired version: crossbeam-epoch (or an `Arc` swap) would add an allocation
 //! per tick to solve a problem this structure does not have. Every word is an atomic, so a
 //! reader racing the writer reads stale-but-defined values and retries; the protocol is
-//! model-checked in `tests/loom_tick_board.rs`.
+//! model-checked in `tests/loom/tick_board.rs`.
 
 use crate::sync::{AtomicU32, AtomicU64, Ordering, fence};
 

@@ -15,7 +15,7 @@
 //! Counting is per thread (a `const` thread-local, which itself never allocates), and all
 //! engine work here runs on the test thread, so the test harness's own threads cannot
 //! disturb the count.
-#![cfg(not(mmo_loom))] // loom builds run only the loom_* models
+#![cfg(not(mmo_loom))] // loom builds run only the loom models (tests/loom/)
 
 mod common;
 use common::*;

@@ -4,9 +4,9 @@
 //! One binary instead of one per file: each binary links the whole core with its
 //! dependencies, so ten of them cost CI most of its compile time for the crate. Two kinds stay
 //! binaries of their own: `alloc_steady_state.rs`, whose counting `#[global_allocator]` must
-//! see no other test's allocations, and the `loom_*.rs` models, built only with
-//! `--cfg mmo_loom` (`make loom`).
-#![cfg(not(mmo_loom))] // loom builds run only the loom_* models (this covers every module below)
+//! see no other test's allocations, and the loom models (`tests/loom/`, one binary of
+//! their own), built only with `--cfg mmo_loom` (`make loom`).
+#![cfg(not(mmo_loom))] // loom builds run only the loom models, tests/loom/ (this covers every module below)
 
 #[path = "../common/mod.rs"]
 mod common;

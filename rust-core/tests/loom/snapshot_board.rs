@@ -6,8 +6,7 @@
 //! never waits (it skips a publication when it finds no free buffer), and that buffers are
 //! reused (the writer publishes more snapshots than there are buffers).
 //!
-//! Run: `RUSTFLAGS="--cfg mmo_loom" cargo test -p mmo-core --release --test loom_snapshot_board`
-#![cfg(mmo_loom)]
+//! Run: `RUSTFLAGS="--cfg mmo_loom" cargo test -p mmo-core --release --test loom -- snapshot_board::`
 
 use loom::sync::Arc;
 use loom::thread;

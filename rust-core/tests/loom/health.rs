@@ -1,8 +1,7 @@
 //! Loom model of [`mmo_core::combat::Health`]: concurrent hits saturate at zero, never
 //! resurrect, and exactly one hit reports the kill.
 //!
-//! Run: `RUSTFLAGS="--cfg mmo_loom" cargo test -p mmo-core --release --test loom_health`
-#![cfg(mmo_loom)]
+//! Run: `RUSTFLAGS="--cfg mmo_loom" cargo test -p mmo-core --release --test loom -- health::`
 
 use loom::sync::Arc;
 use loom::thread;

@@ -11,8 +11,7 @@
 //! prefix of the numbers, never holds a later change to a wallet without the earlier ones); the
 //! audit sees the books balance (no operation half done); nothing deadlocks.
 //!
-//! Run: `RUSTFLAGS="--cfg mmo_loom" cargo test -p mmo-core --release --test loom_ledger`
-#![cfg(mmo_loom)]
+//! Run: `RUSTFLAGS="--cfg mmo_loom" cargo test -p mmo-core --release --test loom -- ledger::`
 
 use loom::sync::{Arc, Mutex};
 use loom::thread;

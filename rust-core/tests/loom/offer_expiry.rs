@@ -9,8 +9,7 @@
 //! both, every offer still open has `next_expiry_ms` at or below its timeout, so the next sweep
 //! at or after that timeout visits the home and closes it.
 //!
-//! Run: `RUSTFLAGS="--cfg mmo_loom" cargo test -p mmo-core --release --test loom_offer_expiry`
-#![cfg(mmo_loom)]
+//! Run: `RUSTFLAGS="--cfg mmo_loom" cargo test -p mmo-core --release --test loom -- offer_expiry::`
 
 use loom::sync::atomic::{AtomicU64, Ordering};
 use loom::sync::{Arc, Mutex};

@@ -1,8 +1,7 @@
 //! Loom model of [`mmo_core::tick::TickBoard`]'s sequence lock: a reader racing the tick's
 //! writes always gets every field from one publication, never a mix.
 //!
-//! Run: `RUSTFLAGS="--cfg mmo_loom" cargo test -p mmo-core --release --test loom_tick_board`
-#![cfg(mmo_loom)]
+//! Run: `RUSTFLAGS="--cfg mmo_loom" cargo test -p mmo-core --release --test loom -- tick_board::`
 
 use loom::sync::Arc;
 use loom::thread;

@@ -1,8 +1,7 @@
 //! Loom model of [`mmo_core::capacity::CapacityGate`]: concurrent admissions never exceed the
 //! limit, a refused request takes nothing, and releases make room again.
 //!
-//! Run: `RUSTFLAGS="--cfg mmo_loom" cargo test -p mmo-core --release --test loom_capacity`
-#![cfg(mmo_loom)]
+//! Run: `RUSTFLAGS="--cfg mmo_loom" cargo test -p mmo-core --release --test loom -- capacity::`
 
 use loom::sync::Arc;
 use loom::thread;
