@@ -2,10 +2,9 @@
 //! (`cargo test -p mmo-loadtest --test suite`; one topic: `... --test suite protocol_hostile::`).
 //!
 //! One binary instead of one per file: each binary links the whole load tester, tokio
-//! included, so fourteen of them cost CI most of its compile time for the crate. The two
-//! that run whole scenarios against the in-process fake server (`run_fake_server.rs`,
-//! `capacity_search.rs`) stay binaries of their own, so their runs never share a process
-//! with the other tests.
+//! included, so fourteen of them cost CI most of its compile time for the crate. The runs of
+//! whole scenarios against the in-process fake server (`tests/fake_server_runs/`) are a
+//! binary of their own, so they never share a process with the tests here.
 
 mod checks_drops;
 mod checks_economy;

@@ -3,10 +3,8 @@
 //! checks, end to end over real UDP sockets; and runs against a misbehaving fake that the
 //! checks must fail.
 
-mod fake_server;
-
+use crate::fake_server::{FakeConfig, FakeServer};
 use clap::Parser;
-use fake_server::{FakeConfig, FakeServer};
 use mmo_loadtest::cli::Cli;
 use mmo_loadtest::progress::Progress;
 use mmo_loadtest::report::Report;

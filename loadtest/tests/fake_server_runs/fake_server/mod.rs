@@ -7,8 +7,6 @@
 //! per-player token bucket). It can also misbehave on purpose (lose economy results, apply
 //! duplicates again) to prove the checks catch it. One thread, blocking socket; not fast.
 
-#![allow(dead_code)]
-
 use mmo_loadtest::protocol::*;
 use mmo_loadtest::token::{self, TokenError, TokenMinter};
 use std::collections::{BTreeMap, HashMap};
@@ -90,8 +88,8 @@ impl Drop for FakeServer {
     }
 }
 
+/// A joined player (the map's key is its id).
 struct Session {
-    player_id: u64,
     /// Its side (the token's).
     faction: u8,
     token: u64,
@@ -345,7 +343,6 @@ impl State {
                         self.sessions.insert(
                             id,
                             Session {
-                                player_id: id,
                                 faction: claims.faction,
                                 token: id.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1,
                                 nonce: c.nonce,

@@ -2,10 +2,8 @@
 //! (the tester's own included), and a whole search against the in-process fake server, which
 //! is made to lose moves above a known number of players that the search must find.
 
-mod fake_server;
-
+use crate::fake_server::{FakeConfig, FakeServer};
 use clap::Parser;
-use fake_server::{FakeConfig, FakeServer};
 use mmo_loadtest::capacity::{CapacityPlan, Search, StepFigures, find, judge_step};
 use mmo_loadtest::cli::Cli;
 use mmo_loadtest::metrics::Summary;
