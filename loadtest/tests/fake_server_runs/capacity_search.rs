@@ -3,9 +3,7 @@
 //! is made to lose moves above a known number of players that the search must find.
 
 use crate::fake_server::{FakeConfig, FakeServer};
-use clap::Parser;
 use mmo_loadtest::capacity::{CapacityPlan, Search, StepFigures, find, judge_step};
-use mmo_loadtest::cli::Cli;
 use mmo_loadtest::metrics::Summary;
 use mmo_loadtest::progress::Progress;
 
@@ -129,17 +127,8 @@ fn missing_joins_and_no_acks_fail_a_step() {
 #[test]
 fn finds_the_fake_servers_capacity_end_to_end() {
     let server = FakeServer::start(FakeConfig { overloaded_above_players: 10, ..FakeConfig::default() });
-    let addr = server.addr.to_string();
-    let cli = Cli::parse_from([
-        "mmo-loadtest",
-        "--server",
-        &addr,
-        "--quiet",
-        "--admin-key",
-        "0xa11ce",
+    let cli = server.tester_cli(&[
         "--find-capacity",
-        "--token-secret-key",
-        &server.token_secret_key,
         "--warmup",
         "200ms",
         "--drain",

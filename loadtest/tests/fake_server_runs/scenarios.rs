@@ -11,23 +11,9 @@ use mmo_loadtest::report::Report;
 use mmo_loadtest::run::{RunResult, run};
 
 fn run_against(server: &FakeServer, args: &[&str]) -> RunResult {
-    let addr = server.addr.to_string();
-    let mut argv = vec![
-        "mmo-loadtest",
-        "--server",
-        &addr,
-        "--quiet",
-        "--admin-key",
-        "0xa11ce",
-        "--warmup",
-        "300ms",
-        "--drain",
-        "300ms",
-        "--token-secret-key",
-        &server.token_secret_key,
-    ];
+    let mut argv = vec!["--warmup", "300ms", "--drain", "300ms"];
     argv.extend_from_slice(args);
-    let cli = Cli::parse_from(argv);
+    let cli = server.tester_cli(&argv);
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
     rt.block_on(run(cli, &Progress::new(true))).expect("the run completes")
 }

@@ -59,6 +59,14 @@ pub struct FakeServer {
 }
 
 impl FakeServer {
+    /// The load tester's command line against this server: its address, admin key and token
+    /// key, quiet, with `args` after them.
+    pub fn tester_cli(&self, args: &[&str]) -> mmo_loadtest::cli::Cli {
+        let addr = self.addr.to_string();
+        let head = ["mmo-loadtest", "--server", &addr, "--quiet", "--admin-key", "0xa11ce", "--token-secret-key", &self.token_secret_key];
+        <mmo_loadtest::cli::Cli as clap::Parser>::parse_from(head.iter().chain(args))
+    }
+
     pub fn start(config: FakeConfig) -> FakeServer {
         let socket = UdpSocket::bind(SocketAddrV4::new(Ipv4Addr::LOCALHOST, 0)).unwrap();
         socket.set_read_timeout(Some(Duration::from_millis(2))).unwrap();
