@@ -1,6 +1,6 @@
 //! The core's design choices, measured: one criterion binary, a module per topic, each
 //! module's benchmark groups named after it (`aoi_*`, `grid_*`, `raid_*`, ...), so
-//! `cargo bench -p mmo-benches --bench design -- aoi` runs one topic and `-- --test` (make
+//! `cargo bench -p mmo-benches --bench design -- '^aoi'` runs one topic and `-- --test` (make
 //! bench-smoke) runs every benchmark once.
 //!
 //! Why one binary: every bench binary is its own thin-LTO link of the core and criterion,
