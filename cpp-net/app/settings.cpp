@@ -51,7 +51,7 @@ void visit_settings(Settings& s, V&& v) {
   v(Number<int>{"server", "tick_nice", "--tick-nice", s.server.tick_nice, 0, 19,
                 "niceness of the tick thread, so a worker woken by a datagram runs ahead of it (0: the process's)"});
   v(Number<unsigned>{"server", "aoi_spread_pct", "--aoi-spread-pct", s.server.aoi_spread_pct, 0, 90,
-                     "share of the tick period each worker spreads its areas of interest over, each session keeping its place (0: all at once after the tick)"});
+                     "share of the tick period each worker spreads its areas of interest over, in the order of where its players stand (0: all at once after the tick)"});
   v(Number<unsigned>{"server", "idle_poll_us", "--idle-poll-us", s.server.idle_poll_us, 0, 1000,
                      "after reading datagrams, a worker polls its socket this long before it sleeps, so the next datagram needs no wake-up (costs the CPU it spins; 0: never)"});
   v(Text{"server", "engine", "--engine", s.engine, "game-state engine: rust, baseline, or null (no game state: the comparison's floor)"});

@@ -58,7 +58,11 @@ void epoll_add(int epfd, int fd, uint64_t tag) {
 }  // namespace
 
 Worker::Worker(Server& server, uint16_t index, int fd, const AdmissionConfig& admission_config)
-    : server_(server), index_(index), fd_(fd), admission_(admission_config, server.cookies_, &server.directory_) {
+    : server_(server),
+      index_(index),
+      fd_(fd),
+      admission_(admission_config, server.cookies_, &server.directory_),
+      aoi_order_(admission_.sessions().capacity()) {
   epfd_ = epoll_create1(EPOLL_CLOEXEC);
   if (epfd_ < 0) throw std::runtime_error(std::string("epoll_create1: ") + std::strerror(errno));
   tick_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
@@ -135,7 +139,8 @@ void Worker::run() {
           if (aoi_pending_) counters.aoi_rounds_overrun.add();
           aoi_pending_ = true;
           aoi_cursor_ = 0;
-          aoi_pace_.start(server_.now_us(), server_.aoi_spread_us(), admission_.sessions().size());
+          aoi_order_.order(admission_.sessions());
+          aoi_pace_.start(server_.now_us(), server_.aoi_spread_us(), aoi_order_.size());
         }
       } else {
         datagrams += drain_socket();
@@ -272,15 +277,15 @@ void Worker::send_aoi_chunk(size_t sessions_max) {
   SessionTable& sessions = admission_.sessions();
   const size_t chunk_max = std::min(kAoiChunk, sessions_max);
   size_t n = 0;
-  while (aoi_cursor_ < sessions.capacity() && n < chunk_max) {
-    if (const Session* s = sessions.at(aoi_cursor_)) {
+  while (aoi_cursor_ < aoi_order_.size() && n < chunk_max) {
+    if (const Session* s = sessions.at(aoi_order_.slot(aoi_cursor_))) {
       aoi_players_[n] = s->player_id;
       aoi_sources_[n] = s->source;
       ++n;
     }
     ++aoi_cursor_;
   }
-  if (aoi_cursor_ >= sessions.capacity()) aoi_pending_ = false;
+  if (aoi_cursor_ >= aoi_order_.size()) aoi_pending_ = false;
   aoi_pace_.sent(n);
   if (n == 0) return;
   constexpr uint32_t k = static_cast<uint32_t>(wire::kAoiEntriesMax);

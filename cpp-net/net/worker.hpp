@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "net/admission.hpp"
+#include "net/aoi_order.hpp"
 #include "net/aoi_pace.hpp"
 #include "net/held_replies.hpp"
 #include "net/server.hpp"
@@ -180,11 +181,13 @@ class Worker {
   // after each turn that read datagrams (ServerConfig::idle_poll_us).
   uint64_t poll_until_us_ = 0;
 
-  // This tick's area-of-interest round: the next session pool slot to visit, the round's pace
-  // (ServerConfig::aoi_spread_pct of the tick period from when this worker saw the tick; the
-  // sessions live then are spread evenly over it, in pool order, so each session keeps its
-  // place, and its updates their period), and the chunk's buffers.
+  // This tick's area-of-interest round: the sessions live when this worker saw the tick, in
+  // the order of where their players stand (aoi_order.hpp), the next of them to visit, the
+  // round's pace (ServerConfig::aoi_spread_pct of the tick period from then; the sessions are
+  // spread evenly over it, each where its player's place in the order puts it), and the
+  // chunk's buffers.
   bool aoi_pending_ = false;
+  AoiRoundOrder aoi_order_;
   size_t aoi_cursor_ = 0;
   AoiPace aoi_pace_;
   std::array<uint64_t, kAoiChunk> aoi_players_{};

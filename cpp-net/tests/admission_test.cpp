@@ -4,12 +4,16 @@
 
 #include <arpa/inet.h>
 
+#include <algorithm>
+#include <limits>
+#include <map>
 #include <memory>
 #include <random>
 #include <set>
 #include <vector>
 
 #include "net/admission.hpp"
+#include "net/aoi_order.hpp"
 #include "net/udp.hpp"
 
 namespace {
@@ -387,3 +391,81 @@ TEST(SendBatchLimits, AFullBatchHandsOutNoSlotAndKeepsItsCount) {
 }
 
 }  // namespace
+
+TEST(AoiRoundOrder, ZOrderInterleavesTheSquaresBitsXFirst) {
+  EXPECT_EQ(AoiRoundOrder::z_order(0, 0), 0u);
+  EXPECT_EQ(AoiRoundOrder::z_order(1, 0), 1u);
+  EXPECT_EQ(AoiRoundOrder::z_order(0, 1), 2u);
+  EXPECT_EQ(AoiRoundOrder::z_order(3, 3), 15u);
+  EXPECT_EQ(AoiRoundOrder::z_order(0xFFFF, 0), 0x55555555u);
+  EXPECT_EQ(AoiRoundOrder::z_order(0xFFFF, 0xFFFF), 0xFFFFFFFFu);
+}
+
+TEST(AoiRoundOrder, AnyCoordinateMapsToASquareOnTheCurve) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const float inf = std::numeric_limits<float>::infinity();
+  EXPECT_EQ(AoiRoundOrder::square_of(0.0f), 0u);
+  EXPECT_EQ(AoiRoundOrder::square_of(3.99f), 0u);
+  EXPECT_EQ(AoiRoundOrder::square_of(4.0f), 1u);
+  EXPECT_EQ(AoiRoundOrder::square_of(4095.0f), 1023u);
+  EXPECT_EQ(AoiRoundOrder::square_of(-1.0f), 0u);
+  EXPECT_EQ(AoiRoundOrder::square_of(-inf), 0u);
+  EXPECT_EQ(AoiRoundOrder::square_of(nan), 0u);
+  EXPECT_EQ(AoiRoundOrder::square_of(1e30f), AoiRoundOrder::kSquaresMax - 1);
+  EXPECT_EQ(AoiRoundOrder::square_of(inf), AoiRoundOrder::kSquaresMax - 1);
+}
+
+// Every live session exactly once, none that left, in Z-order of their squares (ties by pool
+// slot), through churn: checked against the order computed independently.
+TEST(AoiRoundOrder, VisitsEveryLiveSessionOnceByWhereItsPlayerStands) {
+  SessionTable table(64);
+  AoiRoundOrder order(table.capacity());
+  std::mt19937_64 rng(11);
+  uint64_t next_id = 1;
+  for (int round = 0; round < 200; ++round) {
+    if (table.size() < 64 && (rng() % 3 != 0 || table.size() == 0)) {
+      Session s;
+      s.player_id = next_id++;
+      s.source = {static_cast<uint32_t>(s.player_id), 1};
+      s.x_m = static_cast<float>(rng() % 4096) + 0.5f;
+      s.y_m = static_cast<float>(rng() % 4096) + 0.5f;
+      ASSERT_NE(table.insert(s), nullptr);
+    } else {
+      std::vector<Session*> live;
+      table.for_each([&](Session& s) { live.push_back(&s); });
+      table.remove(live[rng() % live.size()]);
+    }
+    order.order(table);
+    std::vector<std::pair<uint32_t, uint32_t>> expected;  // (z, slot)
+    for (size_t i = 0; i < table.capacity(); ++i) {
+      if (const Session* s = table.at(i)) {
+        const uint32_t sx = static_cast<uint32_t>(s->x_m / 4.0f), sy = static_cast<uint32_t>(s->y_m / 4.0f);
+        uint32_t z = 0;
+        for (int b = 0; b < 16; ++b) z |= ((sx >> b) & 1u) << (2 * b) | ((sy >> b) & 1u) << (2 * b + 1);
+        expected.emplace_back(z, static_cast<uint32_t>(i));
+      }
+    }
+    std::sort(expected.begin(), expected.end());
+    ASSERT_EQ(order.size(), table.size());
+    for (size_t i = 0; i < order.size(); ++i) ASSERT_EQ(order.slot(i), expected[i].second) << "place " << i;
+  }
+}
+
+TEST(AoiRoundOrder, NeighboursComeTogetherWhateverOrderTheyJoinedIn) {
+  SessionTable table(8);
+  AoiRoundOrder order(table.capacity());
+  const float places[][2] = {{10, 10}, {3000, 3000}, {11, 11}, {3001, 3001}, {12, 10}, {3002, 3000}};
+  for (size_t i = 0; i < std::size(places); ++i) {
+    Session s;
+    s.player_id = i + 1;
+    s.source = {static_cast<uint32_t>(i + 1), 1};
+    s.x_m = places[i][0];
+    s.y_m = places[i][1];
+    ASSERT_NE(table.insert(s), nullptr);
+  }
+  order.order(table);
+  ASSERT_EQ(order.size(), 6u);
+  std::vector<uint64_t> players;
+  for (size_t i = 0; i < order.size(); ++i) players.push_back(table.at(order.slot(i))->player_id);
+  EXPECT_EQ(players, (std::vector<uint64_t>{1, 3, 5, 2, 4, 6})) << "the three near (10, 10) first, then the three near (3000, 3000)";
+}
