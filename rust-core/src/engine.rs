@@ -258,8 +258,6 @@ pub struct Engine {
     grid: Grid,
     /// The published world snapshot. Written by the tick; read by area-of-interest queries.
     snapshots: SnapshotBoard<WorldSnapshot>,
-    /// The snapshot's grid and the AoI radius.
-    geometry: SnapshotGeometry,
     /// Combatants, raid objects, bursts.
     combat: Combat,
     /// The committer, once [`Engine::open_store`] started it; stopped (after a last group) when
@@ -308,7 +306,6 @@ impl Engine {
             movement: Movement::new(config.player_capacity),
             grid: Grid::new(&config),
             snapshots,
-            geometry,
             combat: Combat::new(&config),
             durability: Mutex::new(None),
             economy: Arc::new(Economy::new(config.player_capacity)),
@@ -1004,7 +1001,6 @@ impl Engine {
     /// into the snapshot builder, and publishes the result. Returns the entities published,
     /// or `None` if readers pinned every spare buffer (the publication is skipped).
     fn publish_snapshot(&self, state: &mut TickState, now_ms: u64, waits: &mut LockWaits) -> Option<u32> {
-        let g = &self.geometry;
         let builder = &mut state.builder;
         let slots = self.movement.slots_used();
         builder.clear(self.players.live() as usize + self.combat.live_objects() as usize);
@@ -1012,7 +1008,7 @@ impl Engine {
             let id = self.movement.occupant(slot);
             if id != 0 {
                 let (x, y) = self.grid.positions().get(slot);
-                builder.add_player(g, slot, id, x, y);
+                builder.add_player(slot, id, x, y);
             }
         }
         let side = self.grid.cells_per_side();
@@ -1024,7 +1020,7 @@ impl Engine {
                         let (word, bit) = ((cell / 64) as usize, 1u64 << (cell % 64));
                         if gather && state.gathered[word] & bit == 0 {
                             state.gathered[word] |= bit;
-                            self.grid.for_each_object(cell, waits, |m| builder.add_object(g, m.id, m.x_m, m.y_m, m.kind));
+                            self.grid.for_each_object(cell, waits, |m| builder.add_object(m.id, m.x_m, m.y_m, m.kind));
                         } else if !gather {
                             state.gathered[word] &= !bit;
                         }

@@ -84,13 +84,12 @@ fn loadtest_raid(objects: usize) -> Vec<Entity> {
 
 /// Builds the tick's snapshot of `world` (its first `PLAYERS` are the players).
 fn build_snapshot(world: &[Entity], builder: &mut SnapshotBuilder, snapshot: &mut WorldSnapshot) {
-    let g = SnapshotGeometry::new(WORLD_M, SNAPSHOT_CELL_M, RADIUS_M);
     builder.clear(world.len());
     for (i, e) in world.iter().enumerate() {
         if i < PLAYERS {
-            builder.add_player(&g, i as u32, e.id, e.x, e.y);
+            builder.add_player(i as u32, e.id, e.x, e.y);
         } else {
-            builder.add_object(&g, e.id, e.x, e.y, EntityKind::Add);
+            builder.add_object(e.id, e.x, e.y, EntityKind::Add);
         }
     }
     builder.build_into(snapshot, 1, 0, PLAYERS);
