@@ -22,7 +22,7 @@ FUZZ_RUNS   ?= 2000000
 LOOM_TARGET := target/loom
 LOOM_TESTS  := --test loom
 
-.PHONY: all build rust-build cpp-build run test deps settings-docs soak capacity check-format lint docs unit-tests loom bench bench-smoke bench-token \
+.PHONY: all build rust-build cpp-build run test deps settings-docs hot-code soak capacity check-format lint docs unit-tests loom bench bench-smoke bench-token \
         header header-check cpp-test cpp-asan cpp-tsan cpp-valgrind fuzz compare compare-quick loadtest-smoke crash-test crash-test-short economy-latency commit-linger clean
 
 all: build
@@ -39,6 +39,11 @@ rust-build:
 cpp-build:
 	cmake -S cpp-net -B $(CPP_BUILD) $(CMAKE_FLAGS) -DCMAKE_BUILD_TYPE=RelWithDebInfo
 	cmake --build $(CPP_BUILD)
+
+## Regenerate cpp-net/app/hot-code.txt, the functions mmo-server runs, which the linker lays out
+## together (about 3 minutes under valgrind; cpp-net/app/hot-code.sh says why and how).
+hot-code: build
+	cpp-net/app/hot-code.sh $(CPP_BUILD)/mmo-server
 
 ## Regenerate the example settings file and the README's flags table from mmo-server's
 ## settings table (server_operations_test fails when they are stale).
