@@ -26,7 +26,7 @@ class AoiPace {
 
   // How many of the round's sessions are due by `now_us` counting from the first (due at the
   // start): the round's share of the elapsed span, rounded down, plus one; SIZE_MAX once the
-  // span has passed (then every session left is due, those that joined since included).
+  // span has passed (then every session left in the round, those live at its start, is due).
   size_t due(uint64_t now_us) const {
     const uint64_t elapsed_us = now_us - std::min(now_us, start_us_);
     if (elapsed_us >= span_us_) return SIZE_MAX;
