@@ -12,7 +12,8 @@
 # How: mmo-server runs under valgrind's callgrind, both engines (the Rust core with its economy
 # durable and in memory), through short runs of every load-test scenario; every function of the
 # binary that ran is listed. A function is named as its section is: `.text.NAME` (and the
-# `.text.unlikely.` and `.text.startup.` sections compilers put cold and start-up functions in).
+# `.text.unlikely.` sections compilers put cold functions in, and for C and C++ the
+# `.text.startup.` ones GCC puts start-up code in).
 # Names that change from build to build are written as patterns: a Rust symbol's hash
 # (`17h<16 hex digits>E`) and ThinLTO's `.llvm.<number>` suffix. Functions met by both engines
 # come first, then those the Rust core met with its economy in memory, then those only its
@@ -97,7 +98,8 @@ done | awk '
     return name
   }
   { p = pattern($0); if (p in seen) next; seen[p] = 1
-    print ".text." p; print ".text.unlikely." p; print ".text.startup." p
+    print ".text." p; print ".text.unlikely." p
+    if (p !~ /^_R/ && p !~ /17h\*$/) print ".text.startup." p  # GCC start-up code; never Rust
     if (p ~ /\.cold$/) { base = p; sub(/\.cold$/, "", base); print ".text.unlikely." base } }' >"$work/hot-code.txt"
 
 [ -s "$work/hot-code.txt" ] || { echo "hot-code.sh: no function of $server ran" >&2; exit 1; }
