@@ -290,7 +290,7 @@ fn raid_bursts_spawned_and_expired_on_different_threads_allocate_nothing() {
 
 /// A player walking into ground no one has touched (a new grid cell on every move) costs no
 /// allocation: a cell's first players live inline in the grid map's own slot, and the map
-/// has room for a cell per configured player.
+/// has room for 7 cells in 8 configured players (7,168 at the default capacity).
 #[test]
 fn walking_into_untouched_cells_allocates_nothing() {
     let e = Engine::new(CoreConfig::default()).unwrap();
