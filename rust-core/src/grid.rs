@@ -47,7 +47,7 @@
 //! Memory follows use: the map is pre-sized for the cells the configured players can occupy
 //! (at most one each, or the world's cell count if that is smaller), not for every cell of
 //! a large world, and each shard for the largest table that does not exceed its share, so no
-//! table is born half empty ([`cells_filling_a_table`]); beyond that a shard grows on its own,
+//! table is born half empty (`cells_filling_a_table`); beyond that a shard grows on its own,
 //! stalling only that shard.
 
 use crate::config::CoreConfig;
