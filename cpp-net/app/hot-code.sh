@@ -83,7 +83,8 @@ done
 # the cold code cost a 64 KiB window of it in the server's resident memory (seen with
 # `perf record -e page-faults -d`: dashmap's lock_exclusive_slow and unlock_exclusive_slow,
 # two windows). They are listed with the Rust core's code: the baseline's locks are glibc's.
-nm --defined-only "$server" | awk '$2 ~ /^[tTwW]$/ { print $3 }' | sort -u >"$work/defined"
+nm --defined-only "$server" | awk '$2 ~ /^[tTwW]$/ { print $1, $3 }' | sort >"$work/symbols"
+cut -d ' ' -f 2 "$work/symbols" | sort -u >"$work/defined"
 c++filt <"$work/defined" | paste -d '\t' "$work/defined" - | awk -F '\t' '
   $2 ~ /^dashmap::lock::RawRwLock::[a-z_]*_slow/ ||
   $2 ~ /^parking_lot::raw_(mutex|rwlock)::Raw[A-Za-z]*::[a-z_]*_slow/ || $2 ~ /^parking_lot_core::/ ||
@@ -95,8 +96,8 @@ for row in rust rust-memory; do
 done
 
 # Aliases (a C++ constructor's C1 and C2, identical code folded) share an address; the section
-# is named after one of them, so each name brings every name at its address.
-nm --defined-only "$server" | awk '$2 ~ /^[tTwW]$/ { print $1, $3 }' | sort >"$work/symbols"
+# is named after one of them, so each name brings every name at its address ($work/symbols,
+# above: address and name of every function of the binary).
 sort -u "$work/ran-rust" "$work/ran-rust-memory" >"$work/ran-rust-any"
 comm -12 "$work/ran-rust-any" "$work/ran-baseline" >"$work/group-1"
 comm -23 "$work/ran-rust-memory" "$work/ran-baseline" >"$work/group-2"

@@ -734,7 +734,7 @@ mod tests {
     #[test]
     fn the_default_grid_has_room_for_7_cells_in_8_players_and_no_more() {
         let config = CoreConfig::default();
-        let capacity = grid().cells.capacity();
+        let (_, capacity) = grid().cell_map_size();
         assert_eq!(capacity, config.player_capacity as usize / 8 * 7);
         assert_eq!(capacity % config.grid_shards as usize, 0, "every shard alike");
     }
