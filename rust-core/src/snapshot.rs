@@ -234,6 +234,11 @@ pub enum AoiLook {
     Whole,
 }
 
+/// Members a query's cell scan tests at once (see `nearest_within`): 8 `f32`s are two SSE2
+/// registers (the x86-64 baseline this builds for) or one AVX register, and a raid cell of
+/// about twenty members is two chunks and a part.
+const SCAN_LANES: usize = 8;
+
 /// What [`WorldSnapshot::entity_of_slot`] and the batch query report for a player not in the
 /// snapshot (joined after it was built, or unknown).
 pub const NOT_IN_SNAPSHOT: u32 = u32::MAX;
@@ -439,37 +444,69 @@ impl WorldSnapshot {
                 // The farthest kept (or the radius): most members stop at this one comparison.
                 // Held in a local and renewed only when the candidates change.
                 let mut worst = if *n == k { d2_of(best[k - 1]) } else { r2 };
-                let (xs, ys) = (&self.xs[members.clone()], &self.ys[members.clone()]);
-                for (j, (&x, &y)) in xs.iter().zip(ys).enumerate() {
-                    let (dx, dy) = (x - vx, y - vy);
-                    let d2 = dx * dx + dy * dy;
-                    let i = members.start + j;
-                    // The viewer is skipped by index.
-                    if d2 > worst || i == viewer {
-                        continue;
-                    }
-                    let candidate = key(d2, i);
-                    if *n < k {
-                        // Filling: append unsorted, and sort once when the k-th arrives.
-                        best[*n] = candidate;
-                        *n += 1;
-                        if *n == k {
-                            sort_candidates(&mut best[..k], &before);
-                            worst = d2_of(best[k - 1]);
+                // Members in chunks of `SCAN_LANES`: each chunk's distances and its mask of
+                // members not farther than `worst` come from straight-line code over fixed-size
+                // arrays (the compiler turns it into vector compares), and only the set bits
+                // are looked at one by one, against `worst` as it is by then (it only falls,
+                // so the mask is a superset and the answer is the scalar loop's). A chunk may
+                // read past the cell into the next cell's members (the arrays are contiguous);
+                // those lanes are masked off. A chunk of fewer than half the lanes (most cells
+                // of a thin crowd hold one or two entities) and the snapshot's last few entities
+                // take the same test one member at a time: there the vector form measured slower
+                // (`benches/README.md`).
+                let mut at = members.start;
+                while at < members.end {
+                    let lanes = (members.end - at).min(SCAN_LANES);
+                    let mut d2s = [0f32; SCAN_LANES];
+                    let wide = lanes >= SCAN_LANES / 2;
+                    let mut mask = match (self.xs.get(at..at + SCAN_LANES), self.ys.get(at..at + SCAN_LANES)) {
+                        (Some(xs), Some(ys)) if wide => {
+                            let (xs, ys) = (xs.try_into().expect("SCAN_LANES long"), ys.try_into().expect("SCAN_LANES long"));
+                            lanes_not_farther(xs, ys, (vx, vy), worst, &mut d2s) & ((1u32 << lanes) - 1)
                         }
-                        continue;
+                        _ => {
+                            let mut mask = 0u32;
+                            let members = self.xs[at..at + lanes].iter().zip(&self.ys[at..at + lanes]);
+                            for (l, (&x, &y)) in members.enumerate() {
+                                let (d2, keep) = lane_not_farther(x, y, (vx, vy), worst);
+                                d2s[l] = d2;
+                                mask |= u32::from(keep) << l;
+                            }
+                            mask
+                        }
+                    };
+                    while mask != 0 {
+                        let l = mask.trailing_zeros() as usize;
+                        mask &= mask - 1;
+                        let (d2, i) = (d2s[l], at + l);
+                        // The viewer is skipped by index.
+                        if d2 > worst || i == viewer {
+                            continue;
+                        }
+                        let candidate = key(d2, i);
+                        if *n < k {
+                            // Filling: append unsorted, and sort once when the k-th arrives.
+                            best[*n] = candidate;
+                            *n += 1;
+                            if *n == k {
+                                sort_candidates(&mut best[..k], &before);
+                                worst = d2_of(best[k - 1]);
+                            }
+                            continue;
+                        }
+                        if !before(candidate, best[k - 1]) {
+                            continue;
+                        }
+                        // Insert into the sorted candidates, dropping the farthest.
+                        let mut to = k - 1;
+                        while to > 0 && before(candidate, best[to - 1]) {
+                            best[to] = best[to - 1];
+                            to -= 1;
+                        }
+                        best[to] = candidate;
+                        worst = d2_of(best[k - 1]);
                     }
-                    if !before(candidate, best[k - 1]) {
-                        continue;
-                    }
-                    // Insert into the sorted candidates, dropping the farthest.
-                    let mut at = k - 1;
-                    while at > 0 && before(candidate, best[at - 1]) {
-                        best[at] = best[at - 1];
-                        at -= 1;
-                    }
-                    best[at] = candidate;
-                    worst = d2_of(best[k - 1]);
+                    at += lanes;
                 }
                 true
             };
@@ -507,6 +544,57 @@ impl WorldSnapshot {
         n
     }
 }
+
+/// Squared distances of `SCAN_LANES` members from `viewer` into `d2s`, and the mask of those
+/// not farther than `worst` (bit `l` for member `l`; NaN counts as not farther, as in the
+/// scalar `!(d2 > worst)`). Each distance is `dx * dx + dy * dy` rounded as the scalar code
+/// rounds it (a multiply, a multiply, an add; no fused multiply-add), so the answer does not
+/// depend on which of the two bodies ran.
+#[inline(always)]
+fn lanes_not_farther(xs: &[f32; SCAN_LANES], ys: &[f32; SCAN_LANES], viewer: (f32, f32), worst: f32, d2s: &mut [f32; SCAN_LANES]) -> u32 {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::{
+            _mm_add_ps, _mm_cmpngt_ps, _mm_loadu_ps, _mm_movemask_ps, _mm_mul_ps, _mm_set1_ps, _mm_storeu_ps, _mm_sub_ps,
+        };
+        const QUADS: usize = SCAN_LANES / 4;
+        let mut mask = 0u32;
+        for q in 0..QUADS {
+            // SAFETY: SSE2 is part of every x86-64 target; each unaligned load and store reads or
+            // writes lanes 4q..4q+4 of an array of SCAN_LANES (a multiple of 4, asserted below).
+            unsafe {
+                let dx = _mm_sub_ps(_mm_loadu_ps(xs.as_ptr().add(4 * q)), _mm_set1_ps(viewer.0));
+                let dy = _mm_sub_ps(_mm_loadu_ps(ys.as_ptr().add(4 * q)), _mm_set1_ps(viewer.1));
+                let d2 = _mm_add_ps(_mm_mul_ps(dx, dx), _mm_mul_ps(dy, dy));
+                _mm_storeu_ps(d2s.as_mut_ptr().add(4 * q), d2);
+                mask |= (_mm_movemask_ps(_mm_cmpngt_ps(d2, _mm_set1_ps(worst))) as u32) << (4 * q);
+            }
+        }
+        mask
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let mut mask = 0u32;
+        for (l, (&x, &y)) in xs.iter().zip(ys).enumerate() {
+            let (d2, keep) = lane_not_farther(x, y, viewer, worst);
+            d2s[l] = d2;
+            mask |= u32::from(keep) << l;
+        }
+        mask
+    }
+}
+
+/// One member's squared distance from `viewer`, and whether it is not farther than `worst`
+/// (NaN counts as not farther): the scalar form of [`lanes_not_farther`], for the snapshot's
+/// last few members.
+#[inline(always)]
+fn lane_not_farther(x: f32, y: f32, viewer: (f32, f32), worst: f32) -> (f32, bool) {
+    let (dx, dy) = (x - viewer.0, y - viewer.1);
+    let d2 = dx * dx + dy * dy;
+    (d2, d2.partial_cmp(&worst) != Some(std::cmp::Ordering::Greater))
+}
+
+const _: () = assert!(SCAN_LANES.is_multiple_of(4) && SCAN_LANES <= 32, "whole SSE quads, and a mask that fits a u32");
 
 /// Sorts candidate keys by `before`: an insertion sort of at most `AOI_K_MAX` 8-byte keys,
 /// which measured faster here than `sort_unstable_by` (`benches/benches/design/aoi.rs`).
@@ -709,6 +797,43 @@ mod tests {
     fn lcg(seed: &mut u64) -> f32 {
         *seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
         (*seed >> 40) as f32 / (1u64 << 24) as f32
+    }
+
+    /// The lane scan against the scalar test it stands for, bit for bit: the same squared
+    /// distances and the same mask, for positions across the world, equal to the viewer's, on
+    /// `worst` exactly, NaN positions and a NaN `worst` (both "not farther", as `!(d2 > w)`).
+    #[test]
+    #[allow(clippy::neg_cmp_op_on_partial_ord, reason = "`!(d2 > worst)` is the test being pinned, NaN included")]
+    fn the_lane_scan_matches_the_scalar_test_bit_for_bit() {
+        let mut seed = 11u64;
+        for round in 0..2_000 {
+            let mut xs: [f32; SCAN_LANES] = std::array::from_fn(|_| lcg(&mut seed) * 4096.0);
+            let mut ys: [f32; SCAN_LANES] = std::array::from_fn(|_| lcg(&mut seed) * 4096.0);
+            let viewer = (xs[round % SCAN_LANES], ys[(round + 3) % SCAN_LANES]);
+            if round % 5 == 0 {
+                xs[1] = f32::NAN;
+                ys[6] = f32::NAN;
+            }
+            let (dx, dy) = (xs[2] - viewer.0, ys[2] - viewer.1);
+            let worst = match round % 4 {
+                0 => dx * dx + dy * dy, // lane 2 lies exactly on it
+                1 => f32::NAN,
+                _ => lcg(&mut seed) * 4096.0 * 4096.0,
+            };
+            let mut d2s = [0f32; SCAN_LANES];
+            let mask = lanes_not_farther(&xs, &ys, viewer, worst, &mut d2s);
+            for l in 0..SCAN_LANES {
+                let (dx, dy) = (xs[l] - viewer.0, ys[l] - viewer.1);
+                let d2 = dx * dx + dy * dy;
+                assert_eq!(d2s[l].to_bits(), d2.to_bits(), "round {round} lane {l}");
+                assert_eq!(mask >> l & 1 == 1, !(d2 > worst), "round {round} lane {l}");
+                let (lane_d2, lane_keep) = lane_not_farther(xs[l], ys[l], viewer, worst);
+                assert_eq!((lane_d2.to_bits(), lane_keep), (d2.to_bits(), mask >> l & 1 == 1), "round {round} lane {l}");
+            }
+            if round % 4 == 0 {
+                assert!(mask & 0b100 != 0, "a member exactly on worst is kept");
+            }
+        }
     }
 
     /// The radix sort against a stable sort by key, for keys that need 1, 2 and 3 passes and
