@@ -445,8 +445,8 @@ impl WorldSnapshot {
                 // Held in a local and renewed only when the candidates change.
                 let mut worst = if *n == k { d2_of(best[k - 1]) } else { r2 };
                 // Members in chunks of `SCAN_LANES`: each chunk's distances and its mask of
-                // members not farther than `worst` come from straight-line code over fixed-size
-                // arrays (the compiler turns it into vector compares), and only the set bits
+                // members not farther than `worst` come from `lanes_not_farther` (two SSE2
+                // quads and a `movemask` on x86-64), and only the set bits
                 // are looked at one by one, against `worst` as it is by then (it only falls,
                 // so the mask is a superset and the answer is the scalar loop's). A chunk may
                 // read past the cell into the next cell's members (the arrays are contiguous);
