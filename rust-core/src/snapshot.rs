@@ -446,34 +446,26 @@ impl WorldSnapshot {
                 let mut worst = if *n == k { d2_of(best[k - 1]) } else { r2 };
                 // Members in chunks of `SCAN_LANES`: each chunk's distances and its mask of
                 // members not farther than `worst` come from `lanes_not_farther` (two SSE2
-                // quads and a `movemask` on x86-64), and only the set bits
-                // are looked at one by one, against `worst` as it is by then (it only falls,
-                // so the mask is a superset and the answer is the scalar loop's). A chunk may
-                // read past the cell into the next cell's members (the arrays are contiguous);
-                // those lanes are masked off. A chunk of fewer than half the lanes (most cells
-                // of a thin crowd hold one or two entities) and the snapshot's last few entities
-                // take the same test one member at a time: there the vector form measured slower
+                // quads and a `movemask` on x86-64), and only the set bits are looked at one
+                // by one, against `worst` as it is by then (it only falls, so the mask is a
+                // superset and the answer is the scalar loop's). A chunk may read past the cell
+                // into the next cell's members (the arrays are contiguous); those lanes are
+                // masked off. A chunk of fewer than half the lanes (most cells of a thin crowd
+                // hold one or two entities) and the snapshot's last few entities take the same
+                // test one member at a time: there the vector form measured slower
                 // (`benches/README.md`).
                 let mut at = members.start;
                 while at < members.end {
                     let lanes = (members.end - at).min(SCAN_LANES);
                     let mut d2s = [0f32; SCAN_LANES];
-                    let wide = lanes >= SCAN_LANES / 2;
-                    let mut mask = match (self.xs.get(at..at + SCAN_LANES), self.ys.get(at..at + SCAN_LANES)) {
-                        (Some(xs), Some(ys)) if wide => {
-                            let (xs, ys) = (xs.try_into().expect("SCAN_LANES long"), ys.try_into().expect("SCAN_LANES long"));
-                            lanes_not_farther(xs, ys, (vx, vy), worst, &mut d2s) & ((1u32 << lanes) - 1)
-                        }
-                        _ => {
-                            let mut mask = 0u32;
-                            let members = self.xs[at..at + lanes].iter().zip(&self.ys[at..at + lanes]);
-                            for (l, (&x, &y)) in members.enumerate() {
-                                let (d2, keep) = lane_not_farther(x, y, (vx, vy), worst);
-                                d2s[l] = d2;
-                                mask |= u32::from(keep) << l;
-                            }
-                            mask
-                        }
+                    let whole = if lanes >= SCAN_LANES / 2 {
+                        self.xs[at..].first_chunk::<SCAN_LANES>().zip(self.ys[at..].first_chunk::<SCAN_LANES>())
+                    } else {
+                        None
+                    };
+                    let mut mask = match whole {
+                        Some((xs, ys)) => lanes_not_farther(xs, ys, (vx, vy), worst, &mut d2s) & ((1u32 << lanes) - 1),
+                        None => members_not_farther(&self.xs[at..at + lanes], &self.ys[at..at + lanes], (vx, vy), worst, &mut d2s),
                     };
                     while mask != 0 {
                         let l = mask.trailing_zeros() as usize;
@@ -574,19 +566,26 @@ fn lanes_not_farther(xs: &[f32; SCAN_LANES], ys: &[f32; SCAN_LANES], viewer: (f3
     }
     #[cfg(not(target_arch = "x86_64"))]
     {
-        let mut mask = 0u32;
-        for (l, (&x, &y)) in xs.iter().zip(ys).enumerate() {
-            let (d2, keep) = lane_not_farther(x, y, viewer, worst);
-            d2s[l] = d2;
-            mask |= u32::from(keep) << l;
-        }
-        mask
+        members_not_farther(xs, ys, viewer, worst, d2s)
     }
 }
 
+/// [`lanes_not_farther`] one member at a time, for any number of members up to
+/// `SCAN_LANES` (`xs` and `ys` alike long): a chunk too short for the vector form, or a target
+/// without SSE2.
+#[inline(always)]
+fn members_not_farther(xs: &[f32], ys: &[f32], viewer: (f32, f32), worst: f32, d2s: &mut [f32; SCAN_LANES]) -> u32 {
+    let mut mask = 0u32;
+    for (l, (&x, &y)) in xs.iter().zip(ys).enumerate() {
+        let (d2, keep) = lane_not_farther(x, y, viewer, worst);
+        d2s[l] = d2;
+        mask |= u32::from(keep) << l;
+    }
+    mask
+}
+
 /// One member's squared distance from `viewer`, and whether it is not farther than `worst`
-/// (NaN counts as not farther): the scalar form of [`lanes_not_farther`], for the snapshot's
-/// last few members.
+/// (NaN counts as not farther): the scalar form of [`lanes_not_farther`].
 #[inline(always)]
 fn lane_not_farther(x: f32, y: f32, viewer: (f32, f32), worst: f32) -> (f32, bool) {
     let (dx, dy) = (x - viewer.0, y - viewer.1);

@@ -2,9 +2,8 @@
 # Two server builds against each other on the same machine, pinned (server CPUs 0-7, tester
 # 8-15), alternating old, new, old, new (ROUNDS pairs, default 2; about 155 s a pair):
 # `mmo-compare --rows rust-memory,baseline` with one plain run of PHASE_S seconds per phase,
-# the same load tester and mmo-compare for both. From
-# the staged .devrun/ (stage.sh) plus the older build's two servers as mmo-server-old and
-# mmo-server-sysalloc-old. Each report's main table goes to $OUT/ab-<build>-<round>.md.
+# the same load tester and mmo-compare for both. From the staged .devrun/ (stage.sh) plus the
+# older build's two servers, stripped, as mmo-server-old and mmo-server-sysalloc-old. Each report's main table goes to $OUT/ab-<build>-<round>.md.
 set -u
 D=$PWD/.devrun
 OUT=${OUT:-report/compare-ab}
