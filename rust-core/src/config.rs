@@ -145,12 +145,12 @@ impl std::fmt::Display for ConfigError {
 impl std::error::Error for ConfigError {}
 
 impl CoreConfig {
-    /// The most a viewer and another entity, each at the speed limit with the movement slack,
-    /// close on each other in one tick, metres: how far past last tick's k-th nearest distance
-    /// a player's next area-of-interest query looks first (2.2 m by default; see
-    /// [`crate::snapshot::WorldSnapshot::nearest_hinted`]).
-    pub fn aoi_hint_closing_m(&self) -> f32 {
-        2.0 * (self.max_speed_m_per_s * self.tick_ms as f32 / 1_000.0 + self.speed_slack_m)
+    /// The most a player moves in one tick at the speed limit with the movement slack,
+    /// metres (1.1 m by default, 1.7 m at the server's 10 Hz): how much farther than last
+    /// tick's distance a player in a viewer's area of interest may be now, used to hint the
+    /// viewer's next query (see [`crate::snapshot::hint_reach_m`]).
+    pub fn aoi_player_closing_m(&self) -> f32 {
+        self.max_speed_m_per_s * self.tick_ms as f32 / 1_000.0 + self.speed_slack_m
     }
 
     /// Checks every field against the limits the core relies on.

@@ -27,7 +27,9 @@ use crate::records::{
     AoiEntry, AttackError, EconomyOp, EconomyResult, EconomyStatus, EntityKind, EventKind, LootError, MoveEvent, MoveRecord,
     RaidSpawnRequest, RejectReason, TradeAnswer, TradeOffer, TradeStack,
 };
-use crate::snapshot::{AoiLook, NOT_IN_SNAPSHOT, SnapshotBoard, SnapshotBuilder, SnapshotGeometry, SnapshotWriter, WorldSnapshot};
+use crate::snapshot::{
+    AoiLook, NOT_IN_SNAPSHOT, SnapshotBoard, SnapshotBuilder, SnapshotGeometry, SnapshotWriter, WorldSnapshot, hint_reach_m,
+};
 use crate::stats::{Counter, Stats, StatsSnapshot};
 use crate::tick::{TickBoard, TickInfo};
 use parking_lot::Mutex;
@@ -1119,17 +1121,18 @@ impl Engine {
         Ok(info)
     }
 
-    /// One player's nearest entities from `snapshot`, looking first where the player's last
-    /// query found its k-th, then leaving the hint for the next tick's query: that distance
-    /// plus the most a viewer and an entity, each at the speed limit, close in one tick. The
+    /// One player's nearest entities from `snapshot`, looking first as far as its last answer
+    /// can be now (that answer's reach plus the player's own move since), then leaving the
+    /// reach of this answer for the next tick's query ([`crate::snapshot::hint_reach_m`]). The
     /// answer does not depend on the hint (a stale or lost one costs a second, wider look).
     fn nearest_hinted(&self, snapshot: &WorldSnapshot, viewer: usize, record: &PlayerRecord, out: &mut [AoiEntry]) -> usize {
-        let (n, look) = snapshot.nearest_hinted(viewer, record.aoi_hint_m(), out);
+        let at = snapshot.position(viewer);
+        let (n, look) = snapshot.nearest_hinted(viewer, record.aoi_hint_m(at), out);
         if look == AoiLook::Wide {
             self.stats.bump(Counter::AoiWideLooks);
         }
         let k = out.len().min(AOI_K_MAX as usize);
-        record.set_aoi_hint_m(if n == k && k > 0 { out[k - 1].distance_m + self.config.aoi_hint_closing_m() } else { 0.0 });
+        record.set_aoi_reach(hint_reach_m(&out[..n], k, self.config.aoi_player_closing_m()), at);
         n
     }
 

@@ -26,9 +26,10 @@
 //! `k`-th candidate (or the radius while fewer than `k` are known); members are read
 //! contiguously. In a raid crowd a query reads a handful of cells, not the thousands of
 //! entities in the collision grid's 3x3 cells. [`WorldSnapshot::nearest_hinted`] first looks
-//! only as far as the caller's hint (the engine's: last tick's k-th distance plus what a tick
-//! can close) and looks again over the whole radius only if fewer than `k` lie within it; the
-//! answer is the same for any hint.
+//! only as far as the caller's hint and looks again over the whole radius only if fewer than
+//! `k` lie within it; the answer is the same for any hint. The engine's hint is where last
+//! tick's answer can be now ([`hint_reach_m`]: raid objects where they were, players up to a
+//! tick's walk farther) plus how far the viewer itself has moved since.
 //!
 //! ## Publication: [`SnapshotBoard`]
 //! Three snapshot buffers are allocated once and reused forever: publishing never allocates
@@ -234,6 +235,25 @@ pub enum AoiLook {
     Whole,
 }
 
+/// How far from where a viewer stood the `k` entities of its last answer (`answer`, all `k` of
+/// them) can be one tick later, metres, or 0 if the answer held fewer than `k`: each entry's
+/// distance, plus `player_closing_m` (the most a player walks in a tick,
+/// [`crate::CoreConfig::aoi_player_closing_m`]) for a player. Raid objects do not move (they
+/// spawn, change kind and expire), so they add nothing. With the viewer's own move since
+/// added, this is the hint for its next query ([`WorldSnapshot::nearest_hinted`]): usually
+/// `k` entities still lie within it, so the narrow look is the answer; when not (an object
+/// expired, a player outran the tick's walk), the wide look follows, and the answer is the
+/// same either way.
+pub fn hint_reach_m(answer: &[AoiEntry], k: usize, player_closing_m: f32) -> f32 {
+    if k == 0 || answer.len() < k {
+        return 0.0;
+    }
+    answer[..k]
+        .iter()
+        .map(|e| if e.kind == EntityKind::Player as u8 { e.distance_m + player_closing_m } else { e.distance_m })
+        .fold(0.0, f32::max)
+}
+
 /// Members a query's cell scan tests at once (see `nearest_within`): 8 `f32`s are two SSE2
 /// registers (the x86-64 baseline this builds for) or one AVX register, and a raid cell of
 /// about twenty members is two chunks and a part.
@@ -364,10 +384,10 @@ impl WorldSnapshot {
     /// If `k` entities lie within `hint_m`, they are the `k` nearest (everything else is
     /// farther), so the narrow query is the answer; otherwise the query runs again with the
     /// whole radius. A hint outside `(0, radius)` (NaN included) goes straight to the whole
-    /// radius. The engine hints each player's query with last tick's k-th distance plus the
-    /// most two entities can close in a tick: neighbours move little between ticks, so the
-    /// narrow bound prunes from the first cell, where a query with no hint fills its `k`
-    /// with whatever it meets first and then replaces most of them
+    /// radius. The engine hints each player's query with [`hint_reach_m`] of its last answer
+    /// plus the viewer's own move since: neighbours move little between ticks, so the narrow
+    /// bound prunes from the first cell, where a query with no hint fills its `k` with
+    /// whatever it meets first and then replaces most of them
     /// (`benches/benches/design/aoi.rs`, `*/snapshot_hinted`).
     ///
     /// Returns how many were written and how they were found ([`AoiLook`]).
@@ -595,18 +615,38 @@ fn lane_not_farther(x: f32, y: f32, viewer: (f32, f32), worst: f32) -> (f32, boo
 
 const _: () = assert!(SCAN_LANES.is_multiple_of(4) && SCAN_LANES <= 32, "whole SSE quads, and a mask that fits a u32");
 
-/// Sorts candidate keys by `before`: an insertion sort of at most `AOI_K_MAX` 8-byte keys,
-/// which measured faster here than `sort_unstable_by` (`benches/benches/design/aoi.rs`).
+/// Sorts candidate keys by `before` (distance, then id): the standard library's unstable sort
+/// of the plain `u64` keys (distance bits, then entity index), then each run of equal
+/// distances, rare outside a lattice, again by `before` with an insertion sort. The sort of
+/// plain integers runs without a call per comparison and with few mispredicted branches; an
+/// insertion sort by `before` over all of them, as before, was a third of a crowded query's
+/// samples and 8% to 10% slower (`benches/README.md`).
 #[inline]
 fn sort_candidates(keys: &mut [u64], before: &impl Fn(u64, u64) -> bool) {
-    for j in 1..keys.len() {
-        let c = keys[j];
-        let mut at = j;
-        while at > 0 && before(c, keys[at - 1]) {
-            keys[at] = keys[at - 1];
-            at -= 1;
+    keys.sort_unstable();
+    // Ties: the keys' low halves are entity indices, not ids, so a run of equal distances is
+    // ordered again by id.
+    let mut i = 0;
+    while i + 1 < keys.len() {
+        if keys[i] >> 32 != keys[i + 1] >> 32 {
+            i += 1;
+            continue;
         }
-        keys[at] = c;
+        let mut end = i + 2;
+        while end < keys.len() && keys[end] >> 32 == keys[i] >> 32 {
+            end += 1;
+        }
+        let run = &mut keys[i..end];
+        for j in 1..run.len() {
+            let c = run[j];
+            let mut at = j;
+            while at > 0 && before(c, run[at - 1]) {
+                run[at] = run[at - 1];
+                at -= 1;
+            }
+            run[at] = c;
+        }
+        i = end;
     }
 }
 
@@ -928,6 +968,50 @@ mod tests {
         assert_eq!(s.nearest(viewer, &mut out), 3);
         let ids: Vec<u64> = out.iter().map(|e| e.entity_id).collect();
         assert_eq!(ids, vec![60, 4, 5]);
+    }
+
+    /// Entities on a 1 m lattice (ids shuffled against position), so most distances tie with
+    /// several others: the first k sorted at once, the insertions after them, and the final
+    /// sort of fewer than k all put ties in id order, as a brute-force sort by (distance, id).
+    #[test]
+    fn a_lattice_of_ties_matches_brute_force() {
+        let mut entities = vec![];
+        for row in 0..40u64 {
+            for col in 0..40u64 {
+                let id = (row * 40 + col).wrapping_mul(0x9E37_79B9) % 1_000_003 + 1;
+                entities.push((id, 1_000.0 + col as f32, 1_000.0 + row as f32));
+            }
+        }
+        let s = build(&entities);
+        for k in [1usize, 7, 32, 64] {
+            let mut out = vec![AoiEntry::default(); k];
+            for viewer in (0..entities.len()).step_by(13) {
+                let index = s.entity_of_slot(viewer as u32, entities[viewer].0).unwrap();
+                let n = s.nearest(index, &mut out);
+                let got: Vec<(u64, f32)> = out[..n].iter().map(|e| (e.entity_id, e.distance_m)).collect();
+                assert_eq!(got, brute(&entities, viewer, k, 48.0), "viewer {viewer}, k {k}");
+            }
+        }
+        // Fewer than k in range, ties among them: only the final sort orders them.
+        let four = [(9, 100.0, 100.0), (8, 102.0, 100.0), (3, 98.0, 100.0), (6, 100.0, 102.0), (2, 100.0, 98.0)];
+        let s = build(&four);
+        let mut out = [AoiEntry::default(); 8];
+        assert_eq!(s.nearest(s.entity_of_slot(0, 9).unwrap(), &mut out), 4);
+        assert_eq!(out[..4].iter().map(|e| e.entity_id).collect::<Vec<_>>(), vec![2, 3, 6, 8]);
+    }
+
+    /// The hint for a viewer's next query: raid objects stay where they were, players may walk
+    /// a tick's closing farther; an answer of fewer than k gives no hint.
+    #[test]
+    fn the_next_hint_reaches_the_farthest_entry_where_it_can_be_a_tick_later() {
+        let entry = |distance_m: f32, kind: EntityKind| AoiEntry { distance_m, kind: kind as u8, ..AoiEntry::default() };
+        let answer =
+            [entry(1.0, EntityKind::Add), entry(2.5, EntityKind::Player), entry(3.0, EntityKind::Loot), entry(3.2, EntityKind::Add)];
+        assert_eq!(hint_reach_m(&answer, 4, 1.7), 4.2, "the player at 2.5 m may be 4.2 m away");
+        assert_eq!(hint_reach_m(&answer, 4, 0.5), 3.2, "the farthest object");
+        assert_eq!(hint_reach_m(&answer[..3], 4, 1.7), 0.0, "fewer than k: no hint");
+        assert_eq!(hint_reach_m(&answer, 0, 1.7), 0.0, "k = 0: no hint");
+        assert_eq!(hint_reach_m(&answer, 2, 1.7), 4.2, "only the first k count");
     }
 
     #[test]

@@ -4,7 +4,7 @@
 //! queries from the tick's positions, then answer the 1,000 queries.
 //!
 //! - `snapshot`: the core's world snapshot (`mmo_core::snapshot`): radix-sort the entities
-//!   into 8 m cells (structure of arrays), then the pruned nearest-K per player.
+//!   into 5 m cells (structure of arrays), then the pruned nearest-K per player.
 //! - `grid_3x3_scan`: what the core did before: scan the collision grid's 3x3 cells of 32 m
 //!   around each player, every member, into a sorted top-K (no build: the live grid is
 //!   already there; that grid costs locks the others do not).
@@ -19,7 +19,7 @@
 use criterion::{Criterion, criterion_group};
 use kiddo::{ImmutableKdTree, SquaredEuclidean};
 use mmo_core::records::{AoiEntry, EntityKind};
-use mmo_core::snapshot::{SnapshotBuilder, SnapshotGeometry, WorldSnapshot};
+use mmo_core::snapshot::{SnapshotBuilder, SnapshotGeometry, WorldSnapshot, hint_reach_m};
 use rustc_hash::FxHashMap;
 use std::hint::black_box;
 use std::num::NonZero;
@@ -219,7 +219,7 @@ fn bench_aoi(c: &mut Criterion) {
     group.finish();
 
     // The load tester's raid, during a burst and between bursts: the snapshot, without and
-    // with the engine's per-player hint (last tick's k-th distance plus what a tick closes).
+    // with the engine's per-player hint (last answer's reach plus the viewer's walk since).
     for (name, objects) in
         [("aoi_loadtest_raid_burst_1000_players_11000_objects", OBJECTS), ("aoi_loadtest_between_bursts_1000_players", 0)]
     {
@@ -234,7 +234,7 @@ fn bench_aoi(c: &mut Criterion) {
 }
 
 /// `snapshot_hinted`: two ticks a walk apart, alternated, so every hint was left one tick
-/// before.
+/// before, as the engine hints at the server's 10 Hz.
 fn bench_hinted(
     group: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>,
     world: &[Entity],
@@ -242,7 +242,7 @@ fn bench_hinted(
     snapshot: &mut WorldSnapshot,
     out: &mut [AoiEntry],
 ) {
-    let mut hints = vec![0.0f32; PLAYERS];
+    let mut hints = vec![Hint::default(); PLAYERS];
     let mut ticks = [world.to_vec(), world.to_vec()];
     walk(&mut ticks[1]);
     let mut tick = 0usize;
@@ -254,31 +254,47 @@ fn bench_hinted(
     });
 }
 
-/// Moves every player one tick's walk (0.4 m: 8 m/s for 50 ms), each its own way.
+/// The server's tick: 10 Hz (`mmo-server --tick-hz`).
+const SERVER_TICK_MS: u32 = 100;
+
+/// Moves every player one tick's walk (0.8 m: the load tester's 8 m/s for 100 ms), each its
+/// own way.
 fn walk(world: &mut [Entity]) {
     for (i, e) in world[..PLAYERS].iter_mut().enumerate() {
         let angle = i as f32 * 0.7;
-        e.x += 0.4 * angle.cos();
-        e.y += 0.4 * angle.sin();
+        e.x += 0.8 * angle.cos();
+        e.y += 0.8 * angle.sin();
     }
 }
 
-/// As the engine queries: each player's hint from its previous answer (its k-th distance
-/// plus the default configuration's `aoi_hint_closing_m`).
+/// What the engine keeps per player for its next query: its last answer's reach and where it
+/// stood.
+#[derive(Clone, Copy, Default)]
+struct Hint {
+    reach_m: f32,
+    x: f32,
+    y: f32,
+}
+
+/// As the engine queries: each player's hint is its last answer's reach
+/// (`mmo_core::snapshot::hint_reach_m`) plus how far it has walked since.
 fn snapshot_tick_hinted(
     world: &[Entity],
     builder: &mut SnapshotBuilder,
     snapshot: &mut WorldSnapshot,
     out: &mut [AoiEntry],
-    hints: &mut [f32],
+    hints: &mut [Hint],
 ) -> usize {
     build_snapshot(world, builder, snapshot);
-    let closing_m = mmo_core::CoreConfig::default().aoi_hint_closing_m();
+    let config = mmo_core::CoreConfig { tick_ms: SERVER_TICK_MS, ..mmo_core::CoreConfig::default() };
+    let closing_m = config.aoi_player_closing_m();
     let mut found = 0;
     for (slot, e) in world[..PLAYERS].iter().enumerate() {
         let viewer = snapshot.entity_of_slot(slot as u32, e.id).expect("every player is in the snapshot");
-        let (n, _) = snapshot.nearest_hinted(viewer, hints[slot], &mut out[..K]);
-        hints[slot] = if n == K { out[K - 1].distance_m + closing_m } else { 0.0 };
+        let h = hints[slot];
+        let hint_m = if h.reach_m > 0.0 { h.reach_m + (e.x - h.x).hypot(e.y - h.y) } else { 0.0 };
+        let (n, _) = snapshot.nearest_hinted(viewer, hint_m, &mut out[..K]);
+        hints[slot] = Hint { reach_m: hint_reach_m(&out[..n], K, closing_m), x: e.x, y: e.y };
         found += n;
     }
     found
