@@ -242,8 +242,8 @@ pub enum AoiLook {
 /// spawn, change kind and expire), so they add nothing. With the viewer's own move since
 /// added, this is the hint for its next query ([`WorldSnapshot::nearest_hinted`]): usually
 /// `k` entities still lie within it, so the narrow look is the answer; when not (an object
-/// expired, a player outran the tick's walk), the wide look follows, and the answer is the
-/// same either way.
+/// expired, a player outran the tick's walk, more than a tick passed since the last query),
+/// the wide look follows, and the answer is the same either way.
 pub fn hint_reach_m(answer: &[AoiEntry], k: usize, player_closing_m: f32) -> f32 {
     if k == 0 || answer.len() < k {
         return 0.0;
