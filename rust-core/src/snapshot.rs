@@ -626,17 +626,7 @@ fn sort_candidates(keys: &mut [u64], before: &impl Fn(u64, u64) -> bool) {
     keys.sort_unstable();
     // Ties: the keys' low halves are entity indices, not ids, so a run of equal distances is
     // ordered again by id.
-    let mut i = 0;
-    while i + 1 < keys.len() {
-        if keys[i] >> 32 != keys[i + 1] >> 32 {
-            i += 1;
-            continue;
-        }
-        let mut end = i + 2;
-        while end < keys.len() && keys[end] >> 32 == keys[i] >> 32 {
-            end += 1;
-        }
-        let run = &mut keys[i..end];
+    for run in keys.chunk_by_mut(|a, b| a >> 32 == b >> 32) {
         for j in 1..run.len() {
             let c = run[j];
             let mut at = j;
@@ -646,7 +636,6 @@ fn sort_candidates(keys: &mut [u64], before: &impl Fn(u64, u64) -> bool) {
             }
             run[at] = c;
         }
-        i = end;
     }
 }
 

@@ -18,6 +18,8 @@
 
 use criterion::{Criterion, criterion_group};
 use kiddo::{ImmutableKdTree, SquaredEuclidean};
+use mmo_core::economy::WalletHandle;
+use mmo_core::players::PlayerRecord;
 use mmo_core::records::{AoiEntry, EntityKind};
 use mmo_core::snapshot::{SnapshotBuilder, SnapshotGeometry, WorldSnapshot, hint_reach_m};
 use rustc_hash::FxHashMap;
@@ -242,14 +244,14 @@ fn bench_hinted(
     snapshot: &mut WorldSnapshot,
     out: &mut [AoiEntry],
 ) {
-    let mut hints = vec![Hint::default(); PLAYERS];
+    let hints: Vec<PlayerRecord> = (0..PLAYERS).map(|slot| PlayerRecord::new(1, slot as u32, 0, WalletHandle::NONE, 0)).collect();
     let mut ticks = [world.to_vec(), world.to_vec()];
     walk(&mut ticks[1]);
     let mut tick = 0usize;
     group.bench_function("snapshot_hinted", |b| {
         b.iter(|| {
             tick ^= 1;
-            black_box(snapshot_tick_hinted(&ticks[tick], builder, snapshot, out, &mut hints))
+            black_box(snapshot_tick_hinted(&ticks[tick], builder, snapshot, out, &hints))
         })
     });
 }
@@ -267,23 +269,14 @@ fn walk(world: &mut [Entity]) {
     }
 }
 
-/// What the engine keeps per player for its next query: its last answer's reach and where it
-/// stood.
-#[derive(Clone, Copy, Default)]
-struct Hint {
-    reach_m: f32,
-    x: f32,
-    y: f32,
-}
-
-/// As the engine queries: each player's hint is its last answer's reach
-/// (`mmo_core::snapshot::hint_reach_m`) plus how far it has walked since.
+/// As the engine queries (`Engine::nearest_hinted`): each player's hint is its record's last
+/// answer's reach (`mmo_core::snapshot::hint_reach_m`) plus how far it has walked since.
 fn snapshot_tick_hinted(
     world: &[Entity],
     builder: &mut SnapshotBuilder,
     snapshot: &mut WorldSnapshot,
     out: &mut [AoiEntry],
-    hints: &mut [Hint],
+    records: &[PlayerRecord],
 ) -> usize {
     build_snapshot(world, builder, snapshot);
     let config = mmo_core::CoreConfig { tick_ms: SERVER_TICK_MS, ..mmo_core::CoreConfig::default() };
@@ -291,10 +284,9 @@ fn snapshot_tick_hinted(
     let mut found = 0;
     for (slot, e) in world[..PLAYERS].iter().enumerate() {
         let viewer = snapshot.entity_of_slot(slot as u32, e.id).expect("every player is in the snapshot");
-        let h = hints[slot];
-        let hint_m = if h.reach_m > 0.0 { h.reach_m + (e.x - h.x).hypot(e.y - h.y) } else { 0.0 };
-        let (n, _) = snapshot.nearest_hinted(viewer, hint_m, &mut out[..K]);
-        hints[slot] = Hint { reach_m: hint_reach_m(&out[..n], K, closing_m), x: e.x, y: e.y };
+        let at = snapshot.position(viewer);
+        let (n, _) = snapshot.nearest_hinted(viewer, records[slot].aoi_hint_m(at), &mut out[..K]);
+        records[slot].set_aoi_reach(hint_reach_m(&out[..n], K, closing_m), at);
         found += n;
     }
     found
