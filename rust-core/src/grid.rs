@@ -430,11 +430,14 @@ impl Grid {
     }
 
     /// Appends raid objects to `cell`'s unordered tail with one copy under its lock (they were
-    /// created before); the tick orders them ([`Grid::order_objects`]).
+    /// created before); the tick orders them ([`Grid::order_objects`]). Each must lie in
+    /// `cell` grown by the hysteresis margin, as players do: contact queries look for them
+    /// only there.
     pub fn append_objects(&self, cell: CellKey, objects: &[ObjectMember], waits: &mut LockWaits) {
         if objects.is_empty() {
             return;
         }
+        debug_assert!(objects.iter().all(|m| self.cell_with_hysteresis(cell, m.x_m, m.y_m) == cell), "objects lie in their cell");
         self.cell_mut(cell, waits).objects.members.extend_from_slice(objects);
     }
 
@@ -1013,6 +1016,108 @@ mod tests {
             assert_eq!(expired.len(), due);
             live.retain(|m| m.expires_tick > burst + 1);
             check(&g, &live, &mut next, w);
+        }
+    }
+
+    /// Contact counts and visits against brute force (the same f32 arithmetic) where the
+    /// sub-cell shortcuts could go wrong: objects on sub-cell and cell boundaries and one ulp
+    /// either side, objects displaced into a neighbouring cell by up to the hysteresis margin,
+    /// queries whose circle passes through sub-cell corners or exactly through an object, in
+    /// the default world and in one whose sizes are not powers of two.
+    #[test]
+    fn contact_counts_match_brute_force_on_subcell_boundaries() {
+        let odd = CoreConfig { world_size_m: 3_000.0, cell_size_m: 30.0, cell_hysteresis_m: 1.7, ..CoreConfig::default() };
+        for (config, radius) in [(CoreConfig::default(), 8.0f32), (odd, 7.3)] {
+            let g = Grid::new(&config);
+            let w = &mut LockWaits::default();
+            let mut next = unit_sequence(0x5EB_CE11);
+            let sub = config.cell_size_m / OBJECT_SUBCELLS_PER_SIDE as f32;
+            let base = config.cell_size_m * 20.0;
+            let mut all: Vec<ObjectMember> = vec![];
+            let mut by_cell: std::collections::BTreeMap<CellKey, Vec<ObjectMember>> = Default::default();
+            let mut id = 0u64;
+            let mut place = |x: f32, y: f32, next: &mut dyn FnMut() -> f32| {
+                id += 1;
+                let m = ObjectMember { id, x_m: x, y_m: y, expires_tick: 9, kind: EntityKind::Add };
+                // Now and then filed under the neighbouring cell that still holds it within the
+                // margin, as a walker arriving from that side would be.
+                let (dx, dy) = (
+                    ((next() * 3.0) as i32 - 1) as f32 * config.cell_hysteresis_m,
+                    ((next() * 3.0) as i32 - 1) as f32 * config.cell_hysteresis_m,
+                );
+                let beside = g.cell_of(x + dx, y + dy);
+                let cell = if g.cell_with_hysteresis(beside, x, y) == beside { beside } else { g.cell_of(x, y) };
+                by_cell.entry(cell).or_default().push(m);
+                all.push(m);
+            };
+            // A lattice on the sub-cell boundaries of a 3 x 3 block of cells, each point also
+            // one ulp either side, and a scatter between.
+            let lines = 3 * OBJECT_SUBCELLS_PER_SIDE;
+            for i in 0..=lines {
+                for j in (0..=lines).step_by(3) {
+                    let (x, y) = (base + i as f32 * sub, base + j as f32 * sub);
+                    for (x, y) in [(x, y), (x.next_up(), y.next_down()), (x.next_down(), y.next_up())] {
+                        place(x, y, &mut next);
+                        place(y, x, &mut next);
+                    }
+                }
+            }
+            for _ in 0..3_000 {
+                let extent = 3.0 * config.cell_size_m;
+                place(base + next() * extent, base + next() * extent, &mut next);
+            }
+            let cells: Vec<CellKey> = by_cell.keys().copied().collect();
+            for (cell, objects) in &by_cell {
+                g.append_objects(*cell, objects, w);
+            }
+            let check = |g: &Grid, next: &mut dyn FnMut() -> f32, w: &mut LockWaits| {
+                for q in 0..2_000 {
+                    let (qx, qy) = match q % 3 {
+                        // The circle through a lattice corner (or an ulp beside it).
+                        0 => {
+                            let (i, j) = ((next() * lines as f32) as usize, (next() * lines as f32) as usize);
+                            let angle = next() * std::f32::consts::TAU;
+                            let (cx, cy) = (base + i as f32 * sub, base + j as f32 * sub);
+                            let (qx, qy) = (cx + radius * angle.cos(), cy + radius * angle.sin());
+                            if q % 2 == 0 { (qx, qy) } else { (qx.next_up(), qy.next_down()) }
+                        }
+                        // Exactly one radius east of an object.
+                        1 => {
+                            let m = all[(next() * all.len() as f32) as usize % all.len()];
+                            (m.x_m + radius, m.y_m)
+                        }
+                        _ => (base + next() * 3.0 * config.cell_size_m, base + next() * 3.0 * config.cell_size_m),
+                    };
+                    let r2 = radius * radius;
+                    let mut expected: Vec<u64> = all
+                        .iter()
+                        .filter(|m| {
+                            let (dx, dy) = (m.x_m - qx, m.y_m - qy);
+                            dx * dx + dy * dy <= r2
+                        })
+                        .map(|m| m.id)
+                        .collect();
+                    expected.sort_unstable();
+                    let mut found = vec![];
+                    let near = g.for_each_near(qx, qy, radius, 0, w, |id, _, _| {
+                        found.push(id);
+                        true
+                    });
+                    found.sort_unstable();
+                    assert_eq!(found, expected, "query at ({qx}, {qy}), radius {radius}");
+                    assert_eq!(near, expected.len());
+                    // A visitor full at once: everything else only counted.
+                    let counted = g.for_each_near(qx, qy, radius, 0, w, |_, _, _| false);
+                    assert_eq!(counted, expected.len(), "counted at ({qx}, {qy}), radius {radius}");
+                }
+            };
+            // The tails first, then the order the tick makes.
+            check(&g, &mut next, w);
+            let mut scratch = vec![];
+            let ordered: usize = cells.iter().map(|&c| g.order_objects(c, &mut scratch, w)).sum();
+            assert_eq!(ordered, all.len());
+            assert_eq!(g.misplaced(), 0);
+            check(&g, &mut next, w);
         }
     }
 

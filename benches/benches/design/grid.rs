@@ -227,6 +227,10 @@ const RAID_OBJECTS: usize = 11_000;
 const RAID_SQUARE_M: f32 = 120.0;
 const RAID_ORIGIN_M: f32 = 1_000.0;
 const CONTACT_QUERIES: usize = 1_000;
+/// The raid's bots: how many, and within how far of the burst's centre (the load tester's
+/// `--players` and `--raid-radius` defaults).
+const RAID_PLAYERS: u32 = 1_000;
+const RAID_PLAYER_RADIUS_M: f32 = 100.0;
 
 fn bench_contact_in_raid_crowd(c: &mut Criterion) {
     let config = CoreConfig::default();
@@ -279,6 +283,32 @@ fn bench_contact_in_raid_crowd(c: &mut Criterion) {
     group.bench_function("visit_all_ordered", |b| b.iter(|| black_box(visit_all(&grid))));
     let cap = config.contacts_per_move_max as usize;
     group.bench_function("engine_cap_8", |b| {
+        b.iter(|| {
+            let mut waits = LockWaits::default();
+            let (mut reported, mut truncated) = (0usize, 0usize);
+            for &(x, y) in &points {
+                let mut written = 0;
+                let near = grid.for_each_near(x, y, CONTACT_RADIUS_M, 0, &mut waits, |id, _, d2| {
+                    black_box((id, d2));
+                    written += 1;
+                    written < cap
+                });
+                reported += written;
+                truncated += near - written;
+            }
+            black_box((reported, truncated))
+        })
+    });
+    // The load tester's raid: its thousand bots within 100 m of the burst's centre, each in its
+    // cell's player list (their positions in the position table, by slot), so a move's query
+    // reads the players of the cells it reaches as well as the objects.
+    let centre_m = RAID_ORIGIN_M + RAID_SQUARE_M / 2.0;
+    for slot in 0..RAID_PLAYERS {
+        let (radius, angle) = (RAID_PLAYER_RADIUS_M * unit().sqrt(), unit() * std::f32::consts::TAU);
+        let (x, y) = (centre_m + radius * angle.cos(), centre_m + radius * angle.sin());
+        grid.insert_player(grid.cell_of(x, y), PlayerMember { id: slot as u64 + 1, slot }, x, y, &mut LockWaits::default());
+    }
+    group.bench_function("engine_cap_8_with_raid_players", |b| {
         b.iter(|| {
             let mut waits = LockWaits::default();
             let (mut reported, mut truncated) = (0usize, 0usize);
