@@ -7,7 +7,8 @@
 //!   lock, no search. Readers (contact queries, the tick's snapshot) load it.
 //! - **Cell membership**: a `DashMap` of cell key -> [`Cell`]. A cell lists its players as
 //!   `(id, slot)` (the position is read from the table, so a move that stays in its cell never
-//!   touches its cell) and its raid objects with their positions inline (objects never move).
+//!   touches its cell) and its raid objects with their positions (objects never move), stored
+//!   by field: x and y columns apart from ids, expiry and kind ([`CellObjects`]).
 //!   Membership changes only when a player crosses into another cell (beyond the hysteresis
 //!   margin), joins or leaves, and when raid bursts spawn or expire.
 //!
@@ -39,8 +40,9 @@
 //!   reads the tail whole.
 //! - Crowded cells grow geometrically (`Vec`'s doubling) and keep their room, so once a cell
 //!   has seen its busiest moment it never reallocates under its lock again. A cell's first
-//!   [`CELL_INLINE_PLAYERS`] players live inline in the map's slot, so walking into untouched
-//!   ground allocates only the map entry's share of a shard's table.
+//!   [`CELL_INLINE_PLAYERS`] players live inline in the map's slot and its raid objects behind
+//!   one pointer (allocated when a raid first reaches it), so walking into untouched ground
+//!   allocates only the map entry's share of a shard's table.
 //! - Every shard lock is taken through [`LockWaits`]: a held lock is counted and its wait
 //!   timed, so "moves never wait on the grid" is a measured figure.
 //!
@@ -58,6 +60,7 @@ use dashmap::DashMap;
 use dashmap::try_result::TryResult;
 use rustc_hash::FxBuildHasher;
 use smallvec::SmallVec;
+use std::ops::Range;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
@@ -102,24 +105,91 @@ pub const OBJECT_SUBCELLS_PER_SIDE: usize = 8;
 /// Sub-cells of one cell.
 const OBJECT_SUBCELLS: usize = OBJECT_SUBCELLS_PER_SIDE * OBJECT_SUBCELLS_PER_SIDE;
 
-/// Where each sub-cell's objects begin in [`CellObjects::members`]; entry `s + 1` is where
+/// Where each sub-cell's objects begin in a cell's [`CellObjects`]; entry `s + 1` is where
 /// sub-cell `s`'s end.
 type SubcellStarts = [u32; OBJECT_SUBCELLS + 1];
 
-/// A cell's raid objects: first those grouped by sub-cell (row-major, see
+/// What a cell keeps of a raid object besides its position.
+#[derive(Clone, Copy, Debug)]
+struct ObjectTag {
+    id: u64,
+    expires_tick: u32,
+    kind: EntityKind,
+}
+
+const _: () = assert!(std::mem::size_of::<ObjectTag>() == 16);
+
+/// A cell's raid objects, by field: positions in two columns apart from the rest, so the count
+/// of a contact query reads 8 bytes an object, four objects to an SSE instruction, and only a
+/// visited object's id and kind (the count is most of a raid move's query: 8 contacts
+/// reported, some 150 counted). First the objects grouped by sub-cell (row-major, see
 /// [`Grid::object_subcell`]), then the tail spawns appended since the tick last ordered them.
+/// Index `i` of each column is the same object. Boxed in its cell, which carries only the
+/// pointer until a raid reaches it; once allocated it is kept, with its columns' room.
 #[derive(Debug, Default)]
 struct CellObjects {
-    /// The ordered objects, sub-cell 0's first, then the unordered tail. Appended to by raid
-    /// spawn, ordered by the tick, compacted by expiry.
-    members: Vec<ObjectMember>,
-    /// Sub-cell boundaries in `members`; entry [`OBJECT_SUBCELLS`] is where the tail begins.
-    /// `None` until the tick first orders the cell (a cell only players walk through carries
-    /// no index).
-    starts: Option<Box<SubcellStarts>>,
+    /// Each object's x, metres, in the order (sub-cell 0's first, then the unordered tail).
+    /// Appended to by raid spawn, ordered by the tick, compacted by expiry (as are `ys` and
+    /// `tags`); read by contact queries and the snapshot build.
+    xs: Vec<f32>,
+    /// Each object's y, metres.
+    ys: Vec<f32>,
+    /// Each object's id, expiry and kind. The kind is also rewritten by a kill's relabel.
+    tags: Vec<ObjectTag>,
+    /// Sub-cell boundaries in the columns; entry [`OBJECT_SUBCELLS`] is where the tail
+    /// begins. `None` until the tick first orders the cell.
+    starts: Option<SubcellStarts>,
 }
 
 impl CellObjects {
+    /// Objects held.
+    #[inline]
+    fn len(&self) -> usize {
+        self.tags.len()
+    }
+
+    /// Object `i`, whole.
+    #[inline]
+    fn get(&self, i: usize) -> ObjectMember {
+        let t = self.tags[i];
+        ObjectMember { id: t.id, x_m: self.xs[i], y_m: self.ys[i], expires_tick: t.expires_tick, kind: t.kind }
+    }
+
+    /// Overwrites object `i`.
+    #[inline]
+    fn set(&mut self, i: usize, m: &ObjectMember) {
+        self.xs[i] = m.x_m;
+        self.ys[i] = m.y_m;
+        self.tags[i] = ObjectTag { id: m.id, expires_tick: m.expires_tick, kind: m.kind };
+    }
+
+    /// Object `from` copied over object `to`.
+    #[inline]
+    fn copy(&mut self, from: usize, to: usize) {
+        self.xs[to] = self.xs[from];
+        self.ys[to] = self.ys[from];
+        self.tags[to] = self.tags[from];
+    }
+
+    /// Appends `piece` (each column grows geometrically, as a `Vec` does).
+    fn extend_from_slice(&mut self, piece: &[ObjectMember]) {
+        self.xs.extend(piece.iter().map(|m| m.x_m));
+        self.ys.extend(piece.iter().map(|m| m.y_m));
+        self.tags.extend(piece.iter().map(|m| ObjectTag { id: m.id, expires_tick: m.expires_tick, kind: m.kind }));
+    }
+
+    /// Keeps the first `len` objects.
+    fn truncate(&mut self, len: usize) {
+        self.xs.truncate(len);
+        self.ys.truncate(len);
+        self.tags.truncate(len);
+    }
+
+    /// Objects `range`, whole, in order.
+    fn members(&self, range: Range<usize>) -> impl Iterator<Item = ObjectMember> + '_ {
+        range.map(|i| self.get(i))
+    }
+
     /// Where the unordered tail begins.
     #[inline]
     fn ordered(&self) -> usize {
@@ -128,8 +198,8 @@ impl CellObjects {
 
     /// The objects spawns appended since the tick last ordered the cell.
     #[inline]
-    fn tail(&self) -> &[ObjectMember] {
-        &self.members[self.ordered()..]
+    fn tail(&self) -> Range<usize> {
+        self.ordered()..self.len()
     }
 
     /// Merges `piece` (taken off the tail, which must be empty now) into the cell's order,
@@ -137,21 +207,23 @@ impl CellObjects {
     /// `s`'s new objects take among the piece's (a prefix sum of its counts). Each sub-cell's
     /// old objects shift right by the new objects of the sub-cells before it, last sub-cell
     /// first, so nothing is overwritten before it has moved; then each new object is written
-    /// into its sub-cell's gap. One pass of moves, no allocation beyond the `Vec`'s geometric
+    /// into its sub-cell's gap. One pass of moves, no allocation beyond the columns' geometric
     /// growth.
     fn merge(&mut self, piece: &[ObjectMember], added: &SubcellStarts, subcell: impl Fn(&ObjectMember) -> usize) {
         debug_assert_eq!(added[OBJECT_SUBCELLS] as usize, piece.len());
-        let starts = self.starts.get_or_insert_with(|| Box::new([0; OBJECT_SUBCELLS + 1]));
-        let old_len = self.members.len();
-        debug_assert_eq!(starts[OBJECT_SUBCELLS] as usize, old_len);
+        let old_len = self.len();
         // The length the merge ends with; these copies are overwritten below.
-        self.members.extend_from_slice(piece);
+        self.extend_from_slice(piece);
+        let starts = self.starts.get_or_insert([0; OBJECT_SUBCELLS + 1]);
+        debug_assert_eq!(starts[OBJECT_SUBCELLS] as usize, old_len);
         if old_len > 0 {
             for s in (0..OBJECT_SUBCELLS).rev() {
                 let (from, to) = (starts[s] as usize, starts[s + 1] as usize);
                 let shift = added[s] as usize;
                 if shift > 0 && to > from {
-                    self.members.copy_within(from..to, from + shift);
+                    self.xs.copy_within(from..to, from + shift);
+                    self.ys.copy_within(from..to, from + shift);
+                    self.tags.copy_within(from..to, from + shift);
                 }
             }
         }
@@ -160,26 +232,26 @@ impl CellObjects {
         for s in 0..OBJECT_SUBCELLS {
             gap[s] = starts[s + 1] + added[s];
         }
-        for m in piece {
-            let at = &mut gap[subcell(m)];
-            self.members[*at as usize] = *m;
-            *at += 1;
-        }
         for (start, add) in starts.iter_mut().zip(added) {
             *start += add;
         }
-        debug_assert_eq!(starts[OBJECT_SUBCELLS] as usize, self.members.len());
+        debug_assert_eq!(self.ordered(), self.len());
+        for m in piece {
+            let at = &mut gap[subcell(m)];
+            self.set(*at as usize, m);
+            *at += 1;
+        }
     }
 
     /// The objects of sub-cells `sx0..=sx1` in sub-row `sy` (contiguous in the order).
     #[inline]
-    fn row_span(&self, sy: usize, sx0: usize, sx1: usize) -> &[ObjectMember] {
+    fn row_span(&self, sy: usize, sx0: usize, sx1: usize) -> Range<usize> {
         match &self.starts {
             Some(starts) => {
                 let row = sy * OBJECT_SUBCELLS_PER_SIDE;
-                &self.members[starts[row + sx0] as usize..starts[row + sx1 + 1] as usize]
+                starts[row + sx0] as usize..starts[row + sx1 + 1] as usize
             }
-            None => &[],
+            None => 0..0,
         }
     }
 }
@@ -189,18 +261,20 @@ impl CellObjects {
 pub struct Cell {
     /// Players registered here. Written by movers crossing in or out, join and leave.
     players: SmallVec<[PlayerMember; CELL_INLINE_PLAYERS]>,
-    /// Raid objects registered here. Appended to by raid spawn, ordered and compacted by the tick.
-    objects: CellObjects,
+    /// Raid objects registered here (`None` until the first arrives). Appended to by raid
+    /// spawn, ordered and compacted by the tick.
+    objects: Option<Box<CellObjects>>,
 }
 
 /// The most cells a shard's table holds without growing, for the largest table that holds at
 /// most `need`. hashbrown keeps a power of two of buckets at most 7/8 full (3 in 4, 7 in 8),
 /// so a shard asked for 64 cells takes 128 buckets and leaves half of them empty for good,
-/// while 56 fill 64. A bucket is a cell's whole entry (80 bytes), and the cells in use are
+/// while 56 fill 64. A bucket is a cell's whole entry (56 bytes), and the cells in use are
 /// scattered over the table by their hash, so many of the never-used buckets share pages with
-/// used ones. With the default 8,192 players over 128 shards the map is 0.6 MiB instead of
-/// 1.25 MiB, with room for 7,168 cells instead of 8,192 before a shard grows; the server's
-/// peak RSS in a 1,000-bot raid run fell by 0.17 MiB (two runs each).
+/// used ones. With the default 8,192 players over 128 shards the map is 0.44 MiB instead of
+/// 0.88 MiB, with room for 7,168 cells instead of 8,192 before a shard grows; the server's
+/// peak RSS in a 1,000-bot raid run fell by 0.17 MiB (two runs each, when an entry was 80
+/// bytes).
 fn cells_filling_a_table(need: usize) -> usize {
     let holds = |buckets: usize| if buckets <= 8 { buckets - 1 } else { buckets / 8 * 7 };
     let mut buckets = 4;
@@ -214,7 +288,7 @@ fn cells_filling_a_table(need: usize) -> usize {
 }
 
 // A map entry (key and cell): what each bucket of a shard's table costs.
-const _: () = assert!(std::mem::size_of::<(CellKey, Cell)>() == 80);
+const _: () = assert!(std::mem::size_of::<(CellKey, Cell)>() == 56);
 
 /// Packed player positions by movement slot: `x` in the low 32 bits, `y` in the high 32, as
 /// `f32` bits, so a reader always gets both coordinates of one write.
@@ -438,7 +512,7 @@ impl Grid {
             return;
         }
         debug_assert!(objects.iter().all(|m| self.cell_with_hysteresis(cell, m.x_m, m.y_m) == cell), "objects lie in their cell");
-        self.cell_mut(cell, waits).objects.members.extend_from_slice(objects);
+        self.cell_mut(cell, waits).objects.get_or_insert_with(Box::default).extend_from_slice(objects);
     }
 
     /// Merges `cell`'s unordered tail into its sub-cell order, under its write lock: the tail
@@ -448,15 +522,15 @@ impl Grid {
     pub fn order_objects(&self, cell: CellKey, scratch: &mut Vec<ObjectMember>, waits: &mut LockWaits) -> usize {
         let origin = self.cell_origin(cell);
         let Some(mut c) = self.existing_cell_mut(cell, waits) else { return 0 };
-        let objects = &mut c.objects;
+        let Some(objects) = c.objects.as_deref_mut() else { return 0 };
         let ordered = objects.ordered();
-        let tail = objects.members.len() - ordered;
+        let tail = objects.len() - ordered;
         if tail == 0 {
             return 0;
         }
         scratch.clear();
-        scratch.extend_from_slice(&objects.members[ordered..]);
-        objects.members.truncate(ordered);
+        scratch.extend(objects.members(objects.tail()));
+        objects.truncate(ordered);
         // `added[s + 1]` counts sub-cell `s`, then the prefix sum makes `added[s]` its start.
         let mut added: SubcellStarts = [0; OBJECT_SUBCELLS + 1];
         for m in scratch.iter() {
@@ -474,38 +548,38 @@ impl Grid {
     /// how many moved.
     pub fn take_expired(&self, cell: CellKey, now_tick: u32, expired: &mut Vec<ObjectMember>, waits: &mut LockWaits) -> usize {
         let Some(mut c) = self.existing_cell_mut(cell, waits) else { return 0 };
-        let objects = &mut c.objects;
+        let Some(objects) = c.objects.as_deref_mut() else { return 0 };
         let before = expired.len();
-        let len = objects.members.len();
+        let len = objects.len();
         // Compaction sub-cell by sub-cell, then the tail: what stays keeps its order, and each
         // sub-cell's new start is where its first survivor lands.
         let mut kept = 0usize;
         let mut read = 0usize;
-        let mut keep = |read: usize, kept: &mut usize, members: &mut Vec<ObjectMember>| {
-            let m = members[read];
-            if m.expires_tick > now_tick {
-                members[*kept] = m;
+        let mut keep = |read: usize, kept: &mut usize, objects: &mut CellObjects| {
+            if objects.tags[read].expires_tick > now_tick {
+                objects.copy(read, *kept);
                 *kept += 1;
             } else {
-                expired.push(m);
+                expired.push(objects.get(read));
             }
         };
-        if let Some(starts) = objects.starts.as_deref_mut() {
+        if let Some(mut starts) = objects.starts {
             for s in 0..OBJECT_SUBCELLS {
                 let end = starts[s + 1] as usize;
                 starts[s] = kept as u32;
                 while read < end {
-                    keep(read, &mut kept, &mut objects.members);
+                    keep(read, &mut kept, objects);
                     read += 1;
                 }
             }
             starts[OBJECT_SUBCELLS] = kept as u32;
+            objects.starts = Some(starts);
         }
         while read < len {
-            keep(read, &mut kept, &mut objects.members);
+            keep(read, &mut kept, objects);
             read += 1;
         }
-        objects.members.truncate(kept);
+        objects.truncate(kept);
         expired.len() - before
     }
 
@@ -516,16 +590,14 @@ impl Grid {
     pub fn relabel_object(&self, cell: CellKey, id: u64, x_m: f32, y_m: f32, kind: EntityKind, waits: &mut LockWaits) -> bool {
         let s = self.object_subcell(self.cell_origin(cell), x_m, y_m);
         let Some(mut c) = self.existing_cell_mut(cell, waits) else { return false };
-        let objects = &mut c.objects;
-        let ordered = objects.ordered();
-        let span = match objects.starts.as_deref() {
+        let Some(objects) = c.objects.as_deref_mut() else { return false };
+        let span = match &objects.starts {
             Some(starts) => starts[s] as usize..starts[s + 1] as usize,
             None => 0..0,
         };
-        let (ordered_part, tail) = objects.members.split_at_mut(ordered);
-        match ordered_part[span].iter_mut().chain(tail.iter_mut()).find(|m| m.id == id) {
-            Some(m) => {
-                m.kind = kind;
+        match span.chain(objects.tail()).find(|&i| objects.tags[i].id == id) {
+            Some(i) => {
+                objects.tags[i].kind = kind;
                 true
             }
             None => false,
@@ -535,8 +607,10 @@ impl Grid {
     /// Calls `visit` for each raid object of `cell` under its read lock (the snapshot build).
     /// `visit` must not touch the grid.
     pub fn for_each_object(&self, cell: CellKey, waits: &mut LockWaits, mut visit: impl FnMut(&ObjectMember)) {
-        if let Some(c) = self.existing_cell(cell, waits) {
-            c.objects.members.iter().for_each(&mut visit);
+        if let Some(c) = self.existing_cell(cell, waits)
+            && let Some(objects) = c.objects.as_deref()
+        {
+            objects.members(0..objects.len()).for_each(|m| visit(&m));
         }
     }
 
@@ -596,35 +670,44 @@ impl Grid {
                         visiting = visit(m.id, EntityKind::Player, d2);
                     }
                 }
-                if c.objects.members.is_empty() {
+                let Some(objects) = c.objects.as_deref() else { continue };
+                if objects.len() == 0 {
                     continue;
                 }
                 let origin = self.cell_origin(cell);
                 let (sx0, sx1) = (self.subcell_axis(x - edge, origin.0), self.subcell_axis(x + edge, origin.0));
                 let (sy0, sy1) = (self.subcell_axis(y - edge, origin.1), self.subcell_axis(y + edge, origin.1));
                 // The sub-rows' spans of the order, then the tail the tick has not ordered yet.
-                let spans = (sy0..=sy1).map(|sy| c.objects.row_span(sy, sx0, sx1)).chain(std::iter::once(c.objects.tail()));
-                // Every span's lines asked for before the first is read: between two moves the
-                // worker's sends through the kernel evict them, and a span of some fifty
-                // objects (1.2 KiB) ends before the hardware prefetcher has caught its stream.
-                spans.clone().for_each(prefetch_members);
+                let spans = (sy0..=sy1).map(|sy| objects.row_span(sy, sx0, sx1)).chain(std::iter::once(objects.tail()));
+                // Every span's positions asked for before the first is read: between two moves
+                // the worker's sends through the kernel evict them, and a span of some fifty
+                // objects (two columns of 200 bytes) ends before the hardware prefetcher has
+                // caught its stream. Ids and kinds are read only for the contacts visited.
+                spans.clone().for_each(|span| {
+                    prefetch_lines(&objects.xs[span.clone()]);
+                    prefetch_lines(&objects.ys[span]);
+                });
                 for span in spans {
-                    let mut counted_from = 0;
+                    let mut counted_from = span.start;
                     if visiting {
-                        counted_from = span.len();
-                        for (i, m) in span.iter().enumerate() {
-                            let (near, d2) = within(m.x_m, m.y_m);
+                        counted_from = span.end;
+                        let (xs, ys) = (&objects.xs[span.clone()], &objects.ys[span.clone()]);
+                        for (i, ((&mx, &my), tag)) in xs.iter().zip(ys).zip(&objects.tags[span.clone()]).enumerate() {
+                            let (near, d2) = within(mx, my);
                             if near {
                                 found += 1;
-                                if !visit(m.id, m.kind, d2) {
+                                if !visit(tag.id, tag.kind, d2) {
                                     visiting = false;
-                                    counted_from = i + 1;
+                                    counted_from = span.start + i + 1;
                                     break;
                                 }
                             }
                         }
                     }
-                    found += span[counted_from..].iter().map(|m| usize::from(within(m.x_m, m.y_m).0)).sum::<usize>();
+                    // Counted in `u32` lanes, four to an SSE register (a span holds far fewer
+                    // than 2^32 objects).
+                    let (xs, ys) = (&objects.xs[counted_from..span.end], &objects.ys[counted_from..span.end]);
+                    found += xs.iter().zip(ys).map(|(&mx, &my)| u32::from(within(mx, my).0)).sum::<u32>() as usize;
                 }
             }
         }
@@ -637,7 +720,10 @@ impl Grid {
         let mut found: Vec<CellKey> = self
             .cells
             .iter()
-            .filter(|e| e.value().players.iter().any(|m| m.id == id) || e.value().objects.members.iter().any(|m| m.id == id))
+            .filter(|e| {
+                let c = e.value();
+                c.players.iter().any(|m| m.id == id) || c.objects.as_deref().is_some_and(|o| o.tags.iter().any(|t| t.id == id))
+            })
             .map(|e| *e.key())
             .collect();
         found.sort_unstable();
@@ -649,7 +735,7 @@ impl Grid {
         let mut census = GridCensus::default();
         for entry in self.cells.iter() {
             census.players += entry.value().players.len();
-            census.objects += entry.value().objects.members.len();
+            census.objects += entry.value().objects.as_deref().map_or(0, CellObjects::len);
         }
         census
     }
@@ -671,20 +757,23 @@ impl Grid {
                         self.cell_with_hysteresis(key, x, y) != key
                     })
                     .count();
+                let Some(objects) = c.objects.as_deref() else { return players };
+                let columns_apart = usize::from(objects.xs.len() != objects.len() || objects.ys.len() != objects.len());
                 let origin = self.cell_origin(key);
-                let out_of_order = match &c.objects.starts {
+                let out_of_order = match &objects.starts {
                     Some(starts) => {
                         (0..OBJECT_SUBCELLS)
                             .map(|s| {
-                                let span = &c.objects.members[starts[s] as usize..starts[s + 1] as usize];
-                                span.iter().filter(|m| self.object_subcell(origin, m.x_m, m.y_m) != s).count()
+                                let span = starts[s] as usize..(starts[s + 1] as usize).min(objects.len());
+                                objects.members(span).filter(|m| self.object_subcell(origin, m.x_m, m.y_m) != s).count()
                             })
                             .sum::<usize>()
-                            + (starts[OBJECT_SUBCELLS] as usize).saturating_sub(c.objects.members.len())
+                            + (starts[OBJECT_SUBCELLS] as usize).saturating_sub(objects.len())
                     }
                     None => 0,
                 };
-                players + out_of_order + c.objects.members.iter().filter(|m| self.cell_with_hysteresis(key, m.x_m, m.y_m) != key).count()
+                let outside = objects.members(0..objects.len()).filter(|m| self.cell_with_hysteresis(key, m.x_m, m.y_m) != key).count();
+                players + columns_apart + out_of_order + outside
             })
             .sum()
     }
@@ -698,7 +787,7 @@ impl Grid {
 /// Asks the cache for every line of `members` (a hint: no effect on what is read, and none on
 /// targets without it).
 #[inline]
-fn prefetch_members(members: &[ObjectMember]) {
+fn prefetch_lines<T>(members: &[T]) {
     #[cfg(target_arch = "x86_64")]
     {
         use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
@@ -707,7 +796,7 @@ fn prefetch_members(members: &[ObjectMember]) {
         let bytes = std::mem::size_of_val(members);
         let start = members.as_ptr().cast::<i8>();
         // The last line too: a span need not start on a line.
-        for offset in (0..bytes).step_by(LINE).chain((bytes > 0).then_some(bytes - 1)) {
+        for offset in (0..bytes).step_by(LINE).chain(bytes.checked_sub(1)) {
             // SAFETY: `offset < bytes`, so the address lies within `members`; a prefetch reads
             // nothing into the program and cannot fault.
             unsafe { _mm_prefetch::<_MM_HINT_T0>(start.add(offset)) };
@@ -987,7 +1076,8 @@ mod tests {
                 let mut scratch = vec![];
                 let ordered: usize = cells.iter().map(|&c| g.order_objects(c, &mut scratch, w)).sum();
                 assert!(ordered >= 3_000, "this burst and what is left of the last: {ordered}");
-                let ordered_now: usize = cells.iter().map(|&c| g.cells.get(&c).map_or(0, |e| e.objects.ordered())).sum();
+                let ordered_now: usize =
+                    cells.iter().map(|&c| g.cells.get(&c).map_or(0, |e| e.objects.as_deref().map_or(0, CellObjects::ordered))).sum();
                 assert_eq!(ordered_now, g.census().objects, "no tail left in the burst's cells");
                 assert!(cells.iter().all(|&c| g.order_objects(c, &mut scratch, w) == 0), "ordered once");
             }
