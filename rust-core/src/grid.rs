@@ -8,7 +8,7 @@
 //! - **Cell membership**: a `DashMap` of cell key -> [`Cell`]. A cell lists its players as
 //!   `(id, slot)` (the position is read from the table, so a move that stays in its cell never
 //!   touches its cell) and its raid objects with their positions (objects never move), stored
-//!   by field: x and y columns apart from ids, expiry and kind ([`CellObjects`]).
+//!   by field: x and y columns apart from ids, expiry and kind (`CellObjects`).
 //!   Membership changes only when a player crosses into another cell (beyond the hysteresis
 //!   margin), joins or leaves, and when raid bursts spawn or expire.
 //!
