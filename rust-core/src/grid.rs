@@ -119,6 +119,14 @@ struct ObjectTag {
 
 const _: () = assert!(std::mem::size_of::<ObjectTag>() == 16);
 
+impl ObjectTag {
+    /// `m`'s tag.
+    #[inline]
+    fn of(m: &ObjectMember) -> Self {
+        Self { id: m.id, expires_tick: m.expires_tick, kind: m.kind }
+    }
+}
+
 /// A cell's raid objects, by field: positions in two columns apart from the rest, so the count
 /// of a contact query reads 8 bytes an object, four objects to an SSE instruction, and only a
 /// visited object's id and kind (the count is most of a raid move's query: 8 contacts
@@ -160,7 +168,7 @@ impl CellObjects {
     fn set(&mut self, i: usize, m: &ObjectMember) {
         self.xs[i] = m.x_m;
         self.ys[i] = m.y_m;
-        self.tags[i] = ObjectTag { id: m.id, expires_tick: m.expires_tick, kind: m.kind };
+        self.tags[i] = ObjectTag::of(m);
     }
 
     /// Object `from` copied over object `to`.
@@ -175,7 +183,7 @@ impl CellObjects {
     fn extend_from_slice(&mut self, piece: &[ObjectMember]) {
         self.xs.extend(piece.iter().map(|m| m.x_m));
         self.ys.extend(piece.iter().map(|m| m.y_m));
-        self.tags.extend(piece.iter().map(|m| ObjectTag { id: m.id, expires_tick: m.expires_tick, kind: m.kind }));
+        self.tags.extend(piece.iter().map(ObjectTag::of));
     }
 
     /// Keeps the first `len` objects.
@@ -1110,7 +1118,7 @@ mod tests {
     }
 
     /// Contact counts and visits against brute force (the same f32 arithmetic) where the
-    /// sub-cell shortcuts could go wrong: objects on sub-cell and cell boundaries and one ulp
+    /// choice of cells and sub-cells to read could go wrong: objects on sub-cell and cell boundaries and one ulp
     /// either side, objects displaced into a neighbouring cell by up to the hysteresis margin,
     /// queries whose circle passes through sub-cell corners or exactly through an object, in
     /// the default world and in one whose sizes are not powers of two.
