@@ -71,7 +71,7 @@ int main(int argc, char** argv) {
   // Freed pages go back to the kernel at once rather than after mimalloc's default 25 ms: the
   // server's steady state allocates nothing, so what it frees is start-up, join and the
   // economy committer's transient memory, and holding it only raises the peak. Measured
-  // (README, "Rust core vs C++ baseline"): peak RSS of a 1,000-bot raid run 35.1-35.4 MB
+  // (docs/results/history.md, the run of bfceae8): peak RSS of a 1,000-bot raid run 35.1-35.4 MB
   // before, 34.3-34.7 MB after, CPU per update unchanged within the runs' spread.
   // `set_default` leaves a value the operator gave in MIMALLOC_DECOMMIT_DELAY alone.
   mi_option_set_default(mi_option_decommit_delay, 0);
