@@ -168,9 +168,9 @@ loom:
 
 ## The comparison of the engines (docs in README "Rust core vs C++ baseline"): each row
 ## (rust, rust-memory, baseline, baseline-mimalloc, baseline-jemalloc, null-engine) under the
-## same load, three interleaved plain runs each, then heaptrack and perf; writes
-## report/compare.md and report/compare.json. Full mode about 35 minutes on the 2-core
-## development machine.
+## same load, three interleaved plain runs each, then heaptrack, then three interleaved perf
+## runs; writes report/compare.md and report/compare.json. Full mode about 40 minutes on the
+## 2-core development machine.
 compare: deps build
 	cmake -S cpp-net -B $(SYSALLOC_BUILD) $(CMAKE_FLAGS) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMMO_SERVER_MIMALLOC=OFF
 	cmake --build $(SYSALLOC_BUILD) --target mmo-server

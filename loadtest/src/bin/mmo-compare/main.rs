@@ -16,11 +16,13 @@
 //! | plain raid, `--repeats` times | same | raid bursts, `T` | raid spawn ms, round trip during raids, peak RSS |
 //! | heaptrack steady `T` and `2T` | system-allocator build under heaptrack | steady | allocation calls per steady update: the *difference* of the two runs over the difference of their updates, so start-up and joins cancel out |
 //! | heaptrack raid | same | raid, `T` | allocation calls per raid burst (against the steady `T` run), peak heap, temporaries, leaks |
-//! | perf | the row's production build | raid, `T` | top symbols by self time, a flame graph, the engine's share of whole stacks, the share of stacks without a known root |
+//! | perf, `--perf-repeats` times | the row's production build | raid, `T` | the engine's, front's, kernel's and store's shares of whole stacks and CPU ns per update, the share of stacks without a known root; from the first: top symbols by self time and a flame graph |
 //!
 //! The plain runs are interleaved (every row's steady and raid run, then every row's again),
-//! so a drift in the machine spreads over all rows instead of landing on one; the report gives
-//! each figure's median over the repeats with its min and max, and ratios of medians.
+//! and so are the perf runs, so a drift in the machine spreads over all rows instead of landing
+//! on one; the report gives each figure's median over the repeats with its min and max, and
+//! ratios of medians. The engine's CPU per update is therefore the median of several perf
+//! runs: one run's figure moves with the machine by more than most changes to the code do.
 //! `--pin` gives the server and the load tester disjoint CPUs when the machine has at least
 //! four; the report says what was pinned.
 //!
@@ -157,7 +159,11 @@ struct Args {
     /// Skip the heaptrack runs.
     #[arg(long)]
     no_heaptrack: bool,
-    /// Skip the perf run.
+    /// Perf runs of each row, interleaved (default: 3 full, 1 quick); each profile's figures
+    /// are a run of their own in the report's medians.
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=20))]
+    perf_repeats: Option<u32>,
+    /// Skip the perf runs.
     #[arg(long)]
     no_perf: bool,
 }
@@ -174,18 +180,22 @@ struct RowResult {
     heap_steady_short: Option<(heaptrack::HeapFigures, u64)>,
     heap_steady_long: Option<(heaptrack::HeapFigures, u64)>,
     heap_raid: Option<(heaptrack::HeapFigures, u64, u64)>,
+    /// The first perf run's top symbols and flame graph.
     top_symbols: Vec<perf::TopSymbol>,
     flamegraph: Option<String>,
-    /// Share of the perf run's samples inside the engine, and that run's CPU ns per update.
-    engine_share: Option<f64>,
-    /// Share of the perf run's samples in the kernel outside any engine call.
-    kernel_share: Option<f64>,
-    /// Share of the perf samples on the economy's store threads (committer and checkpoint).
-    store_share: Option<f64>,
-    /// Share of the perf run's samples whose stack does not reach a known root.
-    unknown_root_share: Option<f64>,
-    perf_cpu_ns_per_update: Option<f64>,
+    /// Each perf run's figures, in the order run.
+    perf_runs: Vec<PerfRun>,
     notes: Vec<String>,
+}
+
+/// What one perf run (raid load) of a row measured.
+#[derive(Clone, Copy, Debug, Default)]
+struct PerfRun {
+    /// Shares of the samples by whole stack: engine, store, kernel outside engine calls, and
+    /// stacks that do not reach a known root.
+    shares: perf::Shares,
+    /// The server's CPU (user + system) per update over that run.
+    cpu_ns_per_update: Option<f64>,
 }
 
 struct Harness {
@@ -326,30 +336,31 @@ impl Harness {
         Ok((heaptrack::summarize(&trace)?, json))
     }
 
-    fn perf_run(&self, row: Row, result: &mut RowResult) -> Result<()> {
+    /// Perf run `rep` of a row (raid load): its shares and CPU per update; the first also
+    /// writes the row's top symbols and flame graph.
+    fn perf_run(&self, row: Row, rep: u32, result: &mut RowResult) -> Result<()> {
         let server = ServerProcess::start(&self.server_spec(row, true, Wrapper::None))?;
         let data = self.args.out.join(format!("perf-{}.data", row.name()));
         let recording = perf::record(server.server_pid, &data)?;
-        let json_path = self.args.out.join(format!("perf-{}.json", row.name()));
+        let json_name = if rep == 0 { format!("perf-{}.json", row.name()) } else { format!("perf-{}-{}.json", row.name(), rep + 1) };
+        let json_path = self.args.out.join(json_name);
         let outcome = process::run_loadtest(&self.args.loadtest, server.port, &self.loadtest_args("raid", self.phase, None), &json_path);
         recording.finish()?;
         server.stop()?;
         let (json, _) = outcome?;
-        result.top_symbols = perf::top_symbols(&data, 15)?;
-        let svg = format!("flame-{}.svg", row.name());
-        let shares =
-            perf::flamegraph(&data, &format!("mmo-server --engine {} (raid load), cpu-clock", row.engine()), &self.args.out.join(&svg))?;
-        result.engine_share = shares.engine;
-        result.kernel_share = shares.kernel;
-        result.store_share = shares.store;
-        result.unknown_root_share = shares.unknown_root;
-        result.flamegraph = Some(svg);
-        let delta = |k: &str| json.get("server_delta").and_then(|d| d.get(k)).and_then(|v| v.as_f64());
-        if let (Some(u), Some(s), Some(n)) = (delta("cpu_user_us"), delta("cpu_system_us"), delta("engine_moves_applied"))
-            && n > 0.0
-        {
-            result.perf_cpu_ns_per_update = Some((u + s) * 1000.0 / n);
+        let folded = perf::fold(&data)?;
+        if rep == 0 {
+            result.top_symbols = perf::top_symbols(&data, 15)?;
+            let svg = format!("flame-{}.svg", row.name());
+            perf::flamegraph(&folded, &format!("mmo-server --engine {} (raid load), cpu-clock", row.engine()), &self.args.out.join(&svg))?;
+            result.flamegraph = Some(svg);
         }
+        let delta = |k: &str| json.get("server_delta").and_then(|d| d.get(k)).and_then(|v| v.as_f64());
+        let cpu_ns_per_update = match (delta("cpu_user_us"), delta("cpu_system_us"), delta("engine_moves_applied")) {
+            (Some(u), Some(s), Some(n)) if n > 0.0 => Some((u + s) * 1000.0 / n),
+            _ => None,
+        };
+        result.perf_runs.push(PerfRun { shares: perf::Shares::of(&String::from_utf8_lossy(&folded)), cpu_ns_per_update });
         let _ = std::fs::remove_file(&data);
         Ok(())
     }
@@ -380,9 +391,8 @@ impl Harness {
         });
     }
 
-    /// A row's heaptrack and perf runs (once each: allocation counts do not drift with the
-    /// machine's load, and a profile's shares are read within one run).
-    fn run_profiles(&self, row: Row, heaptrack_ok: bool, perf_ok: bool, r: &mut RowResult) {
+    /// A row's heaptrack runs (once: allocation counts do not drift with the machine's load).
+    fn run_heaptrack(&self, row: Row, heaptrack_ok: bool, r: &mut RowResult) {
         if heaptrack_ok && row.preload(&self.args).is_some() {
             r.notes.push("heaptrack runs skipped for this row: heaptrack does not see the allocations of a preloaded allocator; its allocation calls are the baseline row's (the same code)".into());
         } else if heaptrack_ok {
@@ -403,11 +413,6 @@ impl Harness {
             });
         } else {
             r.notes.push("heaptrack runs skipped (heaptrack not installed or --no-heaptrack)".into());
-        }
-        if perf_ok {
-            self.step(row, "perf (raid load)", r, &mut |r| self.perf_run(row, r));
-        } else {
-            r.notes.push("perf run skipped (perf cannot record here or --no-perf)".into());
         }
     }
 }
@@ -449,6 +454,7 @@ fn main() -> Result<()> {
     let phase = Duration::from_secs(args.phase_s.unwrap_or(if args.quick { 6 } else { 30 }));
     let players = args.players.unwrap_or(if args.quick { 500 } else { 1000 });
     let repeats = args.repeats.unwrap_or(if args.quick { 1 } else { 3 });
+    let perf_repeats = args.perf_repeats.unwrap_or(if args.quick { 1 } else { 3 });
     let rows: Vec<Row> = if !args.rows.is_empty() {
         args.rows.clone()
     } else if args.quick {
@@ -480,7 +486,16 @@ fn main() -> Result<()> {
         }
     }
     for (row, r) in rows.iter().zip(results.iter_mut()) {
-        harness.run_profiles(*row, heaptrack_ok, perf_ok, r);
+        harness.run_heaptrack(*row, heaptrack_ok, r);
+    }
+    for rep in 0..perf_repeats {
+        for (row, r) in rows.iter().zip(results.iter_mut()) {
+            if perf_ok {
+                harness.step(*row, &format!("perf (raid load) #{}", rep + 1), r, &mut |r| harness.perf_run(*row, rep, r));
+            } else if rep == 0 {
+                r.notes.push("perf runs skipped (perf cannot record here or --no-perf)".into());
+            }
+        }
     }
     let rows: Vec<(&'static str, RowResult)> = rows.iter().map(|r| r.name()).zip(results).collect();
     let command = std::env::args().collect::<Vec<_>>().join(" ");
@@ -494,6 +509,7 @@ fn main() -> Result<()> {
             players,
             server_threads: harness.args.server_threads,
             repeats,
+            perf_repeats: if perf_ok { perf_repeats } else { 0 },
             pinning: harness.pin.note.clone(),
             elapsed_s: started.elapsed().as_secs_f64(),
             capacity: report::read_capacity(&harness.args.capacity_dir),

@@ -200,35 +200,43 @@ pub struct Shares {
     pub unknown_root: Option<f64>,
 }
 
-/// `perf script` | collapse (inferno) | flame graph SVG (inferno) into `svg`. Returns the
-/// engine's share of the samples and the share without a known root.
-pub fn flamegraph(data: &Path, title: &str, svg: &Path) -> Result<Shares> {
+impl Shares {
+    /// Every share of one profile's folded stacks.
+    pub fn of(folded: &str) -> Self {
+        Self {
+            engine: engine_share(folded),
+            store: store_share(folded),
+            kernel: kernel_share(folded),
+            unknown_root: unknown_root_share(folded),
+        }
+    }
+}
+
+/// `perf script` | collapse (inferno): one line per distinct whole stack, its first frame the
+/// thread's name, kernel frames marked `_[k]` (the split between the front and the kernel
+/// reads them).
+pub fn fold(data: &Path) -> Result<Vec<u8>> {
     let script = Command::new("perf").args(["script", "-i"]).arg(data).stderr(Stdio::null()).output().context("running perf script")?;
     if !script.status.success() {
         bail!("perf script failed");
     }
     let mut folded = Vec::new();
-    {
-        use inferno::collapse::Collapse;
-        let mut options = inferno::collapse::perf::Options::default();
-        // Kernel frames end in `_[k]`: the split between the front and the kernel reads it.
-        options.annotate_kernel = true;
-        let mut folder = inferno::collapse::perf::Folder::from(options);
-        folder.collapse(BufReader::new(&script.stdout[..]), &mut folded).context("collapsing perf stacks")?;
-    }
+    use inferno::collapse::Collapse;
+    let mut options = inferno::collapse::perf::Options::default();
+    options.annotate_kernel = true;
+    let mut folder = inferno::collapse::perf::Folder::from(options);
+    folder.collapse(BufReader::new(&script.stdout[..]), &mut folded).context("collapsing perf stacks")?;
+    Ok(folded)
+}
+
+/// A flame graph SVG (inferno) of `folded` stacks into `svg`, and the folded stacks beside it
+/// (`.folded`: the input of any other flame graph tool).
+pub fn flamegraph(folded: &[u8], title: &str, svg: &Path) -> Result<()> {
     let mut options = inferno::flamegraph::Options::default();
     options.title = title.to_string();
     let file = std::fs::File::create(svg).with_context(|| format!("creating {}", svg.display()))?;
-    inferno::flamegraph::from_reader(&mut options, &folded[..], std::io::BufWriter::new(file)).context("drawing the flame graph")?;
-    // The folded stacks too, next to the graph: the input of any other flame graph tool.
-    std::fs::write(svg.with_extension("folded"), &folded).with_context(|| format!("writing {}", svg.with_extension("folded").display()))?;
-    let folded = String::from_utf8_lossy(&folded);
-    Ok(Shares {
-        engine: engine_share(&folded),
-        store: store_share(&folded),
-        kernel: kernel_share(&folded),
-        unknown_root: unknown_root_share(&folded),
-    })
+    inferno::flamegraph::from_reader(&mut options, folded, std::io::BufWriter::new(file)).context("drawing the flame graph")?;
+    std::fs::write(svg.with_extension("folded"), folded).with_context(|| format!("writing {}", svg.with_extension("folded").display()))
 }
 
 /// Whether `perf` can record here (it is installed and the kernel lets this user sample).

@@ -2,7 +2,7 @@
 //! summary, from the runs of every row: each figure's median over the repeated plain runs with
 //! its min and max, ratios of medians, and every row's cost above the null engine's floor.
 
-use crate::RowResult;
+use crate::{PerfRun, RowResult};
 use anyhow::{Context, Result};
 use serde_json::{Map, Value, json};
 use std::fmt::Write as _;
@@ -22,6 +22,8 @@ pub struct RunInfo {
     pub server_threads: u32,
     /// Plain runs per row.
     pub repeats: u32,
+    /// Perf runs per row (0: none).
+    pub perf_repeats: u32,
     /// What was pinned where.
     pub pinning: String,
     /// Wall time of the whole comparison.
@@ -89,10 +91,12 @@ struct RowFigures {
     runs: Vec<Map<String, Value>>,
 }
 
-/// The figures of one row, over its repeats.
+/// The figures of one row, over its repeats: run `i` holds plain run `i`'s figures and perf
+/// run `i`'s (either may be missing: there may be more of one kind than of the other).
 fn figures(r: &RowResult) -> RowFigures {
-    let n = r.plain_steady.len().max(r.plain_raid.len()).max(1);
-    let runs: Vec<Map<String, Value>> = (0..n).map(|i| figures_one(r, r.plain_steady.get(i), r.plain_raid.get(i))).collect();
+    let n = r.plain_steady.len().max(r.plain_raid.len()).max(r.perf_runs.len()).max(1);
+    let runs: Vec<Map<String, Value>> =
+        (0..n).map(|i| figures_one(r, r.plain_steady.get(i), r.plain_raid.get(i), r.perf_runs.get(i))).collect();
     RowFigures {
         median: combine(&runs, median),
         min: combine(&runs, |v| v.iter().copied().fold(f64::INFINITY, f64::min)),
@@ -132,9 +136,9 @@ fn combine(runs: &[Map<String, Value>], pick: fn(&[f64]) -> f64) -> Map<String, 
     out
 }
 
-/// The figures of one row from one steady and one raid plain run (and the row's single
-/// heaptrack and perf runs), in the schema's names. `None` where a run failed or was skipped.
-fn figures_one(r: &RowResult, steady: Option<&Value>, raid: Option<&Value>) -> Map<String, Value> {
+/// The figures of one row from one steady and one raid plain run, one perf run, and the row's
+/// single heaptrack set, in the schema's names. `None` where a run failed or was skipped.
+fn figures_one(r: &RowResult, steady: Option<&Value>, raid: Option<&Value>, perf: Option<&PerfRun>) -> Map<String, Value> {
     let mut m = Map::new();
     let put = |m: &mut Map<String, Value>, k: &str, v: Option<f64>| {
         m.insert(k.into(), v.map_or(Value::Null, |x| json!(x)));
@@ -236,23 +240,26 @@ fn figures_one(r: &RowResult, steady: Option<&Value>, raid: Option<&Value>) -> M
     m.insert("phases".into(), json!({"steady": phase(steady_phase), "raid": phase(raid_phase)}));
     // The perf run's CPU per update split by whole stacks: the engine, the kernel on the
     // front's behalf, and the front's own user code (the rest).
-    let front_share = match (r.engine_share, r.kernel_share) {
-        (Some(e), Some(k)) => Some((1.0 - e - k - r.store_share.unwrap_or(0.0)).max(0.0)),
+    let shares = perf.map(|p| p.shares).unwrap_or_default();
+    let front_share = match (shares.engine, shares.kernel) {
+        (Some(e), Some(k)) => Some((1.0 - e - k - shares.store.unwrap_or(0.0)).max(0.0)),
         _ => None,
     };
-    let times = |share: Option<f64>| match (share, r.perf_cpu_ns_per_update) {
+    let perf_cpu_ns_per_update = perf.and_then(|p| p.cpu_ns_per_update);
+    let times = |share: Option<f64>| match (share, perf_cpu_ns_per_update) {
         (Some(share), Some(ns)) => Some(share * ns),
         _ => None,
     };
-    put(&mut m, "engine_cpu_share", r.engine_share);
+    put(&mut m, "engine_cpu_share", shares.engine);
     put(&mut m, "front_cpu_share", front_share);
-    put(&mut m, "kernel_cpu_share", r.kernel_share);
-    put(&mut m, "store_cpu_share", r.store_share);
-    put(&mut m, "store_cpu_ns_per_update", times(r.store_share));
-    put(&mut m, "perf_unknown_root_share", r.unknown_root_share);
-    put(&mut m, "engine_cpu_ns_per_update", times(r.engine_share));
+    put(&mut m, "kernel_cpu_share", shares.kernel);
+    put(&mut m, "store_cpu_share", shares.store);
+    put(&mut m, "store_cpu_ns_per_update", times(shares.store));
+    put(&mut m, "perf_unknown_root_share", shares.unknown_root);
+    put(&mut m, "perf_cpu_ns_per_update", perf_cpu_ns_per_update);
+    put(&mut m, "engine_cpu_ns_per_update", times(shares.engine));
     put(&mut m, "front_cpu_ns_per_update", times(front_share));
-    put(&mut m, "kernel_cpu_ns_per_update", times(r.kernel_share));
+    put(&mut m, "kernel_cpu_ns_per_update", times(shares.kernel));
     m.insert("top_symbols".into(), json!(r.top_symbols));
     m.insert("flamegraph".into(), json!(r.flamegraph));
     m.insert("notes".into(), json!(r.notes));
@@ -552,6 +559,7 @@ pub fn write(out: &Path, rows: &[(&'static str, RowResult)], info: &RunInfo) -> 
         "players": info.players,
         "server_threads": info.server_threads,
         "repeats": info.repeats,
+        "perf_repeats": info.perf_repeats,
         "pinning": info.pinning,
         "elapsed_s": info.elapsed_s,
         "machine": machine,
@@ -572,13 +580,14 @@ pub fn write(out: &Path, rows: &[(&'static str, RowResult)], info: &RunInfo) -> 
     let _ = writeln!(md, "# Rust core vs C++ baseline\n");
     let _ = writeln!(
         md,
-        "Command: `{}` ({} mode: {} s phases, {} bots, {} server I/O thread(s), {} interleaved plain run(s) per row; took {:.0} s). CPUs: {}.\n",
+        "Command: `{}` ({} mode: {} s phases, {} bots, {} server I/O thread(s), {} interleaved plain run(s) and {} interleaved perf run(s) per row; took {:.0} s). CPUs: {}.\n",
         info.command,
         if info.quick { "quick" } else { "full" },
         info.phase_s,
         info.players,
         info.server_threads,
         info.repeats,
+        info.perf_repeats,
         info.elapsed_s,
         info.pinning
     );
@@ -601,8 +610,11 @@ pub fn write(out: &Path, rows: &[(&'static str, RowResult)], info: &RunInfo) -> 
             None => " (not a git checkout)",
         }
     );
-    if info.repeats > 1 {
-        let _ = writeln!(md, "Each cell: the median of the plain runs, with their min–max where they differ; ratios divide medians.\n");
+    if info.repeats.max(info.perf_repeats) > 1 {
+        let _ = writeln!(
+            md,
+            "Each cell: the median of the plain runs (of the perf runs for the perf figures: the CPU split and its shares), with their min–max where they differ; ratios divide medians.\n"
+        );
     }
     let header: Vec<&str> = figs.iter().map(|(n, _)| *n).collect();
     let _ = write!(md, "| figure | {} |", header.join(" | "));
@@ -622,7 +634,7 @@ pub fn write(out: &Path, rows: &[(&'static str, RowResult)], info: &RunInfo) -> 
         let unit = if name.ends_with("bytes") { "bytes" } else { "" };
         let _ = write!(md, "| {name} |");
         for (med, lo, hi) in &flats {
-            let _ = write!(md, " {} |", spread_cell(med[i].1, lo[i].1, hi[i].1, unit, info.repeats));
+            let _ = write!(md, " {} |", spread_cell(med[i].1, lo[i].1, hi[i].1, unit, info.repeats.max(info.perf_repeats)));
         }
         for rf in [&ratio_flat, &memory_ratio_flat].into_iter().flatten() {
             let _ = write!(md, " {} |", cell(rf[i].1, ""));
@@ -725,13 +737,13 @@ pub fn write(out: &Path, rows: &[(&'static str, RowResult)], info: &RunInfo) -> 
     let _ = writeln!(md, "\n## Where the time goes (perf, cpu-clock, raid load, frame-pointer stacks)\n");
     let _ = writeln!(
         md,
-        "Each sample counted once, by its whole stack: **store** (on the economy's committer and checkpoint threads: making wallet changes durable, the commit log's appends and fsyncs, redb's checkpoints, and the kernel's work for them; only a row that persists has any), **engine** (an engine frame anywhere in the rest), **kernel** (a kernel frame sampled outside any engine call: the UDP receive and send paths, epoll, scheduling, interrupts, on the front's behalf), **front** (the rest: the network front's own code, the C library it calls). CPU per update is the perf run's, split by those shares.\n"
+        "Each sample counted once, by its whole stack: **store** (on the economy's committer and checkpoint threads: making wallet changes durable, the commit log's appends and fsyncs, redb's checkpoints, and the kernel's work for them; only a row that persists has any), **engine** (an engine frame anywhere in the rest), **kernel** (a kernel frame sampled outside any engine call: the UDP receive and send paths, epoll, scheduling, interrupts, on the front's behalf), **front** (the rest: the network front's own code, the C library it calls). CPU per update is each perf run's, split by those shares; the table gives the median over the perf runs of each figure (so a row's parts need not add up to its whole exactly).\n"
     );
     let _ = writeln!(
         md,
         "| row | engine | front | kernel | store | engine ns/update | front ns/update | kernel ns/update | store ns/update | whole ns/update |\n|---|---|---|---|---|---|---|---|---|---|"
     );
-    for ((name, m), (_, r)) in figs.iter().zip(rows) {
+    for (name, m) in &figs {
         let pct = |k: &str| m.get(k).and_then(Value::as_f64).map_or("n/a".to_string(), |v| format!("{:.1}%", v * 100.0));
         let ns = |k: &str| cell(m.get(k).and_then(Value::as_f64), "");
         let _ = writeln!(
@@ -745,7 +757,7 @@ pub fn write(out: &Path, rows: &[(&'static str, RowResult)], info: &RunInfo) -> 
             ns("front_cpu_ns_per_update"),
             ns("kernel_cpu_ns_per_update"),
             ns("store_cpu_ns_per_update"),
-            cell(r.perf_cpu_ns_per_update, "")
+            ns("perf_cpu_ns_per_update")
         );
     }
     md.push('\n');
@@ -776,7 +788,7 @@ pub fn write(out: &Path, rows: &[(&'static str, RowResult)], info: &RunInfo) -> 
         let share = |k: &str| m.get(k).and_then(Value::as_f64).map_or("n/a".to_string(), |v| format!("{:.1}%", v * 100.0));
         let _ = writeln!(
             md,
-            "Samples with an engine frame in their stack: {}; samples whose stack does not reach a known root: {}.\n",
+            "Samples with an engine frame in their stack: {}; samples whose stack does not reach a known root: {} (medians of the perf runs; the flame graph and the top symbols are the first run's).\n",
             share("engine_cpu_share"),
             share("perf_unknown_root_share")
         );
@@ -799,7 +811,7 @@ pub fn write(out: &Path, rows: &[(&'static str, RowResult)], info: &RunInfo) -> 
     }
     let _ = writeln!(
         md,
-        "\n## How to read this\n\n- Rows: `rust` the Rust core (mimalloc); `rust-memory` the same server with `--economy-store memory`; `baseline` the C++ baseline (glibc malloc); `baseline-mimalloc` and `baseline-jemalloc` the same baseline with that allocator preloaded, so the allocator's part and the design's part of a ratio can be told apart; `null-engine` the same front with an engine that keeps no state (every move acknowledged, every area of interest empty): the front and the kernel alone, the floor under every row.\n- What each row persists: `rust` keeps its economy durable (the server's default `economy_store = \"durable\"`: every wallet change a ledger entry, committed in groups to the commit log in a fresh data directory per server, one append and one fdatasync per group, full log segments folded into `economy.redb` by a checkpoint thread; economy replies, here the raid's loot claims and trades, wait for their group, moves never do); `rust-memory` and the `baseline` rows keep their economy in memory only (a crash loses every wallet), so `rust-memory` against `baseline` compares the engines like for like and `rust` against `rust-memory` is what durability costs; `null-engine` keeps nothing.\n- `alloc_calls` and `alloc_calls_per_update`: the raw difference between a {0} s and a {1} s steady heaptrack run (signed, never clamped), over the difference in updates applied: start-up and joins cancel out, so this is what one more update costs. `alloc_calls_per_update_resolution` is one call over that difference: a figure of that order is noise.\n- `cpu_ns_per_update`: the server process's user + system CPU time (rusage) over the steady phase, divided by the updates the engine applied in it; it includes the network front and the kernel's UDP work, which the null-engine row measures alone (see \"Above the floor\").\n- `engine_cpu_share` and `engine_cpu_ns_per_update`: from the perf run (raid load), the share of samples whose whole stack (frame pointers, every build) passes through the engine (`mmo_core::`, `mmo_ffi::`, `mmo::baseline::`) off the economy's store threads, times that run's CPU per update; `store_cpu_ns_per_update` the same for the store threads (durability: the commit log's appends and fsyncs, redb's checkpoints, and the kernel's work for them), `front_cpu_ns_per_update` and `kernel_cpu_ns_per_update` for the network front's own code and for the kernel outside engine calls (\"Where the time goes\"). `perf_unknown_root_share`: samples whose stack does not reach the process's or a thread's start; the shares are only as good as this is small.\n- `update_latency_us` (steady) and `update_latency_us_raid`: server-side, from each move datagram's kernel receive timestamp (`SO_TIMESTAMPNS`, so time spent waiting in the socket buffer counts) to the end of its batch's engine call (hdrhistogram in the server). `rtt_us`, `rtt_us_raid_phase` and `rtt_us_during_raid`: the load tester's move-to-ack round trip from each move's intended send time (steady; the whole raid phase; moves overlapping a raid window). `send_lag_us`: how late the tester sent, part of every round trip.\n- `system_calls` (compare.json; the table after \"Where the time goes\"): per phase, from the server's counters, the datagrams per `recvmmsg` and per send call, and the workers' loop turns and the process's context switches per update.\n- `lock_waits` (compare.json): per lock left on the update path, the fraction of moves that waited on it, its contended acquisitions, and the wait per update, counted by each engine (a lock is tried first; only a held one is timed). The front has no lock on that path.\n- `peak_rss_bytes`: the server's `ru_maxrss` in the plain runs; `peak_rss_bytes_per_player` divides it by the bots. `peak_heap_bytes` and `leaked_bytes`: heaptrack, system-allocator build (the Rust core's capacity-sized tables are their own mappings, not heap: RSS counts them, heaptrack does not).\n- Ratios divide a Rust row's median by the `baseline` row's of this same run.",
+        "\n## How to read this\n\n- Rows: `rust` the Rust core (mimalloc); `rust-memory` the same server with `--economy-store memory`; `baseline` the C++ baseline (glibc malloc); `baseline-mimalloc` and `baseline-jemalloc` the same baseline with that allocator preloaded, so the allocator's part and the design's part of a ratio can be told apart; `null-engine` the same front with an engine that keeps no state (every move acknowledged, every area of interest empty): the front and the kernel alone, the floor under every row.\n- What each row persists: `rust` keeps its economy durable (the server's default `economy_store = \"durable\"`: every wallet change a ledger entry, committed in groups to the commit log in a fresh data directory per server, one append and one fdatasync per group, full log segments folded into `economy.redb` by a checkpoint thread; economy replies, here the raid's loot claims and trades, wait for their group, moves never do); `rust-memory` and the `baseline` rows keep their economy in memory only (a crash loses every wallet), so `rust-memory` against `baseline` compares the engines like for like and `rust` against `rust-memory` is what durability costs; `null-engine` keeps nothing.\n- `alloc_calls` and `alloc_calls_per_update`: the raw difference between a {0} s and a {1} s steady heaptrack run (signed, never clamped), over the difference in updates applied: start-up and joins cancel out, so this is what one more update costs. `alloc_calls_per_update_resolution` is one call over that difference: a figure of that order is noise.\n- `cpu_ns_per_update`: the server process's user + system CPU time (rusage) over the steady phase, divided by the updates the engine applied in it; it includes the network front and the kernel's UDP work, which the null-engine row measures alone (see \"Above the floor\").\n- `engine_cpu_share` and `engine_cpu_ns_per_update`: from the perf run (raid load), the share of samples whose whole stack (frame pointers, every build) passes through the engine (`mmo_core::`, `mmo_ffi::`, `mmo::baseline::`) off the economy's store threads, times that run's CPU per update (`perf_cpu_ns_per_update`), each the median over the perf runs; `store_cpu_ns_per_update` the same for the store threads (durability: the commit log's appends and fsyncs, redb's checkpoints, and the kernel's work for them), `front_cpu_ns_per_update` and `kernel_cpu_ns_per_update` for the network front's own code and for the kernel outside engine calls (\"Where the time goes\"). `perf_unknown_root_share`: samples whose stack does not reach the process's or a thread's start; the shares are only as good as this is small.\n- `update_latency_us` (steady) and `update_latency_us_raid`: server-side, from each move datagram's kernel receive timestamp (`SO_TIMESTAMPNS`, so time spent waiting in the socket buffer counts) to the end of its batch's engine call (hdrhistogram in the server). `rtt_us`, `rtt_us_raid_phase` and `rtt_us_during_raid`: the load tester's move-to-ack round trip from each move's intended send time (steady; the whole raid phase; moves overlapping a raid window). `send_lag_us`: how late the tester sent, part of every round trip.\n- `system_calls` (compare.json; the table after \"Where the time goes\"): per phase, from the server's counters, the datagrams per `recvmmsg` and per send call, and the workers' loop turns and the process's context switches per update.\n- `lock_waits` (compare.json): per lock left on the update path, the fraction of moves that waited on it, its contended acquisitions, and the wait per update, counted by each engine (a lock is tried first; only a held one is timed). The front has no lock on that path.\n- `peak_rss_bytes`: the server's `ru_maxrss` in the plain runs; `peak_rss_bytes_per_player` divides it by the bots. `peak_heap_bytes` and `leaked_bytes`: heaptrack, system-allocator build (the Rust core's capacity-sized tables are their own mappings, not heap: RSS counts them, heaptrack does not).\n- Ratios divide a Rust row's median by the `baseline` row's of this same run.",
         info.phase_s,
         info.phase_s * 2
     );
@@ -870,6 +882,30 @@ mod tests {
         let lo = combine(&runs, |v| v.iter().copied().fold(f64::INFINITY, f64::min));
         assert_eq!(lo["cpu"], json!(10.0));
         assert_eq!(median(&[4.0, 1.0, 3.0, 2.0]), 2.5);
+    }
+
+    #[test]
+    fn perf_runs_are_runs_of_their_own_in_the_medians() {
+        // One plain run, three perf runs: the engine's CPU per update is the median of the
+        // three runs' share x CPU, each run's product taken before the median.
+        let perf = |engine: f64, cpu: f64| PerfRun {
+            shares: crate::perf::Shares { engine: Some(engine), store: Some(0.0), kernel: Some(0.5), unknown_root: Some(0.01) },
+            cpu_ns_per_update: Some(cpu),
+        };
+        let r = RowResult {
+            plain_steady: vec![json!({"server_delta": {"engine_moves_applied": 1000.0, "cpu_user_us": 10.0, "cpu_system_us": 10.0}})],
+            perf_runs: vec![perf(0.2, 40_000.0), perf(0.25, 40_000.0), perf(0.1, 50_000.0)],
+            ..RowResult::default()
+        };
+        let f = figures(&r);
+        assert_eq!(f.runs.len(), 3);
+        assert_eq!(f.median["engine_cpu_ns_per_update"], json!(8_000.0), "8,000, 10,000 and 5,000 ns");
+        assert_eq!(f.min["engine_cpu_ns_per_update"], json!(5_000.0));
+        assert_eq!(f.max["engine_cpu_ns_per_update"], json!(10_000.0));
+        assert_eq!(f.median["perf_cpu_ns_per_update"], json!(40_000.0));
+        assert_eq!(f.median["cpu_ns_per_update"], json!(20.0), "the plain figure from its one run");
+        let none = figures(&RowResult::default());
+        assert_eq!(none.median["engine_cpu_ns_per_update"], Value::Null, "no perf run: no figure");
     }
 
     #[test]
