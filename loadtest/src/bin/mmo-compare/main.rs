@@ -355,11 +355,7 @@ impl Harness {
             perf::flamegraph(&folded, &format!("mmo-server --engine {} (raid load), cpu-clock", row.engine()), &self.args.out.join(&svg))?;
             result.flamegraph = Some(svg);
         }
-        let delta = |k: &str| json.get("server_delta").and_then(|d| d.get(k)).and_then(|v| v.as_f64());
-        let cpu_ns_per_update = match (delta("cpu_user_us"), delta("cpu_system_us"), delta("engine_moves_applied")) {
-            (Some(u), Some(s), Some(n)) if n > 0.0 => Some((u + s) * 1000.0 / n),
-            _ => None,
-        };
+        let cpu_ns_per_update = report::cpu_ns_per_update(Some(&json));
         result.perf_runs.push(PerfRun { shares: perf::Shares::of(&String::from_utf8_lossy(&folded)), cpu_ns_per_update });
         let _ = std::fs::remove_file(&data);
         Ok(())

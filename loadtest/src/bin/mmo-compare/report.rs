@@ -75,6 +75,16 @@ pub fn read_capacity(dir: &Path) -> Vec<Capacity> {
     out
 }
 
+/// The server process's user + system CPU per update applied over one load tester run (its
+/// `server_delta`), nanoseconds; `None` if the run applied no update or lacks a counter.
+pub fn cpu_ns_per_update(run: Option<&Value>) -> Option<f64> {
+    let d = |k: &str| get_f64(run, &["server_delta", k]);
+    match (d("cpu_user_us"), d("cpu_system_us"), d("engine_moves_applied")) {
+        (Some(u), Some(s), Some(n)) if n > 0.0 => Some((u + s) * 1000.0 / n),
+        _ => None,
+    }
+}
+
 fn get_f64(v: Option<&Value>, path: &[&str]) -> Option<f64> {
     let mut cur = v?;
     for key in path {
@@ -180,30 +190,8 @@ fn figures_one(r: &RowResult, steady: Option<&Value>, raid: Option<&Value>, perf
     );
     let leaked = [r.heap_steady_long.map(|h| h.0.leaked_bytes), r.heap_raid.map(|h| h.0.leaked_bytes)].into_iter().flatten().max();
     put(&mut m, "leaked_bytes", leaked.map(|b| b as f64));
-    let cpu_us = match (get_f64(steady, &["server_delta", "cpu_user_us"]), get_f64(steady, &["server_delta", "cpu_system_us"])) {
-        (Some(u), Some(s)) => Some(u + s),
-        _ => None,
-    };
-    put(
-        &mut m,
-        "cpu_ns_per_update",
-        match (cpu_us, updates) {
-            (Some(c), Some(u)) if u > 0.0 => Some(c * 1000.0 / u),
-            _ => None,
-        },
-    );
-    let raid_cpu_us = match (get_f64(raid, &["server_delta", "cpu_user_us"]), get_f64(raid, &["server_delta", "cpu_system_us"])) {
-        (Some(u), Some(s)) => Some(u + s),
-        _ => None,
-    };
-    put(
-        &mut m,
-        "cpu_ns_per_update_raid",
-        match (raid_cpu_us, get_f64(raid, &["server_delta", "engine_moves_applied"])) {
-            (Some(c), Some(u)) if u > 0.0 => Some(c * 1000.0 / u),
-            _ => None,
-        },
-    );
+    put(&mut m, "cpu_ns_per_update", cpu_ns_per_update(steady));
+    put(&mut m, "cpu_ns_per_update_raid", cpu_ns_per_update(raid));
     for (key, run) in [("update_latency_us", steady), ("update_latency_us_raid", raid)] {
         let lat = |name: &str| get_f64(run, &["server", name]);
         m.insert(
@@ -811,7 +799,7 @@ pub fn write(out: &Path, rows: &[(&'static str, RowResult)], info: &RunInfo) -> 
     }
     let _ = writeln!(
         md,
-        "\n## How to read this\n\n- Rows: `rust` the Rust core (mimalloc); `rust-memory` the same server with `--economy-store memory`; `baseline` the C++ baseline (glibc malloc); `baseline-mimalloc` and `baseline-jemalloc` the same baseline with that allocator preloaded, so the allocator's part and the design's part of a ratio can be told apart; `null-engine` the same front with an engine that keeps no state (every move acknowledged, every area of interest empty): the front and the kernel alone, the floor under every row.\n- What each row persists: `rust` keeps its economy durable (the server's default `economy_store = \"durable\"`: every wallet change a ledger entry, committed in groups to the commit log in a fresh data directory per server, one append and one fdatasync per group, full log segments folded into `economy.redb` by a checkpoint thread; economy replies, here the raid's loot claims and trades, wait for their group, moves never do); `rust-memory` and the `baseline` rows keep their economy in memory only (a crash loses every wallet), so `rust-memory` against `baseline` compares the engines like for like and `rust` against `rust-memory` is what durability costs; `null-engine` keeps nothing.\n- `alloc_calls` and `alloc_calls_per_update`: the raw difference between a {0} s and a {1} s steady heaptrack run (signed, never clamped), over the difference in updates applied: start-up and joins cancel out, so this is what one more update costs. `alloc_calls_per_update_resolution` is one call over that difference: a figure of that order is noise.\n- `cpu_ns_per_update`: the server process's user + system CPU time (rusage) over the steady phase, divided by the updates the engine applied in it; it includes the network front and the kernel's UDP work, which the null-engine row measures alone (see \"Above the floor\").\n- `engine_cpu_share` and `engine_cpu_ns_per_update`: from the perf run (raid load), the share of samples whose whole stack (frame pointers, every build) passes through the engine (`mmo_core::`, `mmo_ffi::`, `mmo::baseline::`) off the economy's store threads, times that run's CPU per update (`perf_cpu_ns_per_update`), each the median over the perf runs; `store_cpu_ns_per_update` the same for the store threads (durability: the commit log's appends and fsyncs, redb's checkpoints, and the kernel's work for them), `front_cpu_ns_per_update` and `kernel_cpu_ns_per_update` for the network front's own code and for the kernel outside engine calls (\"Where the time goes\"). `perf_unknown_root_share`: samples whose stack does not reach the process's or a thread's start; the shares are only as good as this is small.\n- `update_latency_us` (steady) and `update_latency_us_raid`: server-side, from each move datagram's kernel receive timestamp (`SO_TIMESTAMPNS`, so time spent waiting in the socket buffer counts) to the end of its batch's engine call (hdrhistogram in the server). `rtt_us`, `rtt_us_raid_phase` and `rtt_us_during_raid`: the load tester's move-to-ack round trip from each move's intended send time (steady; the whole raid phase; moves overlapping a raid window). `send_lag_us`: how late the tester sent, part of every round trip.\n- `system_calls` (compare.json; the table after \"Where the time goes\"): per phase, from the server's counters, the datagrams per `recvmmsg` and per send call, and the workers' loop turns and the process's context switches per update.\n- `lock_waits` (compare.json): per lock left on the update path, the fraction of moves that waited on it, its contended acquisitions, and the wait per update, counted by each engine (a lock is tried first; only a held one is timed). The front has no lock on that path.\n- `peak_rss_bytes`: the server's `ru_maxrss` in the plain runs; `peak_rss_bytes_per_player` divides it by the bots. `peak_heap_bytes` and `leaked_bytes`: heaptrack, system-allocator build (the Rust core's capacity-sized tables are their own mappings, not heap: RSS counts them, heaptrack does not).\n- Ratios divide a Rust row's median by the `baseline` row's of this same run.",
+        "\n## How to read this\n\n- Rows: `rust` the Rust core (mimalloc); `rust-memory` the same server with `--economy-store memory`; `baseline` the C++ baseline (glibc malloc); `baseline-mimalloc` and `baseline-jemalloc` the same baseline with that allocator preloaded, so the allocator's part and the design's part of a ratio can be told apart; `null-engine` the same front with an engine that keeps no state (every move acknowledged, every area of interest empty): the front and the kernel alone, the floor under every row.\n- What each row persists: `rust` keeps its economy durable (the server's default `economy_store = \"durable\"`: every wallet change a ledger entry, committed in groups to the commit log in a fresh data directory per server, one append and one fdatasync per group, full log segments folded into `economy.redb` by a checkpoint thread; economy replies, here the raid's loot claims and trades, wait for their group, moves never do); `rust-memory` and the `baseline` rows keep their economy in memory only (a crash loses every wallet), so `rust-memory` against `baseline` compares the engines like for like and `rust` against `rust-memory` is what durability costs; `null-engine` keeps nothing.\n- `alloc_calls` and `alloc_calls_per_update`: the raw difference between a {0} s and a {1} s steady heaptrack run (signed, never clamped), over the difference in updates applied: start-up and joins cancel out, so this is what one more update costs. `alloc_calls_per_update_resolution` is one call over that difference: a figure of that order is noise.\n- `cpu_ns_per_update`: the server process's user + system CPU time (rusage) over the steady phase, divided by the updates the engine applied in it; it includes the network front and the kernel's UDP work, which the null-engine row measures alone (see \"Above the floor\").\n- `engine_cpu_share` and `engine_cpu_ns_per_update`: from the perf runs (raid load), the share of samples whose whole stack (frame pointers, every build) passes through the engine (`mmo_core::`, `mmo_ffi::`, `mmo::baseline::`) off the economy's store threads, times that run's CPU per update (`perf_cpu_ns_per_update`), each the median over the perf runs; `store_cpu_ns_per_update` the same for the store threads (durability: the commit log's appends and fsyncs, redb's checkpoints, and the kernel's work for them), `front_cpu_ns_per_update` and `kernel_cpu_ns_per_update` for the network front's own code and for the kernel outside engine calls (\"Where the time goes\"). `perf_unknown_root_share`: samples whose stack does not reach the process's or a thread's start; the shares are only as good as this is small.\n- `update_latency_us` (steady) and `update_latency_us_raid`: server-side, from each move datagram's kernel receive timestamp (`SO_TIMESTAMPNS`, so time spent waiting in the socket buffer counts) to the end of its batch's engine call (hdrhistogram in the server). `rtt_us`, `rtt_us_raid_phase` and `rtt_us_during_raid`: the load tester's move-to-ack round trip from each move's intended send time (steady; the whole raid phase; moves overlapping a raid window). `send_lag_us`: how late the tester sent, part of every round trip.\n- `system_calls` (compare.json; the table after \"Where the time goes\"): per phase, from the server's counters, the datagrams per `recvmmsg` and per send call, and the workers' loop turns and the process's context switches per update.\n- `lock_waits` (compare.json): per lock left on the update path, the fraction of moves that waited on it, its contended acquisitions, and the wait per update, counted by each engine (a lock is tried first; only a held one is timed). The front has no lock on that path.\n- `peak_rss_bytes`: the server's `ru_maxrss` in the plain runs; `peak_rss_bytes_per_player` divides it by the bots. `peak_heap_bytes` and `leaked_bytes`: heaptrack, system-allocator build (the Rust core's capacity-sized tables are their own mappings, not heap: RSS counts them, heaptrack does not).\n- Ratios divide a Rust row's median by the `baseline` row's of this same run.",
         info.phase_s,
         info.phase_s * 2
     );
