@@ -17,7 +17,7 @@ use crate::combat::{Combat, DamageOutcome, ExpiryHeap, RaidError, RaidReport};
 use crate::config::{AOI_K_MAX, ConfigError, CoreConfig, ITEM_KINDS};
 use crate::durability::{CommitPolicy, Durability};
 use crate::economy::{AccountError, Counterparty, Economy, EconomyAudit, LootCreditError, Outcome, TradeClose, WalletHandle};
-use crate::grid::{Grid, ObjectMember, PlayerMember};
+use crate::grid::{Grid, ObjectMember, prefetch_lines};
 use crate::ledger::EconomyStore;
 use crate::locks::{LockKind, LockWaits};
 use crate::loot::{LOOT_CLAIMED, LootContents, LootTable};
@@ -27,8 +27,10 @@ use crate::records::{
     AoiEntry, AttackError, EconomyOp, EconomyResult, EconomyStatus, EntityKind, EventKind, LootError, MoveEvent, MoveRecord,
     RaidSpawnRequest, RejectReason, TradeAnswer, TradeOffer, TradeStack,
 };
+use crate::reserved::ReservedTable;
 use crate::snapshot::{
-    AoiLook, NOT_IN_SNAPSHOT, SnapshotBoard, SnapshotBuilder, SnapshotGeometry, SnapshotWriter, WorldSnapshot, hint_reach_m,
+    AoiHint, AoiLook, NOT_IN_SNAPSHOT, PlayerInSnapshot, SnapshotBoard, SnapshotBuilder, SnapshotGeometry, SnapshotWriter, WorldSnapshot,
+    hint_reach_m,
 };
 use crate::stats::{Counter, Stats, StatsSnapshot};
 use crate::tick::{TickBoard, TickInfo};
@@ -260,6 +262,9 @@ pub struct Engine {
     grid: Grid,
     /// The published world snapshot. Written by the tick; read by area-of-interest queries.
     snapshots: SnapshotBoard<WorldSnapshot>,
+    /// Each movement slot's area-of-interest hint. Written and read by the worker computing the
+    /// slot's player's area of interest, cleared by the join that takes the slot.
+    aoi_hints: ReservedTable<AoiHint>,
     /// Combatants, raid objects, bursts.
     combat: Combat,
     /// The committer, once [`Engine::open_store`] started it; stopped (after a last group) when
@@ -308,6 +313,9 @@ impl Engine {
             movement: Movement::new(config.player_capacity),
             grid: Grid::new(&config),
             snapshots,
+            // SAFETY: all-zero bytes are an `AoiHint` (two atomic integers; a zero reach is "no
+            // hint").
+            aoi_hints: unsafe { ReservedTable::new_zeroed(config.player_capacity as usize) },
             combat: Combat::new(&config),
             durability: Mutex::new(None),
             economy: Arc::new(Economy::new(config.player_capacity)),
@@ -433,7 +441,8 @@ impl Engine {
         // Position and cell first, then the body (which marks the slot occupied for the
         // snapshot), then the record: the first move finds everything in place.
         let mut waits = LockWaits::default();
-        self.grid.insert_player(cell, PlayerMember { id: player_id, slot }, x_m, y_m, &mut waits);
+        self.grid.insert_player(cell, player_id, slot, x_m, y_m, &mut waits);
+        self.aoi_hints[slot as usize].clear();
         self.movement.spawn(slot, player_id, x_m, y_m, cell);
         vacant.insert(PlayerRecord::new(session_token, slot, combatant_key, wallet, faction));
         self.stats.add_waits(LockKind::Grid, waits);
@@ -462,7 +471,7 @@ impl Engine {
             let mut state = body_waits.lock(&self.movement.body(slot).state);
             debug_assert!(state.alive && state.player_id == player_id, "a live record's slot holds its body");
             state.alive = false;
-            let removed = self.grid.remove_player(state.cell, player_id, &mut grid_waits);
+            let removed = self.grid.remove_player(state.cell, slot, &mut grid_waits);
             debug_assert!(removed, "a live body is registered in its cell");
         }
         self.movement.release(slot);
@@ -565,7 +574,7 @@ impl Engine {
             self.grid.positions().set(slot, x, y);
             let cell = self.grid.cell_with_hysteresis(state.cell, x, y);
             if cell != state.cell {
-                let moved = self.grid.relocate_player(state.cell, cell, PlayerMember { id: rec.player_id, slot }, &mut tally.grid_waits);
+                let moved = self.grid.relocate_player(state.cell, cell, slot, &mut tally.grid_waits);
                 debug_assert!(moved, "a live body is registered in its cell");
                 state.cell = cell;
                 tally.crossings += 1;
@@ -576,13 +585,8 @@ impl Engine {
         let mut written = 1;
         let cap = out.len();
         // Contacts fill the buffer; the grid counts the ones past its end without visiting them.
-        let near = self.grid.for_each_near(
-            x,
-            y,
-            self.config.contact_radius_m,
-            rec.player_id,
-            &mut tally.grid_waits,
-            |other_id, kind, distance_m2| {
+        let near =
+            self.grid.for_each_near(x, y, self.config.contact_radius_m, slot, &mut tally.grid_waits, |other_id, kind, distance_m2| {
                 if written < cap {
                     out[written] = MoveEvent {
                         player_id: rec.player_id,
@@ -596,8 +600,7 @@ impl Engine {
                     written += 1;
                 }
                 written < cap
-            },
-        );
+            });
         let reported = written - 1;
         debug_assert!(near >= reported, "every contact written was found");
         tally.contacts += reported as u64;
@@ -1034,7 +1037,7 @@ impl Engine {
         visit_bursts(false);
         match self.snapshots.begin_write(&mut state.writer) {
             Some(mut slot) => {
-                state.builder.build_into(&mut slot, state.tick, now_ms, slots as usize);
+                state.builder.build_into(&mut slot, state.tick, now_ms);
                 let entities = slot.len() as u32;
                 self.snapshots.publish(slot);
                 self.stats.bump(Counter::SnapshotsPublished);
@@ -1061,9 +1064,11 @@ impl Engine {
             return Err(AoiError::UnknownPlayer);
         };
         let k = out.len().min(self.config.aoi_k as usize);
+        let slot = record.slot;
+        drop(record);
         let result = self.snapshots.pin().and_then(|snapshot| {
-            let viewer = snapshot.entity_of_slot(record.slot, player_id)?;
-            Some(self.nearest_hinted(&snapshot, viewer, &record, &mut out[..k]))
+            let viewer = self.viewer_in(&snapshot, player_id).filter(|v| v.slot == slot)?;
+            Some(self.nearest_hinted(&snapshot, viewer, &mut out[..k]))
         });
         match result {
             Some(n) => {
@@ -1079,7 +1084,8 @@ impl Engine {
 
     /// The area of interest of every player in `players` from one pinned snapshot: player `i`'s
     /// entries go to `out[i * k ..][.. min(k, aoi_k)]` and their count to `counts[i]`, or
-    /// [`NOT_IN_SNAPSHOT`] for a player not in the snapshot (unknown, or joined after it).
+    /// [`NOT_IN_SNAPSHOT`] for a player not in the snapshot (unknown, joined after it, or left
+    /// since).
     /// `k` is at most [`AOI_K_MAX`]; `out` must hold `players.len() * k` entries and `counts`
     /// `players.len()`, or nothing is written. Allocates nothing.
     pub fn area_of_interest_batch(
@@ -1101,19 +1107,31 @@ impl Engine {
             info.tick = s.tick;
             info.now_ms = s.now_ms;
         }
-        for (i, &player_id) in players.iter().enumerate() {
-            let found = snapshot.as_ref().and_then(|s| {
-                let record = self.players.get(player_id)?;
-                let viewer = s.entity_of_slot(record.slot, player_id)?;
-                Some(self.nearest_hinted(s, viewer, &record, &mut out[i * k..i * k + per_player]))
-            });
-            counts[i] = match found {
-                Some(n) => {
-                    info.found += 1;
-                    n as u32
+        // The viewers of up to `AOI_LOOKAHEAD` players are found first, then their queries
+        // run: the lookups (the snapshot's player index, the occupants' table) are independent
+        // of each other, so their cache misses overlap, where one lookup per query waited for
+        // each in turn; the hints they will read are asked for meanwhile.
+        const AOI_LOOKAHEAD: usize = 64;
+        for (chunk_at, chunk) in players.chunks(AOI_LOOKAHEAD).enumerate() {
+            let mut viewers = [None::<PlayerInSnapshot>; AOI_LOOKAHEAD];
+            if let Some(s) = &snapshot {
+                for (viewer, &player_id) in viewers.iter_mut().zip(chunk) {
+                    *viewer = self.viewer_in(s, player_id);
+                    if let Some(v) = viewer {
+                        prefetch_lines(std::slice::from_ref(&self.aoi_hints[v.slot as usize]));
+                    }
                 }
-                None => NOT_IN_SNAPSHOT,
-            };
+            }
+            for (j, viewer) in viewers[..chunk.len()].iter().enumerate() {
+                let i = chunk_at * AOI_LOOKAHEAD + j;
+                counts[i] = match (&snapshot, viewer) {
+                    (Some(s), Some(v)) => {
+                        info.found += 1;
+                        self.nearest_hinted(s, *v, &mut out[i * k..i * k + per_player]) as u32
+                    }
+                    _ => NOT_IN_SNAPSHOT,
+                };
+            }
         }
         drop(snapshot);
         self.stats.add(Counter::AoiQueries, u64::from(info.found));
@@ -1121,18 +1139,28 @@ impl Engine {
         Ok(info)
     }
 
+    /// The player `player_id` in `snapshot`, if it is there and still in the slot it had then:
+    /// the snapshot's player index and one load from the slot occupants' table, no arena
+    /// lookup. A player who has left since (or is leaving: leave frees the slot before the
+    /// record) is not a viewer, as an unknown id is not.
+    #[inline]
+    fn viewer_in(&self, snapshot: &WorldSnapshot, player_id: u64) -> Option<PlayerInSnapshot> {
+        snapshot.player(player_id).filter(|v| self.movement.occupant(v.slot) == player_id)
+    }
+
     /// One player's nearest entities from `snapshot`, looking first as far as its last answer
     /// can be now (that answer's reach plus the player's own move since), then leaving the
     /// reach of this answer for the next tick's query ([`crate::snapshot::hint_reach_m`]). The
     /// answer does not depend on the hint (a stale or lost one costs a second, wider look).
-    fn nearest_hinted(&self, snapshot: &WorldSnapshot, viewer: usize, record: &PlayerRecord, out: &mut [AoiEntry]) -> usize {
-        let at = snapshot.position(viewer);
-        let (n, look) = snapshot.nearest_hinted(viewer, record.aoi_hint_m(at), out);
+    fn nearest_hinted(&self, snapshot: &WorldSnapshot, viewer: PlayerInSnapshot, out: &mut [AoiEntry]) -> usize {
+        let hint = &self.aoi_hints[viewer.slot as usize];
+        let at = snapshot.position(viewer.entity);
+        let (n, look) = snapshot.nearest_hinted(viewer.entity, hint.hint_m(at), out);
         if look == AoiLook::Wide {
             self.stats.bump(Counter::AoiWideLooks);
         }
         let k = out.len().min(AOI_K_MAX as usize);
-        record.set_aoi_reach(hint_reach_m(&out[..n], k, self.config.aoi_player_closing_m()), at);
+        hint.set(hint_reach_m(&out[..n], k, self.config.aoi_player_closing_m()), at);
         n
     }
 

@@ -5,10 +5,12 @@
 //! - **Player positions**: a dense table of packed `(x, y)` atomics, one per movement slot
 //!   ([`PositionTable`]). A move writes its player's position there with one atomic store: no
 //!   lock, no search. Readers (contact queries, the tick's snapshot) load it.
-//! - **Cell membership**: a `DashMap` of cell key -> [`Cell`]. A cell lists its players as
-//!   `(id, slot)` (the position is read from the table, so a move that stays in its cell never
-//!   touches its cell) and its raid objects with their positions (objects never move), stored
-//!   by field: x and y columns apart from ids, expiry and kind (`CellObjects`).
+//! - **Cell membership**: a `DashMap` of cell key -> [`Cell`]. A cell lists its players by
+//!   movement slot alone, 4 bytes each (the position is read from the table, so a move that
+//!   stays in its cell never touches its cell; the id from the grid's id-by-slot table, only
+//!   for a contact the query reports), and its raid objects with their positions (objects
+//!   never move), stored by field: x and y columns apart from ids, expiry and kind
+//!   (`CellObjects`).
 //!   Membership changes only when a player crosses into another cell (beyond the hysteresis
 //!   margin), joins or leaves, and when raid bursts spawn or expire.
 //!
@@ -64,21 +66,18 @@ use std::ops::Range;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
-/// Players a cell holds inline, in the map's slot, before it needs the heap. Two covers a cell
-/// of the default 32 m grid in ordinary play (5,000 players over 16,384 cells).
-pub const CELL_INLINE_PLAYERS: usize = 2;
+/// Players a cell holds inline, in the map's slot, before it needs the heap: eight 4-byte
+/// slots in the room two `(id, slot)` pairs took, so a cell of the default 32 m grid holds a
+/// small group inline, not only the one or two of ordinary play (5,000 players over 16,384
+/// cells).
+pub const CELL_INLINE_PLAYERS: usize = 8;
 
 /// Index of a cell: `cy * cells_per_side + cx`.
 pub type CellKey = u32;
 
-/// A player as its cell lists it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct PlayerMember {
-    /// Player id.
-    pub id: u64,
-    /// Its movement slot: where its position lives in the [`PositionTable`].
-    pub slot: u32,
-}
+/// What [`Grid::for_each_near`] takes as the player to leave out when it should leave out none
+/// (no movement slot is this high: slots are below the player capacity, a `u32`).
+pub const NO_SLOT: u32 = u32::MAX;
 
 /// A raid object as its cell lists it (immutable: objects do not move).
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -96,7 +95,6 @@ pub struct ObjectMember {
 }
 
 const _: () = assert!(std::mem::size_of::<ObjectMember>() == 24);
-const _: () = assert!(std::mem::size_of::<PlayerMember>() == 16);
 
 /// Sub-cells along one side of a cell that its raid objects are grouped by (4 m with the
 /// default 32 m cells: the contact radius, 8 m, then reaches 3 to 5 sub-cells a side).
@@ -267,8 +265,10 @@ impl CellObjects {
 /// One cell's members.
 #[derive(Debug, Default)]
 pub struct Cell {
-    /// Players registered here. Written by movers crossing in or out, join and leave.
-    players: SmallVec<[PlayerMember; CELL_INLINE_PLAYERS]>,
+    /// Players registered here, by movement slot. Written by movers crossing in or out, join
+    /// and leave. A crowded raid cell's thirty-odd players are two cache lines to scan, where
+    /// `(id, slot)` pairs took eight.
+    players: SmallVec<[u32; CELL_INLINE_PLAYERS]>,
     /// Raid objects registered here (`None` until the first arrives). Appended to by raid
     /// spawn, ordered and compacted by the tick.
     objects: Option<Box<CellObjects>>,
@@ -335,6 +335,12 @@ pub struct Grid {
     cells: DashMap<CellKey, Cell, FxBuildHasher>,
     /// Player positions by movement slot.
     positions: PositionTable,
+    /// Player id by movement slot. Written by [`Grid::insert_player`] before it lists the slot
+    /// in a cell (Release); read (Acquire) under a cell's lock by contact queries for the
+    /// players they report, and by audits. A slot listed in a cell keeps its id while the
+    /// reader holds that cell's lock: the player leaves the cell (under its write lock) before
+    /// leave frees the slot for another join.
+    player_ids: ReservedTable<AtomicU64>,
     cells_per_side: u32,
     cell_size_m: f32,
     inv_cell_size: f32,
@@ -356,6 +362,7 @@ impl Grid {
         Self {
             cells: DashMap::with_capacity_and_hasher_and_shard_amount(per_shard * shards, FxBuildHasher, shards),
             positions: PositionTable::new(config.player_capacity as usize),
+            player_ids: ReservedTable::zeroed_atomics(config.player_capacity as usize),
             cells_per_side,
             cell_size_m: config.cell_size_m,
             inv_cell_size: 1.0 / config.cell_size_m,
@@ -482,16 +489,18 @@ impl Grid {
         }
     }
 
-    /// Registers a player in `cell` at `(x, y)` (join).
-    pub fn insert_player(&self, cell: CellKey, member: PlayerMember, x_m: f32, y_m: f32, waits: &mut LockWaits) {
-        self.positions.set(member.slot, x_m, y_m);
-        self.cell_mut(cell, waits).players.push(member);
+    /// Registers player `id`, in movement slot `slot`, in `cell` at `(x, y)` (join). The slot
+    /// must be in no cell.
+    pub fn insert_player(&self, cell: CellKey, id: u64, slot: u32, x_m: f32, y_m: f32, waits: &mut LockWaits) {
+        self.positions.set(slot, x_m, y_m);
+        self.player_ids[slot as usize].store(id, Ordering::Release);
+        self.cell_mut(cell, waits).players.push(slot);
     }
 
-    /// Removes player `id` from `cell`, returning whether it was there (leave).
-    pub fn remove_player(&self, cell: CellKey, id: u64, waits: &mut LockWaits) -> bool {
+    /// Removes the player in `slot` from `cell`, returning whether it was there (leave).
+    pub fn remove_player(&self, cell: CellKey, slot: u32, waits: &mut LockWaits) -> bool {
         let Some(mut c) = self.existing_cell_mut(cell, waits) else { return false };
-        match c.players.iter().position(|m| m.id == id) {
+        match c.players.iter().position(|&s| s == slot) {
             Some(at) => {
                 c.players.swap_remove(at);
                 true
@@ -500,14 +509,14 @@ impl Grid {
         }
     }
 
-    /// Moves a player from `from` to `to` (a crossing). The position must already be stored.
-    /// Between the two steps the player is briefly in no cell (never in two). Returns `false`
-    /// if it was not in `from`.
-    pub fn relocate_player(&self, from: CellKey, to: CellKey, member: PlayerMember, waits: &mut LockWaits) -> bool {
-        if !self.remove_player(from, member.id, waits) {
+    /// Moves the player in `slot` from `from` to `to` (a crossing). The position must already
+    /// be stored. Between the two steps the player is briefly in no cell (never in two).
+    /// Returns `false` if it was not in `from`.
+    pub fn relocate_player(&self, from: CellKey, to: CellKey, slot: u32, waits: &mut LockWaits) -> bool {
+        if !self.remove_player(from, slot, waits) {
             return false;
         }
-        self.cell_mut(to, waits).players.push(member);
+        self.cell_mut(to, waits).players.push(slot);
         true
     }
 
@@ -622,12 +631,12 @@ impl Grid {
         }
     }
 
-    /// Calls `visit(id, kind, squared distance)` for the entities other than `exclude_id`
-    /// within `radius_m` of `(x, y)` (squared, so a visitor that keeps only some of them takes
-    /// a square root only for those), in the cells' order, until `visit` returns `false` (it
-    /// has all it wants); the rest are counted, not visited. `visit` runs under a cell's read
-    /// lock and must not touch the grid. Returns how many entities are within the radius,
-    /// visited or counted.
+    /// Calls `visit(id, kind, squared distance)` for the entities other than the player in
+    /// `exclude_slot` ([`NO_SLOT`]: none) within `radius_m` of `(x, y)` (squared, so a visitor
+    /// that keeps only some of them takes a square root only for those), in the cells' order,
+    /// until `visit` returns `false` (it has all it wants); the rest are counted, not visited.
+    /// `visit` runs under a cell's read lock and must not touch the grid. Returns how many
+    /// entities are within the radius, visited or counted.
     ///
     /// Only the cells that can hold such an entity are visited: an entity is registered in a
     /// cell whose bounds, grown by the hysteresis margin, contain it, so it can only be in a
@@ -646,7 +655,7 @@ impl Grid {
         x: f32,
         y: f32,
         radius_m: f32,
-        exclude_id: u64,
+        exclude_slot: u32,
         waits: &mut LockWaits,
         mut visit: impl FnMut(u64, EntityKind, f32) -> bool,
     ) -> usize {
@@ -669,13 +678,13 @@ impl Grid {
             for cx in cx0..=cx1 {
                 let cell = cy * self.cells_per_side + cx;
                 let Some(c) = self.existing_cell(cell, waits) else { continue };
-                for m in &c.players {
-                    let (px, py) = self.positions.get(m.slot);
+                for &slot in &c.players {
+                    let (px, py) = self.positions.get(slot);
                     let (near, d2) = within(px, py);
-                    let near = near && m.id != exclude_id;
+                    let near = near && slot != exclude_slot;
                     found += usize::from(near);
                     if near && visiting {
-                        visiting = visit(m.id, EntityKind::Player, d2);
+                        visiting = visit(self.player_ids[slot as usize].load(Ordering::Acquire), EntityKind::Player, d2);
                     }
                 }
                 let Some(objects) = c.objects.as_deref() else { continue };
@@ -730,7 +739,8 @@ impl Grid {
             .iter()
             .filter(|e| {
                 let c = e.value();
-                c.players.iter().any(|m| m.id == id) || c.objects.as_deref().is_some_and(|o| o.tags.iter().any(|t| t.id == id))
+                c.players.iter().any(|&slot| self.player_ids[slot as usize].load(Ordering::Acquire) == id)
+                    || c.objects.as_deref().is_some_and(|o| o.tags.iter().any(|t| t.id == id))
             })
             .map(|e| *e.key())
             .collect();
@@ -760,8 +770,8 @@ impl Grid {
                 let players = c
                     .players
                     .iter()
-                    .filter(|m| {
-                        let (x, y) = self.positions.get(m.slot);
+                    .filter(|&&slot| {
+                        let (x, y) = self.positions.get(slot);
                         self.cell_with_hysteresis(key, x, y) != key
                     })
                     .count();
@@ -795,7 +805,7 @@ impl Grid {
 /// Asks the cache for every line of `members` (a hint: no effect on what is read, and none on
 /// targets without it).
 #[inline]
-fn prefetch_lines<T>(members: &[T]) {
+pub(crate) fn prefetch_lines<T>(members: &[T]) {
     #[cfg(target_arch = "x86_64")]
     {
         use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
@@ -867,7 +877,7 @@ mod tests {
 
     /// Registers player `id` (slot `id`) at `(x, y)` in the cell its position maps to.
     fn put(g: &Grid, id: u64, x: f32, y: f32) {
-        g.insert_player(g.cell_of(x, y), PlayerMember { id, slot: id as u32 }, x, y, &mut LockWaits::default());
+        g.insert_player(g.cell_of(x, y), id, id as u32, x, y, &mut LockWaits::default());
     }
 
     #[test]
@@ -902,16 +912,26 @@ mod tests {
         let w = &mut LockWaits::default();
         let a = g.cell_of(10.0, 10.0);
         let b = g.cell_of(40.0, 10.0);
-        let member = PlayerMember { id: 1, slot: 0 };
-        g.insert_player(a, member, 10.0, 10.0, w);
+        g.insert_player(a, 1, 0, 10.0, 10.0, w);
         g.positions().set(0, 40.0, 10.0);
-        assert!(g.relocate_player(a, b, member, w));
+        assert!(g.relocate_player(a, b, 0, w));
         assert_eq!(g.cells_containing(1), vec![b]);
-        assert!(!g.relocate_player(a, b, member, w), "not in the old cell any more");
-        assert!(g.remove_player(b, 1, w));
+        assert!(!g.relocate_player(a, b, 0, w), "not in the old cell any more");
+        assert!(!g.remove_player(b, 1, w), "slot 1 is not the player's");
+        assert!(g.remove_player(b, 0, w));
         assert!(g.cells_containing(1).is_empty());
-        assert!(!g.remove_player(b, 1, w));
-        assert!(!g.remove_player(12345, 1, w));
+        assert!(!g.remove_player(b, 0, w));
+        assert!(!g.remove_player(12345, 0, w));
+        // The slot taken again by another player: the cell reports the new player's id.
+        g.insert_player(a, 7, 0, 10.0, 10.0, w);
+        assert_eq!(g.cells_containing(7), vec![a]);
+        assert!(g.cells_containing(1).is_empty(), "the slot's last player is gone");
+        let mut seen = vec![];
+        g.for_each_near(12.0, 10.0, 8.0, NO_SLOT, w, |id, _, _| {
+            seen.push(id);
+            true
+        });
+        assert_eq!(seen, vec![7]);
         assert_eq!(*w, LockWaits::default(), "one thread never waits");
     }
 
@@ -990,7 +1010,7 @@ mod tests {
             if id % 3 == 0 {
                 g.append_objects(cell, &[ObjectMember { id, x_m: x, y_m: y, expires_tick: 9, kind: EntityKind::Add }], w);
             } else {
-                g.insert_player(cell, PlayerMember { id, slot: id as u32 }, x, y, w);
+                g.insert_player(cell, id, id as u32, x, y, w);
             }
             all.push((id, x, y));
         }
@@ -999,7 +1019,7 @@ mod tests {
         for _ in 0..500 {
             let (qx, qy) = (90.0 + next() * 220.0, 90.0 + next() * 220.0);
             let mut found = vec![];
-            g.for_each_near(qx, qy, 8.0, 0, w, |id, _, _| {
+            g.for_each_near(qx, qy, 8.0, NO_SLOT, w, |id, _, _| {
                 found.push(id);
                 true
             });
@@ -1027,7 +1047,7 @@ mod tests {
                     _ => (60.0 + next() * 140.0, 60.0 + next() * 140.0),
                 };
                 let mut found = vec![];
-                let near = g.for_each_near(qx, qy, 8.0, 0, w, |id, _, _| {
+                let near = g.for_each_near(qx, qy, 8.0, NO_SLOT, w, |id, _, _| {
                     found.push(id);
                     true
                 });
@@ -1036,7 +1056,7 @@ mod tests {
                 // the same order, and the rest were counted.
                 let wanted = q % 12 + 1;
                 let mut first = vec![];
-                let counted = g.for_each_near(qx, qy, 8.0, 0, w, |id, _, _| {
+                let counted = g.for_each_near(qx, qy, 8.0, NO_SLOT, w, |id, _, _| {
                     first.push(id);
                     first.len() < wanted
                 });
@@ -1097,7 +1117,7 @@ mod tests {
                 assert!(!g.relabel_object(cell, m.id + 1_000_000, m.x_m, m.y_m, EntityKind::Loot, w));
                 m.kind = EntityKind::Loot;
                 let mut seen = None;
-                g.for_each_near(m.x_m, m.y_m, 0.5, 0, w, |id, kind, _| {
+                g.for_each_near(m.x_m, m.y_m, 0.5, NO_SLOT, w, |id, kind, _| {
                     if id == m.id {
                         seen = Some(kind);
                     }
@@ -1197,7 +1217,7 @@ mod tests {
                         .collect();
                     expected.sort_unstable();
                     let mut found = vec![];
-                    let near = g.for_each_near(qx, qy, radius, 0, w, |id, _, _| {
+                    let near = g.for_each_near(qx, qy, radius, NO_SLOT, w, |id, _, _| {
                         found.push(id);
                         true
                     });
@@ -1205,7 +1225,7 @@ mod tests {
                     assert_eq!(found, expected, "query at ({qx}, {qy}), radius {radius}");
                     assert_eq!(near, expected.len());
                     // A visitor full at once: everything else only counted.
-                    let counted = g.for_each_near(qx, qy, radius, 0, w, |_, _, _| false);
+                    let counted = g.for_each_near(qx, qy, radius, NO_SLOT, w, |_, _, _| false);
                     assert_eq!(counted, expected.len(), "counted at ({qx}, {qy}), radius {radius}");
                 }
             };
@@ -1263,7 +1283,7 @@ mod tests {
             std::thread::spawn(move || {
                 let mut w = LockWaits::default();
                 tx.send(()).unwrap();
-                g.for_each_near(12.0, 10.0, 8.0, 0, &mut w, |_, _, _| true);
+                g.for_each_near(12.0, 10.0, 8.0, NO_SLOT, &mut w, |_, _, _| true);
                 w
             })
         };

@@ -17,7 +17,7 @@ use crate::arena::{ArenaConfig, key_from_player_id, player_id_from_key};
 use crate::capacity::CapacityGate;
 use crate::economy::WalletHandle;
 use sharded_slab::Slab;
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// What join hands back to the client.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -34,7 +34,7 @@ pub struct PlayerRecord {
     /// Random session token. Written at join, read by every authenticated request.
     pub session_token: u64,
     /// Movement slot: indexes the body table and the grid's position table. Written at join,
-    /// read by every move, AoI query and leave.
+    /// read by every move and leave (an area-of-interest query finds the slot in the snapshot).
     pub slot: u32,
     /// Key of the combatant. Written at join, read by combat.
     pub combatant_key: usize,
@@ -44,55 +44,12 @@ pub struct PlayerRecord {
     pub faction: u8,
     /// Set by the one `leave` call that wins; read by other `leave` calls.
     leaving: AtomicBool,
-    /// How far from `aoi_viewer_at` this player's last area of interest can be a tick later,
-    /// metres, as `f32` bits (0: no hint, the whole radius; see
-    /// [`crate::snapshot::hint_reach_m`]). With `aoi_viewer_at`, the hint for the next query:
-    /// a hint only (any value gives the same answer, see
-    /// [`crate::snapshot::WorldSnapshot::nearest_hinted`]), so a reach and a position from two
-    /// different queries, should two workers ever race on one player, cost a wider look at
-    /// most. Written and read by whichever worker computes this player's area of interest,
-    /// normally one per tick, so Relaxed.
-    aoi_reach_m: AtomicU32,
-    /// Where this player stood for its last area-of-interest query: `x` bits in the low half,
-    /// `y` bits in the high half. Written and read with `aoi_reach_m`.
-    aoi_viewer_at: AtomicU64,
 }
 
 impl PlayerRecord {
     /// A record for a player about to be inserted.
     pub fn new(session_token: u64, slot: u32, combatant_key: usize, wallet: WalletHandle, faction: u8) -> Self {
-        Self {
-            session_token,
-            slot,
-            combatant_key,
-            wallet,
-            faction,
-            leaving: AtomicBool::new(false),
-            aoi_reach_m: AtomicU32::new(0),
-            aoi_viewer_at: AtomicU64::new(0),
-        }
-    }
-
-    /// How far from `viewer_at`, where this player stands now, its next area-of-interest
-    /// query should look first, metres (0: no hint): its last answer's reach plus how far it
-    /// has moved since.
-    #[inline]
-    pub fn aoi_hint_m(&self, viewer_at: (f32, f32)) -> f32 {
-        let reach_m = f32::from_bits(self.aoi_reach_m.load(Ordering::Relaxed));
-        if reach_m <= 0.0 {
-            return 0.0;
-        }
-        let at = self.aoi_viewer_at.load(Ordering::Relaxed);
-        let (dx, dy) = (viewer_at.0 - f32::from_bits(at as u32), viewer_at.1 - f32::from_bits((at >> 32) as u32));
-        reach_m + (dx * dx + dy * dy).sqrt()
-    }
-
-    /// Records this player's last area of interest for its next query: how far from
-    /// `viewer_at`, where it stood, that answer can be a tick later (0: no hint).
-    #[inline]
-    pub fn set_aoi_reach(&self, reach_m: f32, viewer_at: (f32, f32)) {
-        self.aoi_reach_m.store(reach_m.to_bits(), Ordering::Relaxed);
-        self.aoi_viewer_at.store(u64::from(viewer_at.0.to_bits()) | u64::from(viewer_at.1.to_bits()) << 32, Ordering::Relaxed);
+        Self { session_token, slot, combatant_key, wallet, faction, leaving: AtomicBool::new(false) }
     }
 
     /// Claims the right to tear this player down; `true` for exactly one caller.
@@ -183,16 +140,5 @@ mod tests {
         let tokens: std::collections::HashSet<u64> = (0..1_000).map(|_| new_session_token()).collect();
         assert_eq!(tokens.len(), 1_000);
         assert!(!tokens.contains(&0));
-    }
-
-    #[test]
-    fn the_aoi_hint_is_the_last_reach_plus_the_walk_since() {
-        let record = PlayerRecord::new(1, 0, 0, WalletHandle::NONE, 0);
-        assert_eq!(record.aoi_hint_m((10.0, 10.0)), 0.0, "no answer yet: no hint");
-        record.set_aoi_reach(5.0, (10.0, 10.0));
-        assert_eq!(record.aoi_hint_m((10.0, 10.0)), 5.0);
-        assert_eq!(record.aoi_hint_m((13.0, 14.0)), 10.0, "a 5 m walk since");
-        record.set_aoi_reach(0.0, (13.0, 14.0));
-        assert_eq!(record.aoi_hint_m((13.0, 14.0)), 0.0, "the last answer held fewer than k");
     }
 }

@@ -59,6 +59,9 @@ use crate::config::AOI_K_MAX;
 use crate::records::{AoiEntry, EntityKind};
 use crate::sync::{AtomicUsize, ConstPtr, MutPtr, Ordering, UnsafeCell};
 use crossbeam_utils::CachePadded;
+// The hints are plain std atomics under loom too: zero-initialised in a reserved table, and
+// no part of the publication protocol the loom model checks.
+use std::sync::atomic::{AtomicU32, AtomicU64};
 
 /// Buffers a [`SnapshotBoard`] cycles through.
 pub const SNAPSHOT_BUFFERS: usize = 3;
@@ -254,14 +257,95 @@ pub fn hint_reach_m(answer: &[AoiEntry], k: usize, player_closing_m: f32) -> f32
         .fold(0.0, f32::max)
 }
 
+/// One player's hint for its next area-of-interest query: how far from `viewer_at` its last
+/// answer can be a tick later ([`hint_reach_m`]), and where it stood for that answer. The
+/// engine keeps one per movement slot in a table of its own (all-zero: no hint), so a query
+/// touches 16 bytes of a dense table instead of the player's arena record.
+///
+/// A hint only: any value gives the same answer ([`WorldSnapshot::nearest_hinted`]), so a
+/// reach and a position from two different queries, should two workers ever race on one
+/// player (or a slot's last player on its next, across a leave and a join), cost a wider look
+/// at most. Written and read by whichever worker computes the slot's player's area of interest,
+/// normally one per tick, and cleared by the join that takes the slot; all Relaxed.
+#[derive(Debug, Default)]
+pub struct AoiHint {
+    /// The last answer's reach, metres, as `f32` bits (0: no hint, the whole radius).
+    reach_m: AtomicU32,
+    /// Where the player stood for its last query: `x` bits in the low half, `y` bits in the high
+    /// half.
+    viewer_at: AtomicU64,
+}
+
+const _: () = assert!(std::mem::size_of::<AoiHint>() == 16, "four hints to a cache line");
+
+impl AoiHint {
+    /// How far from `viewer_at`, where the player stands now, its next query should look first,
+    /// metres (0: no hint): its last answer's reach plus how far it has moved since.
+    #[inline]
+    pub fn hint_m(&self, viewer_at: (f32, f32)) -> f32 {
+        let reach_m = f32::from_bits(self.reach_m.load(Ordering::Relaxed));
+        if reach_m <= 0.0 {
+            return 0.0;
+        }
+        let at = self.viewer_at.load(Ordering::Relaxed);
+        let (dx, dy) = (viewer_at.0 - f32::from_bits(at as u32), viewer_at.1 - f32::from_bits((at >> 32) as u32));
+        reach_m + (dx * dx + dy * dy).sqrt()
+    }
+
+    /// Records the player's last area of interest for its next query: how far from
+    /// `viewer_at`, where it stood, that answer can be a tick later (0: no hint).
+    #[inline]
+    pub fn set(&self, reach_m: f32, viewer_at: (f32, f32)) {
+        self.reach_m.store(reach_m.to_bits(), Ordering::Relaxed);
+        self.viewer_at.store(u64::from(viewer_at.0.to_bits()) | u64::from(viewer_at.1.to_bits()) << 32, Ordering::Relaxed);
+    }
+
+    /// Forgets the hint (a new player in the slot).
+    #[inline]
+    pub fn clear(&self) {
+        self.reach_m.store(0, Ordering::Relaxed);
+    }
+}
+
 /// Members a query's cell scan tests at once (see `nearest_within`): 8 `f32`s are two SSE2
 /// registers (the x86-64 baseline this builds for) or one AVX register, and a raid cell of
 /// about twenty members is two chunks and a part.
 const SCAN_LANES: usize = 8;
 
-/// What [`WorldSnapshot::entity_of_slot`] and the batch query report for a player not in the
-/// snapshot (joined after it was built, or unknown).
+/// What the batch query reports for a player not in the snapshot (joined after it was built,
+/// left since, or unknown); also a raid object's slot on its way into a snapshot.
 pub const NOT_IN_SNAPSHOT: u32 = u32::MAX;
+
+/// A player found in a snapshot by [`WorldSnapshot::player`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PlayerInSnapshot {
+    /// Its entity index in the snapshot (the viewer of its queries).
+    pub entity: usize,
+    /// The movement slot it occupied when the snapshot was built.
+    pub slot: u32,
+}
+
+/// One entry of a snapshot's player index (open addressing, linear probing): the player id
+/// (0: vacant, ids start at 1), its entity index and its movement slot. 16 bytes, four to a
+/// cache line, so a lookup is usually one line and needs nothing else: a query's viewer comes
+/// out of the snapshot the query reads, not out of the player arena (a sharded-slab `get`,
+/// whose reference count is two atomic writes to a line of its own; 4% of the engine's
+/// samples in a 1,000-bot raid when each query started there).
+#[derive(Clone, Copy, Debug, Default)]
+struct PlayerIndexEntry {
+    id: u64,
+    entity: u32,
+    slot: u32,
+}
+
+const _: () = assert!(std::mem::size_of::<PlayerIndexEntry>() == 16);
+
+/// The player index's first probe for `id` in a table of `1 << bits` entries (Fibonacci
+/// hashing: player ids are arena keys, whose low bits alone would cluster).
+#[inline]
+fn player_index_home(id: u64, bits: u32) -> usize {
+    (id.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - bits)) as usize
+}
 
 /// The geometry of a snapshot's grid and the area-of-interest query, fixed per engine.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -328,8 +412,9 @@ pub struct WorldSnapshot {
     cell_start: Vec<u32>,
     /// First occupied cell of each row; `side + 1` entries.
     row_start: Vec<u32>,
-    /// Entity index of each player slot (`NOT_IN_SNAPSHOT` if absent).
-    by_slot: Vec<u32>,
+    /// The players by id: a power-of-two table at most half full (empty when no player is in
+    /// the snapshot). See [`PlayerIndexEntry`].
+    by_player: Vec<PlayerIndexEntry>,
 }
 
 impl WorldSnapshot {
@@ -346,7 +431,7 @@ impl WorldSnapshot {
             cell_cx: Vec::new(),
             cell_start: vec![0],
             row_start: vec![0; geometry.side as usize + 1],
-            by_slot: Vec::new(),
+            by_player: Vec::new(),
         }
     }
 
@@ -360,11 +445,35 @@ impl WorldSnapshot {
         self.ids.is_empty()
     }
 
-    /// The entity index of the player `player_id` in `slot`, if that player is in the snapshot.
+    /// The player `player_id`, if it is in the snapshot: its entity and its slot as of the
+    /// snapshot's tick. One probe sequence in a table at most half full (a few entries at most;
+    /// the loop is bounded by the table's length regardless).
+    #[inline]
+    pub fn player(&self, player_id: u64) -> Option<PlayerInSnapshot> {
+        let len = self.by_player.len();
+        if len == 0 || player_id == 0 {
+            return None;
+        }
+        let mask = len - 1;
+        let mut at = player_index_home(player_id, len.trailing_zeros());
+        for _ in 0..len {
+            let entry = self.by_player[at];
+            if entry.id == player_id {
+                return Some(PlayerInSnapshot { entity: entry.entity as usize, slot: entry.slot });
+            }
+            if entry.id == 0 {
+                return None;
+            }
+            at = (at + 1) & mask;
+        }
+        None
+    }
+
+    /// The entity index of the player `player_id` in `slot`, if that player is in the snapshot
+    /// in that slot.
     #[inline]
     pub fn entity_of_slot(&self, slot: u32, player_id: u64) -> Option<usize> {
-        let index = *self.by_slot.get(slot as usize)?;
-        (index != NOT_IN_SNAPSHOT && self.ids[index as usize] == player_id).then_some(index as usize)
+        self.player(player_id).filter(|p| p.slot == slot).map(|p| p.entity)
     }
 
     /// Position of entity `index`.
@@ -663,6 +772,8 @@ fn axis_gap(v: f32, c: i64, cell_m: f32, slack: f32) -> f32 {
 pub struct SnapshotBuilder {
     pending: Vec<Pending>,
     order: Vec<u64>,
+    /// Players among `pending` (they size the snapshot's player index).
+    players: usize,
 }
 
 /// Digits of the radix sort on cell keys: 3 passes of 11 bits cover every `u32` key.
@@ -676,12 +787,15 @@ impl SnapshotBuilder {
     pub fn clear(&mut self, entities: usize) {
         self.pending.clear();
         self.pending.reserve_exact(entities);
+        self.players = 0;
     }
 
-    /// Adds a player at `slot`.
+    /// Adds the player `id` (not 0; each id once per build) at `slot`.
     #[inline]
     pub fn add_player(&mut self, slot: u32, id: u64, x: f32, y: f32) {
+        debug_assert!(id != 0 && slot != NOT_IN_SNAPSHOT, "a player has an id and a slot");
         self.pending.push(Pending { x, y, id, slot, kind: EntityKind::Player as u8 });
+        self.players += 1;
     }
 
     /// Adds a raid object.
@@ -690,9 +804,9 @@ impl SnapshotBuilder {
         self.pending.push(Pending { x, y, id, slot: NOT_IN_SNAPSHOT, kind: kind as u8 });
     }
 
-    /// Sorts what was added by cell and writes it into `out` for `tick` at `now_ms`;
-    /// `slots` is the number of player slots (the length of the slot index).
-    pub fn build_into(&mut self, out: &mut WorldSnapshot, tick: u32, now_ms: u64, slots: usize) {
+    /// Sorts what was added by cell and writes it into `out` for `tick` at `now_ms`, with the
+    /// index of its players by id.
+    pub fn build_into(&mut self, out: &mut WorldSnapshot, tick: u32, now_ms: u64) {
         let g = out.geometry;
         let n = self.pending.len();
         assert!(u32::try_from(n).is_ok(), "a snapshot's entities are indexed by u32");
@@ -708,7 +822,7 @@ impl SnapshotBuilder {
         }
         out.tick = tick;
         out.now_ms = now_ms;
-        for v in [&mut out.cell_cx, &mut out.cell_start, &mut out.row_start, &mut out.by_slot] {
+        for v in [&mut out.cell_cx, &mut out.cell_start, &mut out.row_start] {
             v.clear();
         }
         out.xs.clear();
@@ -717,7 +831,13 @@ impl SnapshotBuilder {
         out.xs.reserve_exact(n);
         out.ys.reserve_exact(n);
         out.kinds.reserve_exact(n);
-        out.by_slot.resize(slots, NOT_IN_SNAPSHOT);
+        // The player index: at most half full, so a probe sequence stays short. Resized (not
+        // reallocated, once it has grown) to the players of this build.
+        out.by_player.clear();
+        let index_len = if self.players == 0 { 0 } else { (2 * self.players).next_power_of_two().max(16) };
+        out.by_player.reserve_exact(index_len);
+        out.by_player.resize(index_len, PlayerIndexEntry::default());
+        let (index_bits, index_mask) = (index_len.trailing_zeros(), index_len.wrapping_sub(1));
         let mut last_key = u32::MAX;
         for (i, &word) in self.order.iter().enumerate() {
             let key = (word >> 32) as u32;
@@ -737,8 +857,14 @@ impl SnapshotBuilder {
             out.ys.push(e.y);
             out.ids[i] = e.id;
             out.kinds.push(e.kind);
-            if let Some(entry) = out.by_slot.get_mut(e.slot as usize) {
-                *entry = i as u32;
+            if e.slot != NOT_IN_SNAPSHOT {
+                let mut at = player_index_home(e.id, index_bits);
+                // Terminates: the table is at most half full.
+                while out.by_player[at].id != 0 {
+                    debug_assert_ne!(out.by_player[at].id, e.id, "a player is added once per build");
+                    at = (at + 1) & index_mask;
+                }
+                out.by_player[at] = PlayerIndexEntry { id: e.id, entity: i as u32, slot: e.slot };
             }
         }
         out.cell_start.push(n as u32);
@@ -818,7 +944,7 @@ mod tests {
             b.add_player(slot as u32, id, x, y);
         }
         let mut s = WorldSnapshot::empty(g);
-        b.build_into(&mut s, 7, 700, entities.len());
+        b.build_into(&mut s, 7, 700);
         s
     }
 
@@ -1004,11 +1130,68 @@ mod tests {
     }
 
     #[test]
+    fn the_aoi_hint_is_the_last_reach_plus_the_walk_since() {
+        let hint = AoiHint::default();
+        assert_eq!(hint.hint_m((10.0, 10.0)), 0.0, "no answer yet: no hint");
+        hint.set(5.0, (10.0, 10.0));
+        assert_eq!(hint.hint_m((10.0, 10.0)), 5.0);
+        assert_eq!(hint.hint_m((13.0, 14.0)), 10.0, "a 5 m walk since");
+        hint.set(0.0, (13.0, 14.0));
+        assert_eq!(hint.hint_m((13.0, 14.0)), 0.0, "the last answer held fewer than k");
+        hint.set(5.0, (10.0, 10.0));
+        hint.clear();
+        assert_eq!(hint.hint_m((10.0, 10.0)), 0.0, "a new player in the slot starts with none");
+    }
+
+    #[test]
     fn a_slot_reused_after_the_snapshot_is_not_its_new_player() {
         let s = build(&[(11, 5.0, 5.0), (12, 6.0, 5.0)]);
         assert_eq!(s.entity_of_slot(1, 12), Some(s.entity_of_slot(1, 12).unwrap()));
         assert_eq!(s.entity_of_slot(1, 99), None, "another player took slot 1 after the tick");
         assert_eq!(s.entity_of_slot(5, 12), None, "a slot beyond the snapshot");
+    }
+
+    /// The player index finds every player of the build, with its entity and slot, and nothing
+    /// else: not a raid object's id, not an id of an earlier build, not id 0. Ids chosen to
+    /// share their first probe (multiples of a large power of two) still resolve.
+    #[test]
+    fn the_player_index_finds_each_player_of_its_build_and_nothing_else() {
+        let g = geometry();
+        let mut b = SnapshotBuilder::default();
+        let mut s = WorldSnapshot::empty(g);
+        let mut seed = 7u64;
+        let ids: Vec<u64> = (1..=300u64).map(|i| i << 40).chain((1..=300u64).map(|i| i * 7919)).collect();
+        b.clear(ids.len() + 50);
+        for (slot, &id) in ids.iter().enumerate() {
+            b.add_player(slot as u32 * 3, id, lcg(&mut seed) * 4000.0, lcg(&mut seed) * 4000.0);
+        }
+        for object in 0..50u64 {
+            b.add_object(1_000_000_000 + object, lcg(&mut seed) * 4000.0, lcg(&mut seed) * 4000.0, EntityKind::Add);
+        }
+        b.build_into(&mut s, 1, 50);
+        assert!(s.by_player.len().is_power_of_two() && s.by_player.len() >= 2 * ids.len(), "at most half full");
+        for (slot, &id) in ids.iter().enumerate() {
+            let found = s.player(id).unwrap_or_else(|| panic!("player {id} is in the snapshot"));
+            assert_eq!(found.slot, slot as u32 * 3);
+            assert_eq!(s.ids[found.entity], id, "the entity is the player's");
+            assert_eq!(s.entity_of_slot(found.slot, id), Some(found.entity));
+        }
+        for absent in [0, 1_000_000_000, 1_000_000_049, 301 << 40, 5, u64::MAX] {
+            assert_eq!(s.player(absent), None, "{absent} is no player of this build");
+        }
+        // A smaller build into the same snapshot forgets the players it no longer has.
+        b.clear(1);
+        b.add_player(0, ids[10], 10.0, 10.0);
+        b.build_into(&mut s, 2, 100);
+        assert_eq!(s.player(ids[10]), Some(PlayerInSnapshot { entity: 0, slot: 0 }));
+        assert_eq!(s.player(ids[11]), None);
+        // And a build with objects only has an empty index.
+        b.clear(1);
+        b.add_object(3, 10.0, 10.0, EntityKind::Loot);
+        b.build_into(&mut s, 3, 150);
+        assert!(s.by_player.is_empty());
+        assert_eq!(s.player(3), None, "a raid object is not a player");
+        assert_eq!(s.player(ids[10]), None);
     }
 
     #[test]

@@ -18,10 +18,8 @@
 
 use criterion::{Criterion, criterion_group};
 use kiddo::{ImmutableKdTree, SquaredEuclidean};
-use mmo_core::economy::WalletHandle;
-use mmo_core::players::PlayerRecord;
 use mmo_core::records::{AoiEntry, EntityKind};
-use mmo_core::snapshot::{SnapshotBuilder, SnapshotGeometry, WorldSnapshot, hint_reach_m};
+use mmo_core::snapshot::{AoiHint, SnapshotBuilder, SnapshotGeometry, WorldSnapshot, hint_reach_m};
 use rustc_hash::FxHashMap;
 use std::hint::black_box;
 use std::num::NonZero;
@@ -94,7 +92,7 @@ fn build_snapshot(world: &[Entity], builder: &mut SnapshotBuilder, snapshot: &mu
             builder.add_object(e.id, e.x, e.y, EntityKind::Add);
         }
     }
-    builder.build_into(snapshot, 1, 0, PLAYERS);
+    builder.build_into(snapshot, 1, 0);
 }
 
 /// The core's snapshot: build, then every player's query. Returns the entries found.
@@ -244,7 +242,7 @@ fn bench_hinted(
     snapshot: &mut WorldSnapshot,
     out: &mut [AoiEntry],
 ) {
-    let hints: Vec<PlayerRecord> = (0..PLAYERS).map(|slot| PlayerRecord::new(1, slot as u32, 0, WalletHandle::NONE, 0)).collect();
+    let hints: Vec<AoiHint> = (0..PLAYERS).map(|_| AoiHint::default()).collect();
     let mut ticks = [world.to_vec(), world.to_vec()];
     walk(&mut ticks[1]);
     let mut tick = 0usize;
@@ -269,24 +267,26 @@ fn walk(world: &mut [Entity]) {
     }
 }
 
-/// As the engine queries (`Engine::nearest_hinted`): each player's hint is its record's last
-/// answer's reach (`mmo_core::snapshot::hint_reach_m`) plus how far it has walked since.
+/// As the engine queries (`Engine::nearest_hinted`): the viewer comes from the snapshot's
+/// player index, and each player's hint (its slot's `AoiHint`) is its last answer's reach
+/// (`mmo_core::snapshot::hint_reach_m`) plus how far it has walked since.
 fn snapshot_tick_hinted(
     world: &[Entity],
     builder: &mut SnapshotBuilder,
     snapshot: &mut WorldSnapshot,
     out: &mut [AoiEntry],
-    records: &[PlayerRecord],
+    hints: &[AoiHint],
 ) -> usize {
     build_snapshot(world, builder, snapshot);
     let config = mmo_core::CoreConfig { tick_ms: SERVER_TICK_MS, ..mmo_core::CoreConfig::default() };
     let closing_m = config.aoi_player_closing_m();
     let mut found = 0;
     for (slot, e) in world[..PLAYERS].iter().enumerate() {
-        let viewer = snapshot.entity_of_slot(slot as u32, e.id).expect("every player is in the snapshot");
-        let at = snapshot.position(viewer);
-        let (n, _) = snapshot.nearest_hinted(viewer, records[slot].aoi_hint_m(at), &mut out[..K]);
-        records[slot].set_aoi_reach(hint_reach_m(&out[..n], K, closing_m), at);
+        let viewer = snapshot.player(e.id).expect("every player is in the snapshot");
+        debug_assert_eq!(viewer.slot, slot as u32);
+        let at = snapshot.position(viewer.entity);
+        let (n, _) = snapshot.nearest_hinted(viewer.entity, hints[viewer.slot as usize].hint_m(at), &mut out[..K]);
+        hints[viewer.slot as usize].set(hint_reach_m(&out[..n], K, closing_m), at);
         found += n;
     }
     found

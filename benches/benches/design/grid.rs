@@ -25,7 +25,7 @@ use criterion::{BenchmarkId, Criterion, Throughput, criterion_group};
 use mmo_benches::timed_rounds;
 use mmo_core::CoreConfig;
 use mmo_core::combat::SPAWN_CHUNK;
-use mmo_core::grid::{CellKey, Grid, ObjectMember, PlayerMember};
+use mmo_core::grid::{CellKey, Grid, NO_SLOT, ObjectMember};
 use mmo_core::locks::LockWaits;
 use mmo_core::records::EntityKind;
 use parking_lot::RwLock;
@@ -155,7 +155,7 @@ fn bench_grid(c: &mut Criterion) {
             for j in 0..ENTITIES_PER_THREAD {
                 let (x, y) = spot(threads, t, j, false);
                 let id = entity_id(t, j);
-                grid.insert_player(grid.cell_of(x, y), PlayerMember { id, slot: slot_of(id) }, x, y, &mut LockWaits::default());
+                grid.insert_player(grid.cell_of(x, y), id, slot_of(id), x, y, &mut LockWaits::default());
             }
         }
         group.bench_function(BenchmarkId::new("dashmap", threads), |b| {
@@ -163,10 +163,9 @@ fn bench_grid(c: &mut Criterion) {
                 walk_shared_grid(threads, iters, |id, (fx, fy), (x, y)| {
                     let mut waits = LockWaits::default();
                     grid.positions().set(slot_of(id), x, y);
-                    let moved = PlayerMember { id, slot: slot_of(id) };
-                    assert!(grid.relocate_player(grid.cell_of(fx, fy), grid.cell_of(x, y), moved, &mut waits));
+                    assert!(grid.relocate_player(grid.cell_of(fx, fy), grid.cell_of(x, y), slot_of(id), &mut waits));
                     let mut contacts = 0;
-                    grid.for_each_near(x, y, CONTACT_RADIUS_M, id, &mut waits, |_, _, _| {
+                    grid.for_each_near(x, y, CONTACT_RADIUS_M, slot_of(id), &mut waits, |_, _, _| {
                         contacts += 1;
                         true
                     });
@@ -267,7 +266,7 @@ fn bench_contact_in_raid_crowd(c: &mut Criterion) {
         let mut waits = LockWaits::default();
         let mut contacts = 0usize;
         for &(x, y) in &points {
-            grid.for_each_near(x, y, CONTACT_RADIUS_M, 0, &mut waits, |_, _, _| {
+            grid.for_each_near(x, y, CONTACT_RADIUS_M, NO_SLOT, &mut waits, |_, _, _| {
                 contacts += 1;
                 true
             });
@@ -288,7 +287,7 @@ fn bench_contact_in_raid_crowd(c: &mut Criterion) {
         let (mut reported, mut truncated) = (0usize, 0usize);
         for &(x, y) in &points {
             let mut written = 0;
-            let near = grid.for_each_near(x, y, CONTACT_RADIUS_M, 0, &mut waits, |id, _, d2| {
+            let near = grid.for_each_near(x, y, CONTACT_RADIUS_M, NO_SLOT, &mut waits, |id, _, d2| {
                 black_box((id, d2));
                 written += 1;
                 written < cap
@@ -306,7 +305,7 @@ fn bench_contact_in_raid_crowd(c: &mut Criterion) {
     for slot in 0..RAID_PLAYERS {
         let (radius, angle) = (RAID_PLAYER_RADIUS_M * unit().sqrt(), unit() * std::f32::consts::TAU);
         let (x, y) = (centre_m + radius * angle.cos(), centre_m + radius * angle.sin());
-        grid.insert_player(grid.cell_of(x, y), PlayerMember { id: slot as u64 + 1, slot }, x, y, &mut LockWaits::default());
+        grid.insert_player(grid.cell_of(x, y), slot as u64 + 1, slot, x, y, &mut LockWaits::default());
     }
     group.bench_function("engine_cap_8_with_raid_players", |b| b.iter(|| black_box(engine_queries(&grid))));
     group.finish();
