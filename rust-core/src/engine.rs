@@ -1059,15 +1059,15 @@ impl Engine {
     /// `min(out.len(), aoi_k)`), nearest first, as of the latest world snapshot; returns how
     /// many.
     pub fn area_of_interest(&self, player_id: u64, out: &mut [AoiEntry]) -> Result<usize, AoiError> {
-        let Some(record) = self.players.get(player_id) else {
+        if self.players.get(player_id).is_none() {
             self.stats.bump(Counter::AoiNotInSnapshot);
             return Err(AoiError::UnknownPlayer);
-        };
+        }
         let k = out.len().min(self.config.aoi_k as usize);
-        let slot = record.slot;
-        drop(record);
+        // `viewer_in` checks the snapshot's slot against the occupants' table, so the viewer it
+        // finds is in the slot the player's record names.
         let result = self.snapshots.pin().and_then(|snapshot| {
-            let viewer = self.viewer_in(&snapshot, player_id).filter(|v| v.slot == slot)?;
+            let viewer = self.viewer_in(&snapshot, player_id)?;
             Some(self.nearest_hinted(&snapshot, viewer, &mut out[..k]))
         });
         match result {
