@@ -438,8 +438,8 @@ impl Engine {
             .combat
             .add_combatant(player_id, faction, self.config.player_hp)
             .expect("combatant arena shard exhausted (capacity is gated)");
-        // Position and cell first, then the body (which marks the slot occupied for the
-        // snapshot), then the record: the first move finds everything in place.
+        // Position, the slot's id (which the snapshot build then sees) and cell first, then
+        // the body, then the record: the first move finds everything in place.
         let mut waits = LockWaits::default();
         self.grid.insert_player(cell, player_id, slot, x_m, y_m, &mut waits);
         self.aoi_hints[slot as usize].clear();
@@ -1010,7 +1010,7 @@ impl Engine {
         let slots = self.movement.slots_used();
         builder.clear(self.players.live() as usize + self.combat.live_objects() as usize);
         for slot in 0..slots {
-            let id = self.movement.occupant(slot);
+            let id = self.grid.player_in(slot);
             if id != 0 {
                 let (x, y) = self.grid.positions().get(slot);
                 builder.add_player(slot, id, x, y);
@@ -1064,8 +1064,8 @@ impl Engine {
             return Err(AoiError::UnknownPlayer);
         }
         let k = out.len().min(self.config.aoi_k as usize);
-        // `viewer_in` checks the snapshot's slot against the occupants' table, so the viewer it
-        // finds is in the slot the player's record names.
+        // `viewer_in` checks the snapshot's slot against the grid's id-by-slot table, so the
+        // viewer it finds is in the slot the player's record names.
         let result = self.snapshots.pin().and_then(|snapshot| {
             let viewer = self.viewer_in(&snapshot, player_id)?;
             Some(self.nearest_hinted(&snapshot, viewer, &mut out[..k]))
@@ -1108,9 +1108,9 @@ impl Engine {
             info.now_ms = s.now_ms;
         }
         // The viewers of up to `AOI_LOOKAHEAD` players are found first, then their queries
-        // run: the lookups (the snapshot's player index, the occupants' table) are independent
-        // of each other, so their cache misses overlap, where one lookup per query waited for
-        // each in turn; the hints they will read are asked for meanwhile.
+        // run: the lookups (the snapshot's player index, the grid's id-by-slot table) are
+        // independent of each other, so their cache misses overlap, where one lookup per query
+        // waited for each in turn; the hints they will read are asked for meanwhile.
         const AOI_LOOKAHEAD: usize = 64;
         for (chunk_at, chunk) in players.chunks(AOI_LOOKAHEAD).enumerate() {
             let mut viewers = [None::<PlayerInSnapshot>; AOI_LOOKAHEAD];
@@ -1140,12 +1140,12 @@ impl Engine {
     }
 
     /// The player `player_id` in `snapshot`, if it is there and still in the slot it had then:
-    /// the snapshot's player index and one load from the slot occupants' table, no arena
+    /// the snapshot's player index and one load from the grid's id-by-slot table, no arena
     /// lookup. A player who has left since (or is leaving: leave frees the slot before the
     /// record) is not a viewer, as an unknown id is not.
     #[inline]
     fn viewer_in(&self, snapshot: &WorldSnapshot, player_id: u64) -> Option<PlayerInSnapshot> {
-        snapshot.player(player_id).filter(|v| self.movement.occupant(v.slot) == player_id)
+        snapshot.player(player_id).filter(|v| self.grid.player_in(v.slot) == player_id)
     }
 
     /// One player's nearest entities from `snapshot`, looking first as far as its last answer

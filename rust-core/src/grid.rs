@@ -335,11 +335,15 @@ pub struct Grid {
     cells: DashMap<CellKey, Cell, FxBuildHasher>,
     /// Player positions by movement slot.
     positions: PositionTable,
-    /// Player id by movement slot. Written by [`Grid::insert_player`] before it lists the slot
-    /// in a cell (Release); read (Acquire) under a cell's lock by contact queries for the
-    /// players they report, and by audits. A slot listed in a cell keeps its id while the
-    /// reader holds that cell's lock: the player leaves the cell (under its write lock) before
-    /// leave frees the slot for another join.
+    /// Player id by movement slot, 0 for a free slot: the one table of who holds a slot.
+    /// Written (Release) by [`Grid::insert_player`] (join) after the slot's position and before
+    /// the slot is listed in a cell, and cleared by [`Grid::remove_player`] (leave) after the
+    /// slot is unlisted, before leave frees the slot for another join. Read (Acquire) by the
+    /// tick's snapshot build (every slot handed out; a non-zero id finds its position already
+    /// stored), by the area-of-interest check that a viewer still holds its slot, under a
+    /// cell's lock by contact queries for the players they report, and by audits. A slot
+    /// listed in a cell keeps its id while the reader holds that cell's lock: the id is
+    /// cleared only after the slot leaves the cell under its write lock.
     player_ids: ReservedTable<AtomicU64>,
     cells_per_side: u32,
     cell_size_m: f32,
@@ -497,8 +501,24 @@ impl Grid {
         self.cell_mut(cell, waits).players.push(slot);
     }
 
-    /// Removes the player in `slot` from `cell`, returning whether it was there (leave).
+    /// Removes the player in `slot` from `cell` and frees the slot's id (leave), returning
+    /// whether it was there; a slot not in `cell` keeps its id.
     pub fn remove_player(&self, cell: CellKey, slot: u32, waits: &mut LockWaits) -> bool {
+        let removed = self.unlist_player(cell, slot, waits);
+        if removed {
+            self.player_ids[slot as usize].store(0, Ordering::Release);
+        }
+        removed
+    }
+
+    /// The player id in `slot`, 0 when the slot is free (see the `player_ids` field).
+    #[inline]
+    pub fn player_in(&self, slot: u32) -> u64 {
+        self.player_ids[slot as usize].load(Ordering::Acquire)
+    }
+
+    /// Takes `slot` out of `cell`'s players, returning whether it was listed there.
+    fn unlist_player(&self, cell: CellKey, slot: u32, waits: &mut LockWaits) -> bool {
         let Some(mut c) = self.existing_cell_mut(cell, waits) else { return false };
         match c.players.iter().position(|&s| s == slot) {
             Some(at) => {
@@ -513,7 +533,7 @@ impl Grid {
     /// be stored. Between the two steps the player is briefly in no cell (never in two).
     /// Returns `false` if it was not in `from`.
     pub fn relocate_player(&self, from: CellKey, to: CellKey, slot: u32, waits: &mut LockWaits) -> bool {
-        if !self.remove_player(from, slot, waits) {
+        if !self.unlist_player(from, slot, waits) {
             return false;
         }
         self.cell_mut(to, waits).players.push(slot);
@@ -912,18 +932,25 @@ mod tests {
         let w = &mut LockWaits::default();
         let a = g.cell_of(10.0, 10.0);
         let b = g.cell_of(40.0, 10.0);
+        assert_eq!(g.player_in(0), 0, "a slot never taken is free");
         g.insert_player(a, 1, 0, 10.0, 10.0, w);
+        assert_eq!(g.player_in(0), 1);
         g.positions().set(0, 40.0, 10.0);
         assert!(g.relocate_player(a, b, 0, w));
         assert_eq!(g.cells_containing(1), vec![b]);
+        assert_eq!(g.player_in(0), 1, "a crossing keeps the slot's player");
         assert!(!g.relocate_player(a, b, 0, w), "not in the old cell any more");
         assert!(!g.remove_player(b, 1, w), "slot 1 is not the player's");
+        assert!(!g.remove_player(a, 0, w), "not in that cell");
+        assert_eq!(g.player_in(0), 1, "a removal that found nothing frees nothing");
         assert!(g.remove_player(b, 0, w));
+        assert_eq!(g.player_in(0), 0, "leave frees the slot");
         assert!(g.cells_containing(1).is_empty());
         assert!(!g.remove_player(b, 0, w));
         assert!(!g.remove_player(12345, 0, w));
         // The slot taken again by another player: the cell reports the new player's id.
         g.insert_player(a, 7, 0, 10.0, 10.0, w);
+        assert_eq!(g.player_in(0), 7);
         assert_eq!(g.cells_containing(7), vec![a]);
         assert!(g.cells_containing(1).is_empty(), "the slot's last player is gone");
         let mut seen = vec![];

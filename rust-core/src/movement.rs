@@ -47,7 +47,7 @@ use crate::records::{MoveRecord, RejectReason};
 use crate::reserved::ReservedTable;
 use crossbeam_queue::ArrayQueue;
 use parking_lot::Mutex;
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU32, Ordering};
 
 /// A body's mutable state, guarded by the body's own lock.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
@@ -165,9 +165,6 @@ pub struct Movement {
     /// Bodies by slot. Re-initialised by join, marked dead by leave, locked by every move of
     /// the slot's player.
     bodies: ReservedTable<Body>,
-    /// Player id by slot, 0 for a free slot. Written by join and leave; read by the tick's
-    /// snapshot build.
-    occupants: ReservedTable<AtomicU64>,
     /// Slots returned by leave, handed out again by join (lock-free; sized for every slot, so
     /// a push never fails).
     free: ArrayQueue<u32>,
@@ -185,12 +182,7 @@ impl Movement {
         // floats (0.0), booleans (false) and a byte array. All-zero is `Body::default()`.
         let bodies = unsafe { ReservedTable::<Body>::new_zeroed(capacity as usize) };
         debug_assert!(bodies.first().is_none_or(|b| *b.state.lock() == BodyState::default()));
-        Self {
-            bodies,
-            occupants: ReservedTable::zeroed_atomics(capacity as usize),
-            free: ArrayQueue::new(capacity.max(1) as usize),
-            high_water: AtomicU32::new(0),
-        }
+        Self { bodies, free: ArrayQueue::new(capacity.max(1) as usize), high_water: AtomicU32::new(0) }
     }
 
     /// Takes a free slot; `None` only when every slot is taken. Callers admit players through
@@ -203,15 +195,15 @@ impl Movement {
         self.high_water.fetch_update(Ordering::AcqRel, Ordering::Acquire, |used| (used < capacity).then_some(used + 1)).ok()
     }
 
-    /// Puts a player's body in `slot` at a spawn point in `cell` and marks the slot occupied.
+    /// Puts a player's body in `slot` at a spawn point in `cell`. (Who holds a slot is the
+    /// grid's table: `Grid::insert_player` and `Grid::remove_player`.)
     pub fn spawn(&self, slot: u32, player_id: u64, x: f32, y: f32, cell: CellKey) {
         *self.bodies[slot as usize].state.lock() = BodyState { player_id, x_m: x, y_m: y, cell, alive: true, ..BodyState::default() };
-        self.occupants[slot as usize].store(player_id, Ordering::Release);
     }
 
-    /// Frees `slot` (its body already marked dead by leave) for a later join.
+    /// Frees `slot` (its body already marked dead and out of the grid by leave) for a later
+    /// join.
     pub fn release(&self, slot: u32) {
-        self.occupants[slot as usize].store(0, Ordering::Release);
         let pushed = self.free.push(slot);
         debug_assert!(pushed.is_ok(), "the free list holds every slot");
     }
@@ -220,12 +212,6 @@ impl Movement {
     #[inline]
     pub fn body(&self, slot: u32) -> &Body {
         &self.bodies[slot as usize]
-    }
-
-    /// The player id in `slot` (0 when free).
-    #[inline]
-    pub fn occupant(&self, slot: u32) -> u64 {
-        self.occupants[slot as usize].load(Ordering::Acquire)
     }
 
     /// Slots `0..slots_used()` are the only ones ever handed out.
@@ -399,9 +385,8 @@ mod tests {
         assert_eq!(slots, vec![0, 1, 2]);
         assert_eq!(m.claim_slot(), None, "full");
         m.spawn(1, 77, 5.0, 6.0, 0);
-        assert_eq!(m.occupant(1), 77);
+        assert_eq!(m.body(1).state.lock().player_id, 77);
         m.release(1);
-        assert_eq!(m.occupant(1), 0);
         assert_eq!(m.claim_slot(), Some(1), "a released slot comes back");
         assert_eq!(m.slots_used(), 3);
     }

@@ -1,6 +1,6 @@
 //! Tables sized by a capacity that cost resident memory only where they are used.
 //!
-//! The body, position and slot-occupant tables have a slot for every player the server
+//! The body, position and id-by-slot tables have a slot for every player the server
 //! admits (`player_capacity`, 8,192 by default) but a server holds far fewer most of the time.
 //! A zeroed heap allocation does not keep them cheap: whether `calloc` hands back untouched
 //! pages depends on the allocator and on what it freed before. Measured with the server's
