@@ -22,6 +22,7 @@
 #include <cstring>
 #include <iostream>
 #include <map>
+#include <memory>
 #include <optional>
 #include <sstream>
 #include <string>
@@ -607,6 +608,38 @@ TEST_P(ServerEndToEndEngines, ARestartedClientOnAnotherPortReplacesItsSession) {
   EXPECT_EQ(stats.at("sessions_replaced"), 1u);
   EXPECT_GE(stats.at("joins_replacing"), 1u);
   EXPECT_EQ(stats.at("sessions_live"), 1u);
+  server.terminate();
+}
+
+// A player who leaves in the middle of an area-of-interest round gets nothing after its
+// LEAVE_ACK. All stand on one spot, so the round visits them in join order (ties go by pool
+// slot) over most of the tick period: the first one's snapshot marks the round's start, the
+// others leave while their turns are still to come. (It fails for a worker that computes a
+// chunk's answers ahead of their sends and sends them to the addresses it saw then.)
+TEST_P(ServerEndToEndEngines, NoAreaOfInterestReachesAPlayerAfterItLeft) {
+  ServerProcess server({"--engine", GetParam(), "--spawn-points", "1000,1000,0"});
+  const uint16_t port = server.port();
+  constexpr uint32_t kPlayers = 40;
+  std::vector<std::unique_ptr<Client>> clients;
+  std::vector<Joined> players;
+  for (uint32_t i = 0; i < kPlayers; ++i) {
+    clients.push_back(std::make_unique<Client>(port, 0x7F000200 + i));
+    players.push_back(join(*clients.back(), 100 + i));
+    ASSERT_NE(players.back().player_id, 0u);
+  }
+  for (uint32_t i = 0; i < kPlayers; ++i) ASSERT_TRUE(clients[i]->wait_for<AoiSnapshot>()) << "player " << i << " is in the round";
+  ASSERT_TRUE(clients[0]->wait_for<AoiSnapshot>());
+  for (uint32_t i = 1; i < kPlayers; ++i) clients[i]->send(Leave{players[i].player_id, players[i].token, 1});
+  for (uint32_t i = 1; i < kPlayers; ++i) {
+    ASSERT_TRUE(clients[i]->wait_for<LeaveAck>()) << "player " << i;
+  }
+  // Three tick periods (20 Hz): a computed answer would have gone out by then.
+  const auto deadline = Clock::now() + std::chrono::milliseconds(150);
+  for (uint32_t i = 1; i < kPlayers; ++i) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+    EXPECT_FALSE(clients[i]->wait_for<AoiSnapshot>(std::max(left, std::chrono::milliseconds(1)))) << "player " << i << " left";
+  }
+  EXPECT_TRUE(clients[0]->wait_for<AoiSnapshot>()) << "the one who stayed still gets its snapshots";
   server.terminate();
 }
 
