@@ -502,12 +502,12 @@ impl Grid {
     }
 
     /// Removes the player in `slot` from `cell` and frees the slot's id (leave), returning
-    /// whether it was there; a slot not in `cell` keeps its id.
+    /// whether it was listed there. The id is freed either way: leave frees the slot next,
+    /// and a slot with no player must never reach a snapshot as a player left behind at its
+    /// last position. (A live body not in its own cell is a bug the caller asserts against.)
     pub fn remove_player(&self, cell: CellKey, slot: u32, waits: &mut LockWaits) -> bool {
         let removed = self.unlist_player(cell, slot, waits);
-        if removed {
-            self.player_ids[slot as usize].store(0, Ordering::Release);
-        }
+        self.player_ids[slot as usize].store(0, Ordering::Release);
         removed
     }
 
@@ -927,6 +927,16 @@ mod tests {
     }
 
     #[test]
+    fn a_leave_given_the_wrong_cell_still_frees_the_slot() {
+        let g = grid();
+        let w = &mut LockWaits::default();
+        let (a, b) = (g.cell_of(10.0, 10.0), g.cell_of(40.0, 10.0));
+        g.insert_player(a, 9, 2, 10.0, 10.0, w);
+        assert!(!g.remove_player(b, 2, w), "not listed in that cell");
+        assert_eq!(g.player_in(2), 0, "no snapshot may show a player who left");
+    }
+
+    #[test]
     fn insert_relocate_remove() {
         let g = grid();
         let w = &mut LockWaits::default();
@@ -941,8 +951,7 @@ mod tests {
         assert_eq!(g.player_in(0), 1, "a crossing keeps the slot's player");
         assert!(!g.relocate_player(a, b, 0, w), "not in the old cell any more");
         assert!(!g.remove_player(b, 1, w), "slot 1 is not the player's");
-        assert!(!g.remove_player(a, 0, w), "not in that cell");
-        assert_eq!(g.player_in(0), 1, "a removal that found nothing frees nothing");
+        assert_eq!(g.player_in(0), 1, "a removal of another slot frees nothing of this one");
         assert!(g.remove_player(b, 0, w));
         assert_eq!(g.player_in(0), 0, "leave frees the slot");
         assert!(g.cells_containing(1).is_empty());
