@@ -95,7 +95,7 @@ void visit_settings(Settings& s, V&& v) {
          "starting zones as x,y,radius metres separated by ';': a new account of faction f appears in zone f % count"});
   v(Number<uint32_t>{"server", "saved_positions", "--saved-positions", s.server.saved_positions, 1, 1 << 24,
                      "accounts whose last position the server remembers as their next spawn (in memory; rounded up to a power of two)"});
-  v(Text{"server", "admin_key", "--admin-key", s.admin_key_text, "key for RAID_TRIGGER and STATS_REQUEST (decimal or 0x hex; 0 disables admin messages)"});
+  v(Text{"server", "admin_key", "--admin-key", s.admin_key_text, "key for RAID_TRIGGER, STATS_REQUEST and GRANT (decimal or 0x hex; 0 disables admin messages)"});
   v(Number<unsigned>{"server", "stats_interval_s", "--stats-interval-s", s.stats_interval_s, 0, 86400, "seconds between stats lines (0: none)"});
   v(Text{"server", "metrics_bind", "--metrics-bind", s.metrics_bind, "serve Prometheus metrics at http://ADDRESS:PORT/metrics (empty: off)"});
   // [core]: the game-state engine (MmoConfig; either engine).
