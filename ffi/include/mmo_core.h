@@ -1330,8 +1330,9 @@ MmoStatus mmo_latency_summary(const struct MmoLatency *latency,
 // recorded): `out_counts[i]` is how many values are at most `bounds[i]` (as the histogram's
 // precision resolves them), the shape of a Prometheus histogram's `le` buckets. Writes the
 // total count to `*out_count` and the sum of every value to `*out_sum` (each value taken at
-// its bucket's representative value; saturating). Bounds that are not ascending are
-// `MMO_ERR_INVALID_ARGUMENT`.
+// its bucket's representative value; saturating, as the counts are). Bounds that are not
+// strictly ascending, and an `out_counts` that shares memory with `bounds`, are
+// `MMO_ERR_INVALID_ARGUMENT` (nothing written).
 //
 // # Safety
 // `latency` NULL or a live handle not written during the call; `bounds`/`bounds_len` and

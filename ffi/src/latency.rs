@@ -181,8 +181,9 @@ pub unsafe extern "C" fn mmo_latency_summary(latency: *const MmoLatency, out_sum
 /// recorded): `out_counts[i]` is how many values are at most `bounds[i]` (as the histogram's
 /// precision resolves them), the shape of a Prometheus histogram's `le` buckets. Writes the
 /// total count to `*out_count` and the sum of every value to `*out_sum` (each value taken at
-/// its bucket's representative value; saturating). Bounds that are not ascending are
-/// [`MMO_ERR_INVALID_ARGUMENT`].
+/// its bucket's representative value; saturating, as the counts are). Bounds that are not
+/// strictly ascending, and an `out_counts` that shares memory with `bounds`, are
+/// [`MMO_ERR_INVALID_ARGUMENT`] (nothing written).
 ///
 /// # Safety
 /// `latency` NULL or a live handle not written during the call; `bounds`/`bounds_len` and
@@ -201,7 +202,17 @@ pub unsafe extern "C" fn mmo_latency_buckets(
         let h = &check!(unsafe { in_ref(latency) }).histogram;
         // SAFETY: forwarded contract.
         let bounds = check!(unsafe { input(bounds, bounds_len) });
-        // SAFETY: forwarded contract.
+        // Refused before the output is borrowed: a caller's one buffer passed as both would
+        // be zeroed while its bounds are still being read.
+        let counts_bytes = bounds_len.saturating_mul(size_of::<u64>());
+        let (counts_start, bounds_range) = (out_counts as usize, bounds.as_ptr_range());
+        if bounds_len > 0
+            && counts_start < bounds_range.end as usize
+            && (bounds_range.start as usize) < counts_start.saturating_add(counts_bytes)
+        {
+            return MMO_ERR_INVALID_ARGUMENT;
+        }
+        // SAFETY: forwarded contract; shares no byte with `bounds` (checked above).
         let counts = check!(unsafe { output(out_counts, bounds_len) });
         let count_out = check!(out_ptr(out_count));
         let sum_out = check!(out_ptr(out_sum));
@@ -217,12 +228,12 @@ pub unsafe extern "C" fn mmo_latency_buckets(
             sum = sum.saturating_add(h.median_equivalent(value).saturating_mul(n));
             let first = bounds.partition_point(|&b| b < value);
             if first < counts.len() {
-                counts[first] += n;
+                counts[first] = counts[first].saturating_add(n);
             }
         }
         // Cumulative.
         for i in 1..counts.len() {
-            counts[i] += counts[i - 1];
+            counts[i] = counts[i].saturating_add(counts[i - 1]);
         }
         // SAFETY: checked by out_ptr.
         unsafe {
@@ -299,6 +310,61 @@ mod tests {
     }
 
     #[test]
+    fn hostile_bucket_arguments_get_statuses_and_write_nothing() {
+        let h = new_latency();
+        // SAFETY: a live handle on this thread; every pointer is NULL, valid, or deliberately
+        // shared between two arguments (the case under test).
+        unsafe {
+            assert_eq!(mmo_latency_record(h, 50, 3), MMO_OK);
+            let bounds = [100u64, 500];
+            let (mut counts, mut count, mut sum) = ([7u64; 2], 7u64, 7u64);
+            let untouched = |counts: [u64; 2], count: u64, sum: u64| assert_eq!((counts, count, sum), ([7, 7], 7, 7));
+            let call = |bounds: *const u64, len: usize, counts: *mut u64, count: *mut u64, sum: *mut u64| {
+                mmo_latency_buckets(h, bounds, len, counts, count, sum)
+            };
+            assert_eq!(call(bounds.as_ptr(), 2, ptr::null_mut(), &mut count, &mut sum), crate::MMO_ERR_NULL_POINTER);
+            assert_eq!(call(bounds.as_ptr(), 2, counts.as_mut_ptr(), ptr::null_mut(), &mut sum), crate::MMO_ERR_NULL_POINTER);
+            assert_eq!(call(bounds.as_ptr(), 2, counts.as_mut_ptr(), &mut count, ptr::null_mut()), crate::MMO_ERR_NULL_POINTER);
+            let misaligned = (counts.as_mut_ptr() as usize + 1) as *mut u64;
+            assert_eq!(call(bounds.as_ptr(), 2, misaligned, &mut count, &mut sum), crate::MMO_ERR_MISALIGNED_POINTER);
+            assert_eq!(call(bounds.as_ptr(), usize::MAX / 4, counts.as_mut_ptr(), &mut count, &mut sum), MMO_ERR_INVALID_ARGUMENT);
+            let equal = [100u64, 100];
+            assert_eq!(call(equal.as_ptr(), 2, counts.as_mut_ptr(), &mut count, &mut sum), MMO_ERR_INVALID_ARGUMENT);
+            untouched(counts, count, sum);
+            // One buffer as both the bounds and the counts, whole or in part.
+            let mut shared = [100u64, 500, 1_000];
+            assert_eq!(call(shared.as_ptr(), 2, shared.as_mut_ptr(), &mut count, &mut sum), MMO_ERR_INVALID_ARGUMENT);
+            assert_eq!(call(shared.as_ptr(), 2, shared.as_mut_ptr().add(1), &mut count, &mut sum), MMO_ERR_INVALID_ARGUMENT);
+            assert_eq!(shared, [100, 500, 1_000], "the bounds are not written");
+            untouched(counts, count, sum);
+            // Adjacent is not shared.
+            let (bounds_part, counts_part) = shared.split_at_mut(1);
+            assert_eq!(call(bounds_part.as_ptr(), 1, counts_part.as_mut_ptr(), &mut count, &mut sum), MMO_OK);
+            assert_eq!((counts_part[0], count), (3, 3));
+            // No bounds: only the totals.
+            assert_eq!(call(ptr::null(), 0, ptr::null_mut(), &mut count, &mut sum), MMO_OK);
+            assert_eq!(count, 3);
+            mmo_latency_free(h);
+        }
+    }
+
+    #[test]
+    fn counts_past_u64_saturate_in_the_buckets() {
+        let h = new_latency();
+        // SAFETY: live handle on this thread; valid slices and out-pointers.
+        unsafe {
+            assert_eq!(mmo_latency_record(h, 10, u64::MAX), MMO_OK);
+            assert_eq!(mmo_latency_record(h, 1_000, u64::MAX), MMO_OK);
+            let bounds = [100u64, 10_000];
+            let (mut counts, mut count, mut sum) = ([0u64; 2], 0u64, 0u64);
+            assert_eq!(mmo_latency_buckets(h, bounds.as_ptr(), 2, counts.as_mut_ptr(), &mut count, &mut sum), MMO_OK);
+            assert_eq!(counts, [u64::MAX, u64::MAX]);
+            assert_eq!(sum, u64::MAX);
+            mmo_latency_free(h);
+        }
+    }
+
+    #[test]
     fn out_of_range_values_are_clamped_not_lost() {
         let h = new_latency();
         // SAFETY: live handle.
@@ -334,6 +400,19 @@ mod tests {
             assert_eq!(mmo_latency_new(1000, 2, &mut other), MMO_OK);
             assert_eq!(mmo_latency_merge(a, other), MMO_ERR_INVALID_ARGUMENT, "different shapes do not merge");
             assert_eq!(mmo_latency_summary(a, ptr::null_mut()), crate::MMO_ERR_NULL_POINTER);
+            mmo_latency_free(other);
+            assert_eq!(mmo_latency_reset(ptr::null_mut()), crate::MMO_ERR_NULL_POINTER);
+            assert_eq!(mmo_latency_merge(ptr::null_mut(), a), crate::MMO_ERR_NULL_POINTER);
+            // A handle pointer that is not a handle's alignment is refused before it is read.
+            let misaligned = (a as usize + 1) as *mut MmoLatency;
+            assert_eq!(mmo_latency_record(misaligned, 1, 1), crate::MMO_ERR_MISALIGNED_POINTER);
+            assert_eq!(mmo_latency_reset(misaligned), crate::MMO_ERR_MISALIGNED_POINTER);
+            assert_eq!(mmo_latency_merge(misaligned, a), crate::MMO_ERR_MISALIGNED_POINTER);
+            assert_eq!(mmo_latency_merge(a, misaligned), crate::MMO_ERR_MISALIGNED_POINTER);
+            let mut s = MmoLatencySummary::default();
+            assert_eq!(mmo_latency_summary(misaligned, &mut s), crate::MMO_ERR_MISALIGNED_POINTER);
+            assert_eq!(mmo_latency_new(u64::MAX, 5, &mut other), MMO_OK, "the widest histogram there is");
+            assert_eq!(mmo_latency_record(other, u64::MAX, u64::MAX), MMO_OK);
             mmo_latency_free(other);
             mmo_latency_free(a);
             mmo_latency_free(ptr::null_mut());
