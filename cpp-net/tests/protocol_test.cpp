@@ -3,7 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <cstring>
 #include <functional>
+#include <limits>
 #include <map>
 #include <random>
 #include <set>
@@ -221,6 +223,68 @@ TEST(ProtocolDecode, EachHeaderFaultHasItsOwnError) {
     Bytes notice = encoded(KillNotice{1, 2, 2});
     notice[offset] = value;
     EXPECT_EQ(decode_server(notice, s), DecodeError::BadField) << "KILL_NOTICE byte " << offset << " = " << int{value};
+  }
+}
+
+// Every reserved byte of every client message (the same ranges the Rust codec's tests hold,
+// loadtest/tests/suite/common.rs `reserved_ranges`): any non-zero value is refused.
+TEST(ProtocolDecode, EveryReservedByteOfEveryClientMessageIsRefused) {
+  const std::map<std::string, std::vector<std::pair<size_t, size_t>>> reserved{
+      {"join_request", {{16, 64}}}, {"join_confirm", {{20, 24}}},  {"move", {{44, 48}}},
+      {"economy_request", {{55, 56}}}, {"leave", {{28, 32}}},      {"ping", {{16, 24}}},
+      {"raid_trigger", {{50, 56}}},  {"stats_request", {{20, 24}}}, {"attack", {{36, 40}}},
+      {"trade_offer", {{54, 56}, {70, 72}}}, {"trade_answer", {{49, 56}}}, {"grant", {{46, 48}}},
+      {"loot_claim", {}},
+  };
+  const auto vectors = load_vectors();
+  for (const auto& [name, ranges] : reserved) {
+    SCOPED_TRACE(name);
+    const auto it = vectors.find(name);
+    ASSERT_NE(it, vectors.end());
+    Decoded<ClientMessage> d;
+    ASSERT_EQ(decode_client(it->second, d), DecodeError::Ok) << "the vector itself decodes";
+    for (const auto& [from, to] : ranges) {
+      for (size_t at = from; at < to; ++at) {
+        for (const uint8_t value : {uint8_t{1}, uint8_t{0x80}, uint8_t{0xFF}}) {
+          Bytes b = it->second;
+          b[at] = value;
+          EXPECT_EQ(decode_client(b, d), DecodeError::BadField) << "byte " << at << " = " << int{value};
+        }
+      }
+    }
+  }
+}
+
+// The client messages' enum bytes: every value the protocol does not define is refused, every
+// one it defines decodes; and no float a client sends may be NaN or infinite.
+TEST(ProtocolDecode, EveryUndefinedClientEnumByteAndNonFiniteFloatIsRefused) {
+  struct EnumField {
+    const char* vector;
+    size_t offset;
+    std::set<uint8_t> defined;
+  };
+  // Economy kinds 2 and 3 are retired by the engine (a result), not by the codec.
+  const std::vector<EnumField> enums{{"economy_request", 54, {1, 2, 3, 4}}, {"raid_trigger", 48, {2, 3, 4}}, {"trade_answer", 48, {0, 1}}};
+  const auto vectors = load_vectors();
+  Decoded<ClientMessage> d;
+  for (const auto& field : enums) {
+    SCOPED_TRACE(field.vector);
+    for (unsigned value = 0; value <= 0xFF; ++value) {
+      Bytes b = vectors.at(field.vector);
+      b[field.offset] = static_cast<uint8_t>(value);
+      const DecodeError want = field.defined.count(static_cast<uint8_t>(value)) ? DecodeError::Ok : DecodeError::BadField;
+      EXPECT_EQ(decode_client(b, d), want) << "byte " << field.offset << " = " << value;
+    }
+  }
+  const std::vector<std::pair<const char*, size_t>> floats{{"move", 32}, {"move", 36}, {"move", 40},
+                                                           {"raid_trigger", 24}, {"raid_trigger", 28}, {"raid_trigger", 32}};
+  for (const auto& [vector, offset] : floats) {
+    for (const float bad : {std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity(),
+                            -std::numeric_limits<float>::infinity()}) {
+      Bytes b = vectors.at(vector);
+      std::memcpy(b.data() + offset, &bad, sizeof bad);
+      EXPECT_EQ(decode_client(b, d), DecodeError::BadField) << vector << " float at " << offset << " = " << bad;
+    }
   }
 }
 

@@ -285,3 +285,38 @@ proptest! {
         assert_canonical(&b)?;
     }
 }
+
+/// The combat, loot and trade replies (and the trade answer): every byte an enum or flag
+/// field does not define is that field's `BadField`, every byte it defines decodes.
+#[test]
+fn every_undefined_byte_of_an_enum_or_flag_field_is_a_bad_field() {
+    fn bytes<T: Copy>(all: &[T], as_u8: impl Fn(T) -> u8) -> Vec<u8> {
+        all.iter().map(|&v| as_u8(v)).collect()
+    }
+    let flag = vec![0u8, 1];
+    let entity_kinds = bytes(EntityKind::ALL, EntityKind::as_u8);
+    let mut target_kinds = entity_kinds.clone();
+    target_kinds.push(0); // a refused attack names no kind
+    let cases: [(&str, usize, &str, Vec<u8>); 8] = [
+        ("attack_result_killed", 12, "refusal", bytes(AttackRefusal::ALL, AttackRefusal::as_u8)),
+        ("attack_result_killed", 13, "killed", flag.clone()),
+        ("attack_result_refused", 14, "target_kind", target_kinds),
+        ("kill_notice", 24, "target_kind", entity_kinds),
+        ("loot_result_repeat", 30, "refusal", bytes(LootRefusal::ALL, LootRefusal::as_u8)),
+        ("loot_result_refused", 31, "repeat", flag.clone()),
+        ("trade_notice_offered", 8, "event", bytes(TradeEvent::ALL, TradeEvent::as_u8)),
+        ("trade_answer", 48, "accept", flag),
+    ];
+    for (name, offset, field, defined) in cases {
+        for value in 0..=u8::MAX {
+            let b = with_u8(name, offset, value);
+            if defined.contains(&value) {
+                let (generic, client) = both(type_of(&b), &b);
+                assert!(generic.is_ok(), "{name}.{field} = {value}: {:?}", generic.err());
+                assert!(client.is_none_or(|c| c.is_ok()), "{name}.{field} = {value}: decode_client");
+            } else {
+                assert_error(&b, DecodeError::BadField(field), &format!("{name}.{field} = {value}"));
+            }
+        }
+    }
+}
