@@ -190,6 +190,77 @@ fn join_refuses_positions_that_are_not_in_the_world() {
     }
 }
 
+/// The server's clock is the front's to give, and the engine takes whatever it is given: a
+/// clock that jumps back, stands at 0 or at `u64::MAX` across moves, attacks, offers, answers
+/// and ticks is never a panic or a poisoned engine, and never mints or loses value.
+#[test]
+fn any_server_clock_leaves_the_engine_whole() {
+    let e = engine();
+    let (mut maker, mut taker) = (MmoJoinTicket::default(), MmoJoinTicket::default());
+    let clocks = [5_000u64, 1_000, 0, u64::MAX, u64::MAX - 1, 3, u64::MAX / 2, 2];
+    // SAFETY: live engine, valid pointers and lengths.
+    unsafe {
+        assert_eq!(mmo_join(e, 0, 500.0, 500.0, 1, &mut maker), MMO_OK);
+        assert_eq!(mmo_join(e, 0, 501.0, 500.0, 2, &mut taker), MMO_OK);
+        let mut required = 0usize;
+        assert_eq!(mmo_move_events_required(e, 1, &mut required), MMO_OK);
+        let mut events = vec![MoveEvent::default(); required];
+        for (i, &now_ms) in clocks.iter().enumerate() {
+            let i = i as u64 + 1;
+            let step = MoveRecord {
+                player_id: maker.player_id,
+                session_token: maker.session_token,
+                sequence: i as u32,
+                client_time_ms: now_ms as u32,
+                x_m: 500.0 + 0.1 * i as f32,
+                y_m: 500.0,
+                ..MoveRecord::default()
+            };
+            let mut written = 0usize;
+            assert_eq!(mmo_apply_moves(e, &step, 1, now_ms, events.as_mut_ptr(), events.len(), &mut written), MMO_OK, "move at {now_ms}");
+            let mut hit = MmoAttackResult::default();
+            assert_eq!(
+                mmo_attack(e, maker.player_id, maker.session_token, taker.player_id, now_ms, &mut hit),
+                MMO_OK,
+                "attack at {now_ms}"
+            );
+            let offer = TradeOffer {
+                player_id: maker.player_id,
+                session_token: maker.session_token,
+                transaction_id: i,
+                counterparty_id: taker.player_id,
+                give: TradeStack { gold: 1, ..TradeStack::default() },
+                want: TradeStack::default(),
+            };
+            let mut r = EconomyResult::default();
+            assert_eq!(mmo_trade_offer(e, &offer, now_ms, &mut r), MMO_OK, "offer at {now_ms}");
+            if i.is_multiple_of(2) {
+                let answer = TradeAnswer {
+                    player_id: taker.player_id,
+                    session_token: taker.session_token,
+                    transaction_id: i,
+                    maker_id: maker.player_id,
+                    offer_id: i - 1,
+                    accept: 1,
+                    ..TradeAnswer::default()
+                };
+                assert_eq!(mmo_trade_answer(e, &answer, now_ms, &mut r), MMO_OK, "answer at {now_ms}");
+                assert!(EconomyStatus::try_from(r.status).is_ok());
+            }
+            let mut info = MmoTickInfo::default();
+            assert_eq!(mmo_tick(e, now_ms, &mut info), MMO_OK, "tick at {now_ms}");
+            assert_eq!(info.now_ms, now_ms, "the tick reports the clock it was given");
+            let mut audit = MmoEconomyAudit::default();
+            assert_eq!(mmo_economy_audit(e, &mut audit), MMO_OK);
+            assert_eq!(audit.conserved, 1, "value conserved after the clock read {now_ms}");
+        }
+        let mut stats = StatsSnapshot::default();
+        assert_eq!(mmo_stats(e, &mut stats), MMO_OK);
+        assert_eq!(stats.ticks, clocks.len() as u64);
+        mmo_engine_free(e);
+    }
+}
+
 /// The area-of-interest batch: every way its four pointers and two capacities can be wrong is
 /// refused with nothing written; a well-formed batch marks unknown players and players who
 /// joined after the tick, and fills the rest.
