@@ -78,6 +78,32 @@ fn a_server_that_applies_a_resend_twice_fails_the_economy_checks() {
 }
 
 #[test]
+fn hostile_replies_are_counted_and_change_no_measurement() {
+    // After every 7th move's ack: the ack again, an ack for an odd sequence (the bots send
+    // even ones), an ack with an undefined result byte, and an economy result to a bot that
+    // plays no economy.
+    let server = FakeServer::start(FakeConfig { hostile_replies_every_nth_move: 7, ..FakeConfig::default() });
+    let r = run_against(&server, &["--players", "20", "--duration", "1s"]);
+    let rounds = server.hostile_rounds();
+    assert!(rounds >= 200 / 7, "the fake misbehaved {rounds} times");
+    // Each kind counted once per round, where it belongs (every round follows a live bot's
+    // ack, so every one reaches a bot that is still reading).
+    let t = &r.totals;
+    assert_eq!(
+        (t.duplicate_acks, t.unexpected_acks, t.decode_errors, t.unexpected_messages),
+        (rounds, rounds, rounds, rounds),
+        "duplicates, unexpected acks, undecodable datagrams, unexpected messages"
+    );
+    // The measurement is the same as against a well-behaved server: every move acked once.
+    assert_eq!(t.moves_sent, 200);
+    assert_eq!(t.acks, 200);
+    assert_eq!(t.latencies.move_rtt.len(), 200);
+    let f = failed(&r);
+    assert!(f.iter().any(|c| c.starts_with("replies_well_formed")), "{f:#?}");
+    assert_eq!(f.len(), 1, "only the replies' check fails: {f:#?}");
+}
+
+#[test]
 fn raid_bursts_are_triggered_and_round_trips_split() {
     // The server puts the raid's bots in a zone inside the raid's 10 m radius.
     let server = FakeServer::start(FakeConfig { raid_zone_m: 9.0, ..FakeConfig::default() });

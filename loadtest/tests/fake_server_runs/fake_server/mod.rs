@@ -5,14 +5,14 @@
 //! transaction id), leave, stats and raid replies, and the validation table's drop reasons (steps 1 to 8 through the
 //! codec's `decode_client`, then cookie, admin key, session, address, replay window and a
 //! per-player token bucket). It can also misbehave on purpose (lose economy results, apply
-//! duplicates again) to prove the checks catch it. One thread, blocking socket; not fast.
+//! duplicates again, answer with hostile replies) to prove the checks catch it. One thread, blocking socket; not fast.
 
 use mmo_loadtest::protocol::*;
 use mmo_loadtest::token::{self, TokenError, TokenMinter};
 use std::collections::{BTreeMap, HashMap};
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4, UdpSocket};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -33,6 +33,10 @@ pub struct FakeConfig {
     /// With more players than this joined, leave every 3rd move unanswered, as an
     /// overloaded server would (0: never). The capacity search must find this number.
     pub overloaded_above_players: usize,
+    /// After every n-th move's ack (0: never), four hostile replies to the same bot: the ack
+    /// again, an ack for a sequence it never sent, an ack with an undefined result byte, and
+    /// an economy result it asked for nowhere.
+    pub hostile_replies_every_nth_move: u64,
 }
 
 impl Default for FakeConfig {
@@ -46,6 +50,7 @@ impl Default for FakeConfig {
             player_rate: 60.0,
             player_burst: 120.0,
             overloaded_above_players: 0,
+            hostile_replies_every_nth_move: 0,
         }
     }
 }
@@ -56,6 +61,8 @@ pub struct FakeServer {
     pub token_secret_key: String,
     stop: Arc<AtomicBool>,
     handle: Option<JoinHandle<()>>,
+    /// Rounds of hostile replies sent (`FakeConfig::hostile_replies_every_nth_move`).
+    hostile_rounds: Arc<AtomicU64>,
 }
 
 impl FakeServer {
@@ -82,8 +89,16 @@ impl FakeServer {
         let public_key = minter.public_key();
         let stop = Arc::new(AtomicBool::new(false));
         let stop2 = Arc::clone(&stop);
-        let handle = std::thread::spawn(move || State::new(config, public_key).serve(&socket, &stop2));
-        FakeServer { addr, token_secret_key: secret.to_string_lossy().into_owned(), stop, handle: Some(handle) }
+        let hostile_rounds = Arc::new(AtomicU64::new(0));
+        let mut state = State::new(config, public_key);
+        state.hostile_rounds = Arc::clone(&hostile_rounds);
+        let handle = std::thread::spawn(move || state.serve(&socket, &stop2));
+        FakeServer { addr, token_secret_key: secret.to_string_lossy().into_owned(), stop, handle: Some(handle), hostile_rounds }
+    }
+
+    /// Rounds of hostile replies sent so far (four datagrams each).
+    pub fn hostile_rounds(&self) -> u64 {
+        self.hostile_rounds.load(Ordering::Relaxed)
     }
 }
 
@@ -129,6 +144,8 @@ struct State {
     economy_results: u64,
     tick: u32,
     moves_seen: u64,
+    /// Rounds of hostile replies sent; read by the test through [`FakeServer::hostile_rounds`].
+    hostile_rounds: Arc<AtomicU64>,
     /// The last raid's adds: (id, x, y, hp).
     adds: Vec<(u64, f32, f32, i32)>,
     /// Loot of killed adds: id -> (killer, claimed).
@@ -200,6 +217,7 @@ impl State {
             economy_results: 0,
             tick: 0,
             moves_seen: 0,
+            hostile_rounds: Arc::new(AtomicU64::new(0)),
             adds: Vec::new(),
             loot: HashMap::new(),
             offers: HashMap::new(),
@@ -402,6 +420,19 @@ impl State {
                         contacts: WireList::empty(),
                     };
                     self.reply(socket, from, ack.into());
+                    let every = self.config.hostile_replies_every_nth_move;
+                    if every > 0 && self.moves_seen.is_multiple_of(every) {
+                        self.reply(socket, from, ack.into());
+                        self.reply(socket, from, MoveAck { sequence: m.sequence | 1, ..ack }.into());
+                        let mut out = [0u8; 64];
+                        let n = encode(&ack.into(), Flags::NONE, &mut out).unwrap();
+                        out[16] = 0xFF; // the result: no such MoveResult
+                        let _ = socket.send_to(&out[..n], from);
+                        let stray =
+                            EconomyResult { transaction_id: 999, gold_balance: 1, status: EconomyStatus::Applied, duplicate: false };
+                        self.reply(socket, from, stray.into());
+                        self.hostile_rounds.fetch_add(1, Ordering::Relaxed);
+                    }
                 }
             },
             Message::Attack(a) => match self.admit(a.player_id, a.session_token, from, Some(a.sequence)) {
