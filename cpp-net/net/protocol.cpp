@@ -374,11 +374,14 @@ DecodeError decode_server(std::span<const uint8_t> d, Decoded<ServerMessage>& ou
       m.client_time_ms = r.get<uint32_t>();
       m.result = r.get<uint8_t>();
       m.contact_count = r.get<uint8_t>();
+      // A refused move has no contacts.
+      if (m.result > kMoveResultMax || (m.result != 0 && m.contact_count != 0)) r.fail();
       r.reserved(2);
       for (size_t i = 0; i < m.contact_count; ++i) {
         m.contacts[i].other_id = r.get<uint64_t>();
         m.contacts[i].distance_m = r.finite();
         m.contacts[i].kind = r.get<uint8_t>();
+        if (m.contacts[i].kind < kEntityKindMin || m.contacts[i].kind > kEntityKindMax) r.fail();
         r.reserved(3);
       }
       out.message = m;
@@ -395,6 +398,7 @@ DecodeError decode_server(std::span<const uint8_t> d, Decoded<ServerMessage>& ou
         m.entries[i].x_m = r.finite();
         m.entries[i].y_m = r.finite();
         m.entries[i].kind = r.get<uint8_t>();
+        if (m.entries[i].kind < kEntityKindMin || m.entries[i].kind > kEntityKindMax) r.fail();
         r.reserved(3);
       }
       out.message = m;
@@ -406,6 +410,7 @@ DecodeError decode_server(std::span<const uint8_t> d, Decoded<ServerMessage>& ou
       m.gold_balance = r.get<uint64_t>();
       m.status = r.get<uint8_t>();
       m.duplicate = r.get<uint8_t>();
+      if (m.status > kEconomyStatusMax || m.duplicate > 1) r.fail();
       r.reserved(6);
       out.message = m;
       break;
@@ -454,7 +459,7 @@ DecodeError decode_server(std::span<const uint8_t> d, Decoded<ServerMessage>& ou
       m.target_id = r.get<uint64_t>();
       m.damage = r.get<int32_t>();
       m.hp_left = r.get<int32_t>();
-      if (m.refusal > kAttackRefusalMax || m.killed > 1 || m.target_kind > 4) r.fail();
+      if (m.refusal > kAttackRefusalMax || m.killed > 1 || m.target_kind > kEntityKindMax) r.fail();
       out.message = m;
       break;
     }

@@ -315,6 +315,11 @@ struct EconomyResult {
   uint8_t duplicate = 0;
   bool operator==(const EconomyResult&) const = default;
 };
+// The server's enum bytes the decoder holds replies to (the engine's values, mmo_core.h).
+inline constexpr uint8_t kMoveResultMax = 5;      // 0 applied, 1..5 MmoRejectReason
+inline constexpr uint8_t kEntityKindMin = 1;      // MmoEntityKind: 1 player .. 4 loot
+inline constexpr uint8_t kEntityKindMax = 4;
+inline constexpr uint8_t kEconomyStatusMax = 18;  // 0 applied, 1..18 MmoEconomyStatus
 struct LeaveAck {
   uint64_t player_id = 0;
   bool operator==(const LeaveAck&) const = default;

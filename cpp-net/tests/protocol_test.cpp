@@ -255,27 +255,37 @@ TEST(ProtocolDecode, EveryReservedByteOfEveryClientMessageIsRefused) {
   }
 }
 
-// The client messages' enum bytes: every value the protocol does not define is refused, every
-// one it defines decodes; and no float a client sends may be NaN or infinite.
-TEST(ProtocolDecode, EveryUndefinedClientEnumByteAndNonFiniteFloatIsRefused) {
-  struct EnumField {
-    const char* vector;
-    size_t offset;
-    std::set<uint8_t> defined;
-  };
-  // Economy kinds 2 and 3 are retired by the engine (a result), not by the codec.
-  const std::vector<EnumField> enums{{"economy_request", 54, {1, 2, 3, 4}}, {"raid_trigger", 48, {2, 3, 4}}, {"trade_answer", 48, {0, 1}}};
+// One enum byte of a committed vector, and the values the protocol defines for it.
+struct EnumField {
+  const char* vector;
+  size_t offset;
+  std::set<uint8_t> defined;
+};
+
+// Every value of each field's byte: the defined ones decode, every other is BadField.
+template <typename Message>
+void expect_only_defined_values(const std::vector<EnumField>& fields, DecodeError (*decode)(std::span<const uint8_t>, Decoded<Message>&)) {
   const auto vectors = load_vectors();
-  Decoded<ClientMessage> d;
-  for (const auto& field : enums) {
+  Decoded<Message> out;
+  for (const auto& field : fields) {
     SCOPED_TRACE(field.vector);
     for (unsigned value = 0; value <= 0xFF; ++value) {
       Bytes b = vectors.at(field.vector);
       b[field.offset] = static_cast<uint8_t>(value);
       const DecodeError want = field.defined.count(static_cast<uint8_t>(value)) ? DecodeError::Ok : DecodeError::BadField;
-      EXPECT_EQ(decode_client(b, d), want) << "byte " << field.offset << " = " << value;
+      EXPECT_EQ(decode(b, out), want) << "byte " << field.offset << " = " << value;
     }
   }
+}
+
+// The client messages' enum bytes: every value the protocol does not define is refused, every
+// one it defines decodes; and no float a client sends may be NaN or infinite.
+TEST(ProtocolDecode, EveryUndefinedClientEnumByteAndNonFiniteFloatIsRefused) {
+  // Economy kinds 2 and 3 are retired by the engine (a result), not by the codec.
+  expect_only_defined_values<ClientMessage>({{"economy_request", 54, {1, 2, 3, 4}}, {"raid_trigger", 48, {2, 3, 4}}, {"trade_answer", 48, {0, 1}}},
+                                            decode_client);
+  const auto vectors = load_vectors();
+  Decoded<ClientMessage> d;
   const std::vector<std::pair<const char*, size_t>> floats{{"move", 32}, {"move", 36}, {"move", 40},
                                                            {"raid_trigger", 24}, {"raid_trigger", 28}, {"raid_trigger", 32}};
   for (const auto& [vector, offset] : floats) {
@@ -286,6 +296,25 @@ TEST(ProtocolDecode, EveryUndefinedClientEnumByteAndNonFiniteFloatIsRefused) {
       EXPECT_EQ(decode_client(b, d), DecodeError::BadField) << vector << " float at " << offset << " = " << bad;
     }
   }
+}
+
+// The replies' enum bytes, as the load tester's decoder holds them (decode_server serves the
+// tests, the conformance runner and the fuzzer).
+TEST(ProtocolDecode, EveryUndefinedReplyEnumByteIsRefused) {
+  std::set<uint8_t> economy_statuses;
+  for (unsigned v = 0; v <= kEconomyStatusMax; ++v) economy_statuses.insert(static_cast<uint8_t>(v));
+  expect_only_defined_values<ServerMessage>({
+      {"move_ack_rejected", 16, {0, 1, 2, 3, 4, 5}},  // the result (no contacts: 0 is applied)
+      {"move_ack_contacts", 20 + 12, {1, 2, 3, 4}},  // a contact's kind
+      {"aoi_snapshot", 24 + 16, {1, 2, 3, 4}},       // an entry's kind
+      {"economy_result", 24, economy_statuses},
+      {"economy_result", 25, {0, 1}},
+  }, decode_server);
+  // A refused move carries no contacts.
+  Decoded<ServerMessage> s;
+  Bytes refused_with_contacts = load_vectors().at("move_ack_contacts");
+  refused_with_contacts[16] = 1;
+  EXPECT_EQ(decode_server(refused_with_contacts, s), DecodeError::BadField);
 }
 
 TEST(ProtocolDecode, CountsAboveTheirMaximumAreRefused) {
@@ -317,14 +346,16 @@ TEST(ProtocolRoundTrip, RandomMessagesSurviveEncodeDecode) {
     ASSERT_EQ(std::get<Move>(d.message), m);
 
     AoiSnapshot a{static_cast<uint32_t>(rng()), static_cast<uint16_t>(rng() % (kAoiEntriesMax + 1)), rng(), {}};
-    for (size_t k = 0; k < a.count; ++k) a.entries[k] = {rng(), f(), f(), static_cast<uint8_t>(rng())};
+    auto kind = [&] { return static_cast<uint8_t>(kEntityKindMin + rng() % kEntityKindMax); };
+    for (size_t k = 0; k < a.count; ++k) a.entries[k] = {rng(), f(), f(), kind()};
     Decoded<ServerMessage> s;
     ASSERT_EQ(decode_server(encoded(a), s), DecodeError::Ok);
     ASSERT_EQ(std::get<AoiSnapshot>(s.message), a);
 
-    MoveAck ack{static_cast<uint32_t>(rng()), static_cast<uint32_t>(rng()), static_cast<uint8_t>(rng() % 6),
-                static_cast<uint8_t>(rng() % (kContactsMax + 1)), {}};
-    for (size_t k = 0; k < ack.contact_count; ++k) ack.contacts[k] = {rng(), f(), static_cast<uint8_t>(rng())};
+    const auto move_result = static_cast<uint8_t>(rng() % (kMoveResultMax + 1));
+    MoveAck ack{static_cast<uint32_t>(rng()), static_cast<uint32_t>(rng()), move_result,
+                static_cast<uint8_t>(move_result == 0 ? rng() % (kContactsMax + 1) : 0), {}};
+    for (size_t k = 0; k < ack.contact_count; ++k) ack.contacts[k] = {rng(), f(), kind()};
     ASSERT_EQ(decode_server(encoded(ack), s), DecodeError::Ok);
     ASSERT_EQ(std::get<MoveAck>(s.message), ack);
 
