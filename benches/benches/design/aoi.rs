@@ -269,13 +269,13 @@ fn bench_hinted(
             for _ in 0..ticks_timed {
                 tick ^= 1;
                 build_snapshot(&ticks[tick], builder, snapshot);
-                for slot in 0..PLAYERS {
+                for player in &ticks[tick][..PLAYERS] {
                     for word in eviction.iter_mut().step_by(8) {
                         *word = word.wrapping_add(1);
                     }
                     black_box(&eviction);
                     let started = Instant::now();
-                    black_box(query_hinted(&ticks[tick][slot], snapshot, out, &hints, closing_m));
+                    black_box(query_hinted(player, snapshot, out, &hints, closing_m));
                     timed += started.elapsed();
                 }
             }
