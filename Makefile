@@ -152,14 +152,15 @@ cpp-valgrind: cpp-build
 	valgrind --error-exitcode=9 --leak-check=full --errors-for-leak-kinds=definite -q $(CPP_BUILD)/ffi_engine_test
 
 ## The libFuzzer target for the datagram decoder and admission path (clang, ASan+UBSan),
-## seeded with the committed protocol vectors; FUZZ_RUNS executions (2 million by default).
+## seeded with the committed protocol vectors; FUZZ_RUNS executions (2 million by default),
+## inputs up to 1,400 bytes: past the largest reply (an AoI snapshot of 64 entries, 1,304).
 fuzz:
 	mkdir -p $(FUZZ_BUILD)/corpus
 	clang++ -std=c++20 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -Icpp-net \
 	  cpp-net/fuzz/datagram_fuzz.cpp cpp-net/net/protocol.cpp cpp-net/net/admission.cpp cpp-net/net/connect_token.cpp -lsodium \
 	  -o $(FUZZ_BUILD)/datagram_fuzz
 	cp cpp-net/fuzz/corpus/* $(FUZZ_BUILD)/corpus/
-	$(FUZZ_BUILD)/datagram_fuzz -runs=$(FUZZ_RUNS) -max_len=512 -print_final_stats=1 $(FUZZ_BUILD)/corpus 2>&1 | \
+	$(FUZZ_BUILD)/datagram_fuzz -runs=$(FUZZ_RUNS) -max_len=1400 -print_final_stats=1 $(FUZZ_BUILD)/corpus 2>&1 | \
 	  grep -E 'stat::number_of_executed_units|Done|ERROR|SUMMARY|crash'; test $${PIPESTATUS[0]} -eq 0
 
 ## Loom model checks of the hand-written atomic protocols.
