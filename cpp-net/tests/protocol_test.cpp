@@ -2,8 +2,8 @@
 // to as well), round trips, and hostile input.
 #include <gtest/gtest.h>
 
-#include <fstream>
 #include <cstring>
+#include <fstream>
 #include <functional>
 #include <limits>
 #include <map>

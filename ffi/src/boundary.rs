@@ -173,8 +173,16 @@ pub(crate) unsafe fn batch<I, O>(
 
 /// Whether two borrowed slices share any byte.
 pub(crate) fn overlaps<A, B>(a: &[A], b: &[B]) -> bool {
-    let (a, b) = (a.as_ptr_range(), b.as_ptr_range());
-    (a.start as usize) < (b.end as usize) && (b.start as usize) < (a.end as usize)
+    spans_overlap(a.as_ptr(), a.len(), b.as_ptr(), b.len())
+}
+
+/// Whether `a_len` `A`s at `a` and `b_len` `B`s at `b` would share any byte: the same test
+/// as [`overlaps`], for a caller that must refuse before it borrows the second slice.
+pub(crate) fn spans_overlap<A, B>(a: *const A, a_len: usize, b: *const B, b_len: usize) -> bool {
+    let end = |start: usize, len: usize, size: usize| start.saturating_add(len.saturating_mul(size));
+    let (a_start, b_start) = (a as usize, b as usize);
+    let (a_end, b_end) = (end(a_start, a_len, size_of::<A>()), end(b_start, b_len, size_of::<B>()));
+    a_start < b_end && b_start < a_end
 }
 
 /// Evaluates a `Result<T, MmoStatus>`, returning the status from the enclosing closure on error.

@@ -10,7 +10,7 @@
 //! library adds none). Recording never allocates: values above the histogram's highest
 //! trackable value are clamped to it (and so still counted), values below 1 are recorded as 1.
 
-use crate::boundary::{boundary, in_ref, input, out_ptr, output};
+use crate::boundary::{boundary, in_ref, input, out_ptr, output, spans_overlap};
 use crate::status::{MMO_ERR_INVALID_ARGUMENT, MMO_OK, MmoStatus};
 use hdrhistogram::Histogram;
 
@@ -204,12 +204,7 @@ pub unsafe extern "C" fn mmo_latency_buckets(
         let bounds = check!(unsafe { input(bounds, bounds_len) });
         // Refused before the output is borrowed: a caller's one buffer passed as both would
         // be zeroed while its bounds are still being read.
-        let counts_bytes = bounds_len.saturating_mul(size_of::<u64>());
-        let (counts_start, bounds_range) = (out_counts as usize, bounds.as_ptr_range());
-        if bounds_len > 0
-            && counts_start < bounds_range.end as usize
-            && (bounds_range.start as usize) < counts_start.saturating_add(counts_bytes)
-        {
+        if spans_overlap(bounds.as_ptr(), bounds.len(), out_counts.cast_const(), bounds_len) {
             return MMO_ERR_INVALID_ARGUMENT;
         }
         // SAFETY: forwarded contract; shares no byte with `bounds` (checked above).

@@ -547,18 +547,12 @@ fn every_status_has_its_own_name() {
         MMO_ERR_POISONED,
         MMO_ERR_PANIC,
     ];
-    let names: std::collections::HashSet<String> = statuses
-        .iter()
-        .map(|&s| {
-            // SAFETY: mmo_status_name returns a static NUL-terminated string.
-            unsafe { std::ffi::CStr::from_ptr(mmo_status_name(s)) }.to_str().unwrap().to_owned()
-        })
-        .collect();
+    // SAFETY: mmo_status_name returns a static NUL-terminated string.
+    let name_of = |s: MmoStatus| unsafe { std::ffi::CStr::from_ptr(mmo_status_name(s)) }.to_str().unwrap().to_owned();
+    let names: std::collections::HashSet<String> = statuses.iter().map(|&s| name_of(s)).collect();
     assert_eq!(names.len(), statuses.len(), "names are distinct");
     assert!(!names.contains("MMO_UNKNOWN_STATUS"));
     assert!(statuses[1..].iter().all(|&s| (1001..=1099).contains(&s)), "errors sit in their own range");
-    // SAFETY: as above.
-    let name_of = |s: MmoStatus| unsafe { std::ffi::CStr::from_ptr(mmo_status_name(s)) }.to_str().unwrap().to_owned();
     assert_eq!(name_of(1000), "MMO_UNKNOWN_STATUS");
     // The list above is every status there is: any other code in the range has no name (a
     // status added without a name, or named here without a test, fails this).

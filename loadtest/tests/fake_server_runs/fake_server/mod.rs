@@ -90,8 +90,7 @@ impl FakeServer {
         let stop = Arc::new(AtomicBool::new(false));
         let stop2 = Arc::clone(&stop);
         let hostile_rounds = Arc::new(AtomicU64::new(0));
-        let mut state = State::new(config, public_key);
-        state.hostile_rounds = Arc::clone(&hostile_rounds);
+        let state = State::new(config, public_key, Arc::clone(&hostile_rounds));
         let handle = std::thread::spawn(move || state.serve(&socket, &stop2));
         FakeServer { addr, token_secret_key: secret.to_string_lossy().into_owned(), stop, handle: Some(handle), hostile_rounds }
     }
@@ -167,7 +166,7 @@ fn cookie(addr: SocketAddr, nonce: u64) -> u64 {
 }
 
 impl State {
-    fn new(config: FakeConfig, public_key: [u8; 32]) -> State {
+    fn new(config: FakeConfig, public_key: [u8; 32], hostile_rounds: Arc<AtomicU64>) -> State {
         let mut counters = BTreeMap::new();
         for r in DropReason::ALL {
             counters.insert(format!("drop_{}", r.name()), 0);
@@ -217,7 +216,7 @@ impl State {
             economy_results: 0,
             tick: 0,
             moves_seen: 0,
-            hostile_rounds: Arc::new(AtomicU64::new(0)),
+            hostile_rounds,
             adds: Vec::new(),
             loot: HashMap::new(),
             offers: HashMap::new(),
