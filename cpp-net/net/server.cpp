@@ -14,9 +14,9 @@
 
 namespace mmo::net {
 
-MmoLatency* new_latency() {
+MmoLatency* new_latency(uint8_t significant_digits) {
   MmoLatency* h = nullptr;
-  if (mmo_latency_new(kLatencyHighestUs, 3, &h) != MMO_OK) throw std::runtime_error("mmo_latency_new failed");
+  if (mmo_latency_new(kLatencyHighestUs, significant_digits, &h) != MMO_OK) throw std::runtime_error("mmo_latency_new failed");
   return h;
 }
 
@@ -56,9 +56,9 @@ Server::Server(const ServerConfig& config, std::unique_ptr<Engine> engine)
   ac.max_sessions = config_.max_players;
   ac.admin_key = config_.admin_key;
   ac.address_slots_pow2 = config_.address_table_slots;
-  tick_latency_ = new_latency();
-  merged_update_ = new_latency();
-  merged_raid_ = new_latency();
+  tick_latency_ = new_latency(kTickLatencyDigits);
+  merged_update_ = new_latency(kUpdateLatencyDigits);
+  merged_raid_ = new_latency(kRaidSpawnLatencyDigits);
   uint16_t port = config_.port;
   for (unsigned i = 0; i < threads; ++i) {
     const int fd = open_socket(config_.bind_address, port, config_.socket_buffer_bytes);

@@ -187,8 +187,9 @@ struct alignas(128) WorkerCounters {
 
 class Worker;
 
-// A fresh latency histogram (microseconds, 3 significant digits); throws on failure.
-MmoLatency* new_latency();
+// A fresh latency histogram (microseconds, 1..kLatencyHighestUs, `significant_digits`
+// decimal digits: udp.hpp's k*LatencyDigits); throws on failure.
+MmoLatency* new_latency(uint8_t significant_digits);
 
 class Server {
  public:

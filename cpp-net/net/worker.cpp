@@ -83,8 +83,8 @@ Worker::Worker(Server& server, uint16_t index, int fd, const AdmissionConfig& ad
   }
   events_.resize(server.engine().move_events_required(kBatchMax));
   aoi_entries_.resize(kAoiChunk * wire::kAoiEntriesMax);
-  update_latency_ = new_latency();
-  raid_latency_ = new_latency();
+  update_latency_ = new_latency(kUpdateLatencyDigits);
+  raid_latency_ = new_latency(kRaidSpawnLatencyDigits);
 }
 
 Worker::~Worker() {
