@@ -2,8 +2,9 @@
 //!
 //! `mmo-server` records every update's server-side latency (from its receive batch to the
 //! end of that batch's apply) through these functions whichever engine it runs, so the Rust
-//! core and the C++ baseline are measured by the same code: the `hdrhistogram` crate, 3
-//! significant digits by default.
+//! core and the C++ baseline are measured by the same code: the `hdrhistogram` crate, at the
+//! precision the caller asks for (the server: 3 significant digits for update latency, 2 for
+//! tick durations and raid spawns; `cpp-net/net/udp.hpp` says why).
 //!
 //! A histogram has one writer at a time: each network worker owns one and records into it;
 //! the reporter merges them under the worker's own lock (the C++ side holds that lock, this
