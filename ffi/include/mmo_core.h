@@ -1283,8 +1283,8 @@ MmoStatus mmo_debug_inject_panic(const struct MmoEngine *engine);
 MmoStatus mmo_config_default(struct MmoConfig *out);
 
 // Creates a histogram tracking 1..=`highest` with `significant_digits` (1..=5) decimal
-// digits of precision and writes its handle to `*out_latency`. Allocates its counts here,
-// once.
+// digits of precision and writes its handle to `*out_latency`. Allocates the counts of its
+// first range here; they grow as larger values arrive (see the module doc).
 //
 // # Safety
 // `out_latency` must be NULL or writable.
@@ -1299,21 +1299,23 @@ MmoStatus mmo_latency_new(uint64_t highest,
 // on it running.
 void mmo_latency_free(struct MmoLatency *latency);
 
-// Records `value` `count` times (a batch's updates share one latency). Never allocates.
+// Records `value` `count` times (a batch's updates share one latency). Allocates only when
+// `value` is the largest yet and past the counts' range (see the module doc).
 //
 // # Safety
 // `latency` NULL or a live handle, used by no other thread during the call.
 MmoStatus mmo_latency_record(struct MmoLatency *latency, uint64_t value, uint64_t count);
 
-// Adds every value of `from` into `into`. Both must have the same bounds and precision
-// (`MMO_ERR_INVALID_ARGUMENT` otherwise, and `into` is unchanged).
+// Adds every value of `from` into `into`. Both must have been created with the same highest
+// value and precision (`MMO_ERR_INVALID_ARGUMENT` otherwise, and `into` is unchanged).
+// `into`'s counts grow to `from`'s range if that is wider.
 //
 // # Safety
 // Both live handles, distinct; `into` used by no other thread during the call, `from` not
 // written during it.
 MmoStatus mmo_latency_merge(struct MmoLatency *into, const struct MmoLatency *from);
 
-// Clears every count (keeps the allocation).
+// Clears every count (keeps the counts' range and allocation).
 //
 // # Safety
 // `latency` NULL or a live handle, used by no other thread during the call.

@@ -8,8 +8,18 @@
 //!
 //! A histogram has one writer at a time: each network worker owns one and records into it;
 //! the reporter merges them under the worker's own lock (the C++ side holds that lock, this
-//! library adds none). Recording never allocates: values above the histogram's highest
-//! trackable value are clamped to it (and so still counted), values below 1 are recorded as 1.
+//! library adds none). Values above the histogram's highest value are clamped to it (and so
+//! still counted), values below 1 are recorded as 1.
+//!
+//! Memory follows the values recorded: a histogram's counts start covering values up to
+//! `FIRST_RANGE` (16 ms in the server's microseconds; 40 KiB at 3 digits) and double their
+//! range when a larger value first arrives (hdrhistogram's auto-resize), up to the highest
+//! value asked for. The server's update latencies stay within a few of those doublings, where
+//! 1 us..60 s at 3 digits allocated whole is 136 KiB, resident from the start (mimalloc, the
+//! shipped allocator, writes a large calloc's zeroes, and a reset writes every count under any
+//! allocator). So recording allocates, rarely: once each time the largest value so far passes
+//! a power of two of the first range (at most 12 times up to 60 s, and none once the run's
+//! worst latency has been seen).
 
 use crate::boundary::{boundary, in_ref, input, out_ptr, output, spans_overlap};
 use crate::status::{MMO_ERR_INVALID_ARGUMENT, MMO_OK, MmoStatus};
@@ -20,6 +30,9 @@ use hdrhistogram::Histogram;
 pub struct MmoLatency {
     /// The histogram. Written by its one owner; read by whoever holds the owner's lock.
     histogram: Histogram<u64>,
+    /// The highest value it counts (larger ones are counted as this), as created; its
+    /// counts grow towards it. Set at creation, never changed.
+    highest: u64,
 }
 
 /// Percentiles of a latency histogram, in the unit it was recorded in (the server uses
@@ -47,9 +60,13 @@ pub struct MmoLatencySummary {
 
 const _: () = assert!(std::mem::size_of::<MmoLatencySummary>() == 64);
 
+/// The values a new histogram's counts cover before they first grow (or `highest`, if lower).
+/// A power of two less one: hdrhistogram's ranges double from its sub-bucket count.
+const FIRST_RANGE: u64 = (1 << 14) - 1;
+
 /// Creates a histogram tracking 1..=`highest` with `significant_digits` (1..=5) decimal
-/// digits of precision and writes its handle to `*out_latency`. Allocates its counts here,
-/// once.
+/// digits of precision and writes its handle to `*out_latency`. Allocates the counts of its
+/// first range here; they grow as larger values arrive (see the module doc).
 ///
 /// # Safety
 /// `out_latency` must be NULL or writable.
@@ -60,9 +77,12 @@ pub unsafe extern "C" fn mmo_latency_new(highest: u64, significant_digits: u8, o
         if highest < 2 || !(1..=5).contains(&significant_digits) {
             return MMO_ERR_INVALID_ARGUMENT;
         }
-        let Ok(histogram) = Histogram::new_with_bounds(1, highest, significant_digits) else { return MMO_ERR_INVALID_ARGUMENT };
+        let Ok(mut histogram) = Histogram::new_with_bounds(1, highest.min(FIRST_RANGE), significant_digits) else {
+            return MMO_ERR_INVALID_ARGUMENT;
+        };
+        histogram.auto(true);
         // SAFETY: checked by out_ptr.
-        unsafe { out.write(Box::into_raw(Box::new(MmoLatency { histogram }))) };
+        unsafe { out.write(Box::into_raw(Box::new(MmoLatency { histogram, highest }))) };
         MMO_OK
     })
 }
@@ -93,7 +113,8 @@ unsafe fn handle_mut<'a>(latency: *mut MmoLatency) -> Result<&'a mut MmoLatency,
     Ok(unsafe { &mut *ptr })
 }
 
-/// Records `value` `count` times (a batch's updates share one latency). Never allocates.
+/// Records `value` `count` times (a batch's updates share one latency). Allocates only when
+/// `value` is the largest yet and past the counts' range (see the module doc).
 ///
 /// # Safety
 /// `latency` NULL or a live handle, used by no other thread during the call.
@@ -102,14 +123,20 @@ pub unsafe extern "C" fn mmo_latency_record(latency: *mut MmoLatency, value: u64
     boundary(|| {
         // SAFETY: forwarded contract.
         let h = check!(unsafe { handle_mut(latency) });
-        let clamped = value.clamp(1, h.histogram.high());
-        h.histogram.saturating_record_n(clamped, count);
+        let clamped = value.clamp(1, h.highest);
+        // Grows the counts when `clamped` is past them; where they cannot grow that far
+        // (hdrhistogram's auto-resize stops near 2^62, below the widest `highest`), the value
+        // is counted at the largest the counts hold instead.
+        if h.histogram.record_n(clamped, count).is_err() {
+            h.histogram.saturating_record_n(clamped, count);
+        }
         MMO_OK
     })
 }
 
-/// Adds every value of `from` into `into`. Both must have the same bounds and precision
-/// ([`MMO_ERR_INVALID_ARGUMENT`] otherwise, and `into` is unchanged).
+/// Adds every value of `from` into `into`. Both must have been created with the same highest
+/// value and precision ([`MMO_ERR_INVALID_ARGUMENT`] otherwise, and `into` is unchanged).
+/// `into`'s counts grow to `from`'s range if that is wider.
 ///
 /// # Safety
 /// Both live handles, distinct; `into` used by no other thread during the call, `from` not
@@ -124,9 +151,7 @@ pub unsafe extern "C" fn mmo_latency_merge(into: *mut MmoLatency, from: *const M
         let dst = check!(unsafe { handle_mut(into) });
         // SAFETY: forwarded contract.
         let src = check!(unsafe { in_ref(from) });
-        let same_shape = dst.histogram.low() == src.histogram.low()
-            && dst.histogram.high() == src.histogram.high()
-            && dst.histogram.sigfig() == src.histogram.sigfig();
+        let same_shape = dst.highest == src.highest && dst.histogram.sigfig() == src.histogram.sigfig();
         if !same_shape || dst.histogram.add(&src.histogram).is_err() {
             return MMO_ERR_INVALID_ARGUMENT;
         }
@@ -134,7 +159,7 @@ pub unsafe extern "C" fn mmo_latency_merge(into: *mut MmoLatency, from: *const M
     })
 }
 
-/// Clears every count (keeps the allocation).
+/// Clears every count (keeps the counts' range and allocation).
 ///
 /// # Safety
 /// `latency` NULL or a live handle, used by no other thread during the call.
@@ -282,6 +307,52 @@ mod tests {
         }
     }
 
+    /// Counts in the histogram behind a live handle (its allocation, in `u64`s).
+    fn counts_len(h: *const MmoLatency) -> usize {
+        // SAFETY: a live handle not written during the call.
+        unsafe { (*h).histogram.distinct_values() }
+    }
+
+    #[test]
+    fn counts_grow_with_the_largest_value_and_only_then() {
+        let (a, b) = (new_latency(), new_latency());
+        let first = counts_len(a);
+        assert!(first <= 5 * 1_024, "a new histogram holds its first range, not 1 us..60 s ({first} counts)");
+        // SAFETY: live, distinct handles on this thread only.
+        unsafe {
+            assert_eq!(mmo_latency_record(a, FIRST_RANGE, 1), MMO_OK);
+            assert_eq!(counts_len(a), first, "a value in range does not grow the counts");
+            assert_eq!(mmo_latency_record(a, 40_000, 2), MMO_OK);
+            let grown = counts_len(a);
+            assert!(grown > first && grown < 17_408, "grown to cover 40 ms, not 60 s ({grown} counts)");
+            assert_eq!(mmo_latency_record(a, 20_000, 1), MMO_OK);
+            assert_eq!(counts_len(a), grown, "a smaller value than the largest does not grow them");
+            // The merge grows the target to its source's range and loses nothing.
+            assert_eq!(mmo_latency_merge(b, a), MMO_OK);
+            assert_eq!(counts_len(b), grown);
+            let s = summary(b);
+            assert_eq!(s.count, 4);
+            assert!((39_960..=40_040).contains(&s.max), "max {} is 40,000 within 3 significant digits", s.max);
+            // And a source narrower than the target merges into it.
+            let c = new_latency();
+            assert_eq!(mmo_latency_record(c, 7, 5), MMO_OK);
+            assert_eq!(mmo_latency_merge(b, c), MMO_OK);
+            assert_eq!((summary(b).count, summary(b).min), (9, 7));
+            // A reset keeps the range: the next run's values land without growing again.
+            assert_eq!(mmo_latency_reset(b), MMO_OK);
+            assert_eq!(counts_len(b), grown);
+            // Past the highest value asked for, the value is clamped, and the counts stop there.
+            assert_eq!(mmo_latency_record(c, u64::MAX, 1), MMO_OK);
+            let top = counts_len(c);
+            assert_eq!(mmo_latency_record(c, u64::MAX / 2, 1), MMO_OK);
+            assert_eq!(counts_len(c), top);
+            assert!(summary(c).max >= 60_000_000 && summary(c).max < 60_100_000, "clamped to 60 s");
+            mmo_latency_free(a);
+            mmo_latency_free(b);
+            mmo_latency_free(c);
+        }
+    }
+
     #[test]
     fn buckets_are_cumulative_counts_at_the_bounds() {
         let h = new_latency();
@@ -395,6 +466,11 @@ mod tests {
             let mut other = ptr::null_mut();
             assert_eq!(mmo_latency_new(1000, 2, &mut other), MMO_OK);
             assert_eq!(mmo_latency_merge(a, other), MMO_ERR_INVALID_ARGUMENT, "different shapes do not merge");
+            mmo_latency_free(other);
+            assert_eq!(mmo_latency_new(1_000, 3, &mut other), MMO_OK);
+            assert_eq!(mmo_latency_record(other, 10, 1), MMO_OK);
+            assert_eq!(mmo_latency_merge(a, other), MMO_ERR_INVALID_ARGUMENT, "another highest value does not merge");
+            assert_eq!(summary(a).count, 0, "and the target is unchanged");
             assert_eq!(mmo_latency_summary(a, ptr::null_mut()), crate::MMO_ERR_NULL_POINTER);
             mmo_latency_free(other);
             assert_eq!(mmo_latency_reset(ptr::null_mut()), crate::MMO_ERR_NULL_POINTER);
