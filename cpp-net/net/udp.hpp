@@ -24,11 +24,10 @@ constexpr int kEpollTimeoutMs = 100;     // how soon a worker notices stop and r
 constexpr int kSendRetriesMax = 8;       // sendmmsg calls to flush one batch, at most
 constexpr uint64_t kLatencyHighestUs = 60'000'000;
 // Significant decimal digits of each histogram. Update latency, the product's headline
-// figure, keeps 3 (0.1%: 17,408 counts, 136 KiB). Tick durations and raid spawns, ten and a
-// handful of values a second, get 2 (1%: 2,560 counts, 20 KiB): the server has four such
-// histograms, and under mimalloc (the shipped allocator) every page of a histogram is resident
-// from the start, because its calloc zeroes a large block by writing it, where glibc's maps
-// fresh zero pages that stay unresident until a count lands on them.
+// figure, keeps 3 (0.1%; 17,408 counts, 136 KiB, if its values ever reach 60 s: the counts
+// grow with the largest value recorded, ffi/src/latency.rs). Tick durations and raid spawns,
+// ten and a handful of values a second, get 2 (1%; at most 2,560 counts, 20 KiB): four of the
+// server's six histograms, whose every count a reset writes.
 constexpr uint8_t kUpdateLatencyDigits = 3;
 constexpr uint8_t kTickLatencyDigits = 2;
 constexpr uint8_t kRaidSpawnLatencyDigits = 2;
