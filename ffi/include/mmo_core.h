@@ -1308,7 +1308,7 @@ MmoStatus mmo_latency_record(struct MmoLatency *latency, uint64_t value, uint64_
 
 // Adds every value of `from` into `into`. Both must have been created with the same highest
 // value and precision (`MMO_ERR_INVALID_ARGUMENT` otherwise, and `into` is unchanged).
-// `into`'s counts grow to `from`'s range if that is wider.
+// `into`'s counts grow to cover `from`'s largest value if that is past them.
 //
 // # Safety
 // Both live handles, distinct; `into` used by no other thread during the call, `from` not

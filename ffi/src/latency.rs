@@ -61,7 +61,9 @@ pub struct MmoLatencySummary {
 const _: () = assert!(std::mem::size_of::<MmoLatencySummary>() == 64);
 
 /// The values a new histogram's counts cover before they first grow (or `highest`, if lower).
-/// A power of two less one: hdrhistogram's ranges double from its sub-bucket count.
+/// A power of two less one: hdrhistogram's ranges double from its sub-bucket count. At 4 and
+/// 5 digits the smallest histogram there is already covers more (32,767 and 262,143 values;
+/// at 5 digits 2 MiB of counts).
 const FIRST_RANGE: u64 = (1 << 14) - 1;
 
 /// Creates a histogram tracking 1..=`highest` with `significant_digits` (1..=5) decimal
@@ -124,9 +126,10 @@ pub unsafe extern "C" fn mmo_latency_record(latency: *mut MmoLatency, value: u64
         // SAFETY: forwarded contract.
         let h = check!(unsafe { handle_mut(latency) });
         let clamped = value.clamp(1, h.highest);
-        // Grows the counts when `clamped` is past them; where they cannot grow that far
-        // (hdrhistogram's auto-resize stops near 2^62, below the widest `highest`), the value
-        // is counted at the largest the counts hold instead.
+        // Grows the counts when `clamped` is past them, at most to `highest`'s (48 MiB for
+        // the widest, u64::MAX at 5 digits, as much as a whole allocation took before). The
+        // only failure is a count of counts that does not fit a usize, which cannot happen for
+        // any u64 range; should it, the value is counted at the largest the counts hold.
         if h.histogram.record_n(clamped, count).is_err() {
             h.histogram.saturating_record_n(clamped, count);
         }
@@ -136,7 +139,7 @@ pub unsafe extern "C" fn mmo_latency_record(latency: *mut MmoLatency, value: u64
 
 /// Adds every value of `from` into `into`. Both must have been created with the same highest
 /// value and precision ([`MMO_ERR_INVALID_ARGUMENT`] otherwise, and `into` is unchanged).
-/// `into`'s counts grow to `from`'s range if that is wider.
+/// `into`'s counts grow to cover `from`'s largest value if that is past them.
 ///
 /// # Safety
 /// Both live handles, distinct; `into` used by no other thread during the call, `from` not
