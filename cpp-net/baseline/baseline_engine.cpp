@@ -169,7 +169,7 @@ MmoStatus BaselineEngine::join(uint64_t /*account_id*/, float x_m, float y_m, ui
     players_.emplace(id, std::move(player));
   }
   stats_.bump(Counter::joins);
-  out = MmoJoinTicket{id, token};
+  out = MmoJoinTicket{id, token, 0, 0};  // no slot hint: this engine finds a player by id
   return MMO_OK;
 }
 

@@ -218,6 +218,7 @@ class Runner {
   struct Player {
     uint64_t id = 0;
     uint64_t token = 0;
+    uint32_t slot_hint = 0;  // the join ticket's, passed back with every move as the front does
   };
 
   static std::pair<std::vector<std::string>, std::vector<std::string>> split_expectation(const std::string& line) {
@@ -354,7 +355,7 @@ class Runner {
     if (s == MMO_OK) {
       check(t.player_id != 0 && t.session_token != 0, "join: id and token must be non-zero");
       check((t.player_id >> 63) == 0, "join: player ids never have bit 63 set");
-      players_[cmd[1]] = {t.player_id, t.session_token};
+      players_[cmd[1]] = {t.player_id, t.session_token, t.slot_hint};
     }
   }
 
@@ -383,6 +384,7 @@ class Runner {
       MmoMoveRecord r{};
       r.player_id = p.id;
       r.session_token = token_for(p, a);
+      r.slot_hint = p.slot_hint;
       r.sequence = static_cast<uint32_t>(a.integer("seq"));
       r.client_time_ms = static_cast<uint32_t>(a.integer("t"));
       r.x_m = static_cast<float>(a.number("x"));

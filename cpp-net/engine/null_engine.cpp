@@ -33,7 +33,7 @@ class NullEngine final : public Engine {
     live_.fetch_add(1, std::memory_order_relaxed);
     joins_.fetch_add(1, std::memory_order_relaxed);
     // A token the front stores and checks; the null engine never checks it itself.
-    out = MmoJoinTicket{id, (id * 0x9E3779B97F4A7C15ull) | 1};
+    out = MmoJoinTicket{id, (id * 0x9E3779B97F4A7C15ull) | 1, 0, 0};
     return MMO_OK;
   }
   MmoStatus leave(uint64_t, uint64_t) override {

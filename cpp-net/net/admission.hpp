@@ -143,6 +143,9 @@ struct Session {
   uint8_t faction = 0;
   // The owning worker's index (kept in the session directory's copy).
   uint16_t worker = 0;
+  // The join ticket's slot hint, passed back in every move record of this session (the Rust
+  // core then finds the body without an arena lookup; other engines ignore it).
+  uint32_t slot_hint = 0;
   SourceAddress source;
   uint64_t last_seen_ms = 0;
   // Where the engine last put the player (its spawn, then each applied move): saved for the

@@ -331,6 +331,7 @@ void Worker::handle(const wire::ClientMessage& message, SourceAddress source, Se
           r.x_m = m.x_m;
           r.y_m = m.y_m;
           r.facing_rad = m.facing_rad;
+          r.slot_hint = session != nullptr ? session->slot_hint : 0;
           std::memcpy(r.payload, m.payload.data(), wire::kPayloadSize);
           move_sessions_[move_count_] = session;
           move_arrival_ns_[move_count_] = arrival_ns;
@@ -500,6 +501,7 @@ void Worker::on_join_confirm(const wire::JoinConfirm& m, SourceAddress source, u
   Session s;
   s.player_id = ticket.player_id;
   s.session_token = ticket.session_token;
+  s.slot_hint = ticket.slot_hint;
   s.join_nonce = m.nonce;
   s.account_id = claims.account_id;
   s.token_id = claims.token_id;

@@ -322,7 +322,7 @@ TEST(BaselinePlayers, JoinRefusesOutOfBoundsThenFull) {
   MmoConfig c = small_config();
   c.player_capacity = 2;
   BaselineEngine e(c);
-  MmoJoinTicket t{0xDEAD, 0xBEEF};
+  MmoJoinTicket t{0xDEAD, 0xBEEF, 0, 0};
   for (const auto& [x, y] : std::vector<std::pair<float, float>>{{-0.1f, 5.0f}, {5.0f, 1024.0f}, {NAN, 1.0f}, {1.0f, INFINITY}}) {
     EXPECT_EQ(e.join(x, y, 1, t), MMO_ERR_OUT_OF_BOUNDS);
   }
@@ -1229,6 +1229,11 @@ class Differential {
       mb.player_id = p.b.player_id;
       mb.session_token = p.b.session_token;
       if (rng.chance(3)) mr.session_token ^= 2, mb.session_token ^= 2;
+      // The front passes back the join ticket's slot hint; sometimes a wrong one (another
+      // slot, none, or past every slot), which must not change the Rust core's answer. The
+      // baseline ignores the field.
+      mr.slot_hint = rng.chance(10) ? static_cast<uint32_t>(rng.below(8)) : p.r.slot_hint;
+      mb.slot_hint = mr.slot_hint;
       r_batch.push_back(mr);
       b_batch.push_back(mb);
       // What the test believes the player's state is, if the move is applied (checked below).

@@ -68,6 +68,7 @@ MmoMoveRecord move(const MmoJoinTicket& who, uint32_t seq, uint32_t client_ms, f
     MmoMoveRecord m{};
     m.player_id = who.player_id;
     m.session_token = who.session_token;
+    m.slot_hint = who.slot_hint;
     m.sequence = seq;
     m.client_time_ms = client_ms;
     m.x_m = x;

@@ -15,6 +15,7 @@
 MMO_STATIC_ASSERT(sizeof(MmoMoveRecord) == 72, "MmoMoveRecord size");
 MMO_STATIC_ASSERT(offsetof(MmoMoveRecord, sequence) == 16, "MmoMoveRecord.sequence");
 MMO_STATIC_ASSERT(offsetof(MmoMoveRecord, x_m) == 24, "MmoMoveRecord.x_m");
+MMO_STATIC_ASSERT(offsetof(MmoMoveRecord, slot_hint) == 36, "MmoMoveRecord.slot_hint");
 MMO_STATIC_ASSERT(offsetof(MmoMoveRecord, payload) == 40, "MmoMoveRecord.payload");
 MMO_STATIC_ASSERT(sizeof(MmoMoveEvent) == 32, "MmoMoveEvent size");
 MMO_STATIC_ASSERT(offsetof(MmoMoveEvent, kind) == 24, "MmoMoveEvent.kind");
@@ -35,7 +36,8 @@ MMO_STATIC_ASSERT(offsetof(MmoConfig, loot_seed) == 100, "MmoConfig.loot_seed");
 MMO_STATIC_ASSERT(offsetof(MmoConfig, trade_timeout_ms) == 104, "MmoConfig.trade_timeout_ms");
 MMO_STATIC_ASSERT(offsetof(MmoConfig, starting_gold) == 112, "MmoConfig.starting_gold");
 MMO_STATIC_ASSERT(offsetof(MmoConfig, fault_injection) == 120, "MmoConfig.fault_injection");
-MMO_STATIC_ASSERT(sizeof(MmoJoinTicket) == 16, "MmoJoinTicket size");
+MMO_STATIC_ASSERT(sizeof(MmoJoinTicket) == 24, "MmoJoinTicket size");
+MMO_STATIC_ASSERT(offsetof(MmoJoinTicket, slot_hint) == 16, "MmoJoinTicket.slot_hint");
 MMO_STATIC_ASSERT(sizeof(MmoRaidReport) == 16, "MmoRaidReport size");
 MMO_STATIC_ASSERT(sizeof(MmoTickInfo) == 32, "MmoTickInfo size");
 MMO_STATIC_ASSERT(offsetof(MmoTickInfo, tick) == 8, "MmoTickInfo.tick");

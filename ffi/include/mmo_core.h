@@ -358,6 +358,12 @@ typedef struct MmoJoinTicket {
   uint64_t player_id;
   // The session token every later request must carry (never 0).
   uint64_t session_token;
+  // For the front, not the client: pass it back as `MmoMoveRecord::slot_hint` in every move
+  // of this session, and a move finds its player's body without an arena lookup (0: none;
+  // any value is safe, a wrong one only costs that lookup).
+  uint32_t slot_hint;
+  // Zero.
+  uint32_t _reserved;
 } MmoJoinTicket;
 
 // One client position update, as validated by the network front.
@@ -376,8 +382,11 @@ typedef struct MmoMoveRecord {
   float y_m;
   // Facing, radians.
   float facing_rad;
-  // Zero; reserved for a future field.
-  uint32_t _reserved;
+  // The `slot_hint` of this player's join ticket (0: none). A hint only: the engine takes
+  // the body it names when that body is this player's (id and session token, checked under
+  // the body's lock) and otherwise finds the player by id, so a wrong, stale or hostile hint
+  // costs one lookup, never a wrong answer.
+  uint32_t slot_hint;
   // Opaque game payload (animation state, stance...), stored with the body and forwarded
   // in area-of-interest snapshots.
   uint8_t payload[32];

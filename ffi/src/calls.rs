@@ -27,6 +27,12 @@ pub struct MmoJoinTicket {
     pub player_id: u64,
     /// The session token every later request must carry (never 0).
     pub session_token: u64,
+    /// For the front, not the client: pass it back as `MmoMoveRecord::slot_hint` in every move
+    /// of this session, and a move finds its player's body without an arena lookup (0: none;
+    /// any value is safe, a wrong one only costs that lookup).
+    pub slot_hint: u32,
+    /// Zero.
+    pub _reserved: u32,
 }
 
 /// What [`mmo_raid_spawn`] did.
@@ -234,7 +240,7 @@ pub struct MmoPlayerView {
 
 const _: () = assert!(mmo_core::config::ITEM_KINDS == 16);
 
-const _: () = assert!(size_of::<MmoJoinTicket>() == 16);
+const _: () = assert!(size_of::<MmoJoinTicket>() == 24 && offset_of!(MmoJoinTicket, slot_hint) == 16);
 const _: () = assert!(size_of::<MmoRaidReport>() == 16);
 const _: () = assert!(size_of::<MmoTickInfo>() == 32 && offset_of!(MmoTickInfo, tick) == 8);
 const _: () = assert!(size_of::<MmoAoiBatchInfo>() == 16 && offset_of!(MmoAoiBatchInfo, found) == 12);
@@ -360,7 +366,12 @@ pub unsafe extern "C" fn mmo_join(
             let out = check!(out_ptr(out_ticket));
             match h.engine.join_account(account_id, x_m, y_m, faction) {
                 Ok(t) => {
-                    out.write(MmoJoinTicket { player_id: t.player_id, session_token: t.session_token });
+                    out.write(MmoJoinTicket {
+                        player_id: t.player_id,
+                        session_token: t.session_token,
+                        slot_hint: t.slot_hint,
+                        _reserved: 0,
+                    });
                     MMO_OK
                 }
                 Err(JoinError::ServerFull) => MMO_ERR_SERVER_FULL,

@@ -174,9 +174,13 @@ fn join_refuses_positions_that_are_not_in_the_world() {
     unsafe {
         for &v in &bad {
             for (x, y) in [(v, 100.0), (100.0, v), (v, v)] {
-                let mut ticket = MmoJoinTicket { player_id: 7, session_token: 7 };
+                let mut ticket = MmoJoinTicket { player_id: 7, session_token: 7, slot_hint: 7, _reserved: 7 };
                 assert_eq!(mmo_join(e, 0, x, y, 1, &mut ticket), MMO_ERR_OUT_OF_BOUNDS, "join at ({x}, {y})");
-                assert_eq!((ticket.player_id, ticket.session_token), (7, 7), "no ticket written for ({x}, {y})");
+                assert_eq!(
+                    ticket,
+                    MmoJoinTicket { player_id: 7, session_token: 7, slot_hint: 7, _reserved: 7 },
+                    "no ticket written for ({x}, {y})"
+                );
                 refused += 1;
             }
         }
@@ -382,6 +386,82 @@ fn panic_status_then_poisoned() {
         assert_eq!(mmo_debug_inject_panic(e), MMO_ERR_PANIC);
         let mut stats = StatsSnapshot::default();
         assert_eq!(mmo_stats(e, &mut stats), MMO_ERR_POISONED);
+        mmo_engine_free(e);
+    }
+}
+
+/// A move's slot hint, whatever it holds (the ticket's own, none, the other player's, past
+/// every slot, or any small value that names some slot): the move is answered as it would be
+/// without one. The real player's moves are applied; the same record under the other player's
+/// id, or with a wrong token, is refused as a wrong session; the other player's body is never
+/// touched.
+#[test]
+fn a_move_with_any_slot_hint_is_answered_as_without_one() {
+    let e = engine();
+    let (mut me, mut other) = (MmoJoinTicket::default(), MmoJoinTicket::default());
+    // SAFETY: live engine, valid pointers, buffers sized by the library's own answer.
+    unsafe {
+        assert_eq!(mmo_join(e, 0, 500.0, 500.0, 1, &mut me), MMO_OK);
+        assert_eq!(mmo_join(e, 0, 600.0, 500.0, 2, &mut other), MMO_OK);
+        assert!(me.slot_hint != 0 && other.slot_hint != 0 && me.slot_hint != other.slot_hint, "{me:?} {other:?}");
+        assert_eq!((me._reserved, other._reserved), (0, 0));
+        let mut hints = vec![me.slot_hint, 0, other.slot_hint, me.slot_hint.max(other.slot_hint) + 1, 1 << 31, u32::MAX];
+        let mut x = 0x9E37_79B9u32;
+        for _ in 0..58 {
+            // xorshift32; small values name real slots, freed ones and ones never handed out
+            x ^= x << 13;
+            x ^= x >> 17;
+            x ^= x << 5;
+            hints.push(x % 8);
+        }
+        let mut required = 0usize;
+        assert_eq!(mmo_move_events_required(e, 3, &mut required), MMO_OK);
+        let mut events = vec![MoveEvent::default(); required];
+        for (i, &hint) in hints.iter().enumerate() {
+            let seq = i as u32 + 1;
+            let now_ms = 1_000 + 100 * u64::from(seq);
+            let mine = MoveRecord {
+                player_id: me.player_id,
+                session_token: me.session_token,
+                sequence: seq,
+                client_time_ms: now_ms as u32,
+                x_m: 500.0 + 0.1 * seq as f32,
+                y_m: 500.0,
+                slot_hint: hint,
+                ..MoveRecord::default()
+            };
+            let forged = MoveRecord { player_id: other.player_id, ..mine };
+            let wrong_token = MoveRecord { session_token: me.session_token ^ 1, sequence: seq + 1_000, ..mine };
+            let batch = [forged, wrong_token, mine];
+            let mut written = 0usize;
+            assert_eq!(mmo_apply_moves(e, batch.as_ptr(), batch.len(), now_ms, events.as_mut_ptr(), events.len(), &mut written), MMO_OK);
+            let firsts: Vec<&MoveEvent> =
+                events[..written].iter().filter(|ev| matches!(ev.event_kind(), Some(EventKind::Ack | EventKind::Reject))).collect();
+            assert_eq!(firsts.len(), batch.len(), "hint {hint}");
+            for refused in &firsts[..2] {
+                assert_eq!(
+                    (refused.event_kind(), refused.detail),
+                    (Some(EventKind::Reject), RejectReason::WrongSession as u8),
+                    "hint {hint}"
+                );
+            }
+            assert_eq!((firsts[2].event_kind(), firsts[2].sequence), (Some(EventKind::Ack), seq), "hint {hint}");
+        }
+        // The other body is where it joined and has applied nothing: a short step with
+        // sequence 1 is legal only from there.
+        let step = MoveRecord {
+            player_id: other.player_id,
+            session_token: other.session_token,
+            sequence: 1,
+            client_time_ms: 9_000,
+            x_m: 600.1,
+            y_m: 500.0,
+            slot_hint: other.slot_hint,
+            ..MoveRecord::default()
+        };
+        let mut written = 0usize;
+        assert_eq!(mmo_apply_moves(e, &step, 1, 9_000, events.as_mut_ptr(), events.len(), &mut written), MMO_OK);
+        assert_eq!(events[0].event_kind(), Some(EventKind::Ack));
         mmo_engine_free(e);
     }
 }

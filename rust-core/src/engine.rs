@@ -443,11 +443,11 @@ impl Engine {
         let mut waits = LockWaits::default();
         self.grid.insert_player(cell, player_id, slot, x_m, y_m, &mut waits);
         self.aoi_hints[slot as usize].clear();
-        self.movement.spawn(slot, player_id, x_m, y_m, cell);
+        self.movement.spawn(slot, player_id, session_token, x_m, y_m, cell);
         vacant.insert(PlayerRecord::new(session_token, slot, combatant_key, wallet, faction));
         self.stats.add_waits(LockKind::Grid, waits);
         self.stats.bump(Counter::Joins);
-        Ok(JoinTicket { player_id, session_token })
+        Ok(JoinTicket { player_id, session_token, slot_hint: Movement::slot_hint(slot) })
     }
 
     /// Removes a player: their body leaves the grid, their wallet is handed to persistence
@@ -546,20 +546,35 @@ impl Engine {
     /// Returns events written.
     #[inline]
     fn apply_move(&self, rec: &MoveRecord, now_ms: u64, out: &mut [MoveEvent], tally: &mut MoveTally) -> Result<usize, RejectReason> {
-        let player = self.players.get(rec.player_id).ok_or(RejectReason::UnknownPlayer)?;
-        if player.session_token != rec.session_token {
-            return Err(RejectReason::WrongSession);
-        }
-        let slot = player.slot;
-        drop(player);
         let (x, y) = (rec.x_m, rec.y_m);
         let (grid_waited, body_waited) = (tally.grid_waits.contended, tally.body_waits.contended);
-        {
-            let mut state = tally.body_waits.lock(&self.movement.body(slot).state);
-            // The record was looked up without holding it: a leave (and a join reusing the
-            // slot) may have happened since. The body says whose it is now.
-            if !state.alive || state.player_id != rec.player_id {
-                return Err(RejectReason::UnknownPlayer);
+        // The body's lock is held for this block only; the contact query after it reads the grid.
+        let slot = {
+            // The front passes back the slot the join ticket named: the body's lock then says
+            // whose the body is, with no arena lookup (a sharded-slab `get` and its cache miss
+            // on every move). A hint naming no live body of this player (none, out of range,
+            // stale after a leave, or hostile) falls back to the player record.
+            let hinted = self.movement.hinted_slot(rec.slot_hint).and_then(|slot| {
+                let state = tally.body_waits.lock(&self.movement.body(slot).state);
+                (state.alive && state.player_id == rec.player_id).then_some((slot, state))
+            });
+            let (slot, mut state) = match hinted {
+                Some(found) => found,
+                None => {
+                    let slot = self.players.get(rec.player_id).ok_or(RejectReason::UnknownPlayer)?.slot;
+                    let state = tally.body_waits.lock(&self.movement.body(slot).state);
+                    // The record was looked up without holding it: a leave (and a join reusing
+                    // the slot) may have happened since. The body says whose it is now.
+                    if !state.alive || state.player_id != rec.player_id {
+                        return Err(RejectReason::UnknownPlayer);
+                    }
+                    (slot, state)
+                }
+            };
+            // The body keeps its session's token (set with its id at join), so both paths
+            // check the same one.
+            if state.session_token != rec.session_token {
+                return Err(RejectReason::WrongSession);
             }
             let budget = self.rules.check(&state, rec, now_ms, self.grid.in_world(x, y))?;
             state.x_m = x;
@@ -579,7 +594,8 @@ impl Engine {
                 state.cell = cell;
                 tally.crossings += 1;
             }
-        }
+            slot
+        };
         tally.applied += 1;
         out[0] = MoveEvent { player_id: rec.player_id, sequence: rec.sequence, kind: EventKind::Ack as u8, ..MoveEvent::default() };
         let mut written = 1;

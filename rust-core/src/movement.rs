@@ -54,6 +54,8 @@ use std::sync::atomic::{AtomicU32, Ordering};
 pub struct BodyState {
     /// Owning player id.
     pub player_id: u64,
+    /// The owning session's token, checked by every move (set by spawn with the id).
+    pub session_token: u64,
     /// Position, metres.
     pub x_m: f32,
     /// Position, metres.
@@ -197,8 +199,25 @@ impl Movement {
 
     /// Puts a player's body in `slot` at a spawn point in `cell`. (Who holds a slot is the
     /// grid's table: `Grid::insert_player` and `Grid::remove_player`.)
-    pub fn spawn(&self, slot: u32, player_id: u64, x: f32, y: f32, cell: CellKey) {
-        *self.bodies[slot as usize].state.lock() = BodyState { player_id, x_m: x, y_m: y, cell, alive: true, ..BodyState::default() };
+    pub fn spawn(&self, slot: u32, player_id: u64, session_token: u64, x: f32, y: f32, cell: CellKey) {
+        *self.bodies[slot as usize].state.lock() =
+            BodyState { player_id, session_token, x_m: x, y_m: y, cell, alive: true, ..BodyState::default() };
+    }
+
+    /// What a join ticket hands the front for `slot` ([`crate::players::JoinTicket::slot_hint`]):
+    /// the slot plus one, so 0 means no hint. Slots are below `player_capacity` (at most 2^24).
+    #[inline]
+    pub fn slot_hint(slot: u32) -> u32 {
+        debug_assert!(slot < u32::MAX, "slots stay far below u32::MAX");
+        slot + 1
+    }
+
+    /// The slot a move's `slot_hint` names, if it is one that was ever handed out: 0 and
+    /// anything past the high-water mark are `None`, so any u32 is safe to pass.
+    #[inline]
+    pub fn hinted_slot(&self, slot_hint: u32) -> Option<u32> {
+        let slot = slot_hint.checked_sub(1)?;
+        (slot < self.slots_used()).then_some(slot)
     }
 
     /// Frees `slot` (its body already marked dead and out of the grid by leave) for a later
@@ -384,8 +403,16 @@ mod tests {
         let slots: Vec<u32> = (0..3).map(|_| m.claim_slot().unwrap()).collect();
         assert_eq!(slots, vec![0, 1, 2]);
         assert_eq!(m.claim_slot(), None, "full");
-        m.spawn(1, 77, 5.0, 6.0, 0);
-        assert_eq!(m.body(1).state.lock().player_id, 77);
+        m.spawn(1, 77, 0xABCD, 5.0, 6.0, 0);
+        let state = *m.body(1).state.lock();
+        assert_eq!((state.player_id, state.session_token, state.alive), (77, 0xABCD, true));
+        // A join's hint names its slot; a move's hint names a slot only if one that far was
+        // ever handed out.
+        assert_eq!(m.hinted_slot(Movement::slot_hint(1)), Some(1));
+        assert_eq!(m.hinted_slot(Movement::slot_hint(2)), Some(2));
+        for hint in [0, Movement::slot_hint(3), u32::MAX] {
+            assert_eq!(m.hinted_slot(hint), None, "hint {hint}");
+        }
         m.release(1);
         assert_eq!(m.claim_slot(), Some(1), "a released slot comes back");
         assert_eq!(m.slots_used(), 3);

@@ -26,6 +26,10 @@ pub struct JoinTicket {
     pub player_id: u64,
     /// A random, non-zero session token the client must present with every request.
     pub session_token: u64,
+    /// The player's movement slot plus one, for the front to pass back in every
+    /// [`crate::records::MoveRecord::slot_hint`]: a move then finds its body without an arena
+    /// lookup. Server-side only (the client never sees it).
+    pub slot_hint: u32,
 }
 
 /// One joined player. Immutable after insert except `leaving`.

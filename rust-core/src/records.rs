@@ -29,8 +29,11 @@ pub struct MoveRecord {
     pub y_m: f32,
     /// Facing, radians.
     pub facing_rad: f32,
-    /// Zero; reserved for a future field.
-    pub _reserved: u32,
+    /// The `slot_hint` of this player's join ticket (0: none). A hint only: the engine takes
+    /// the body it names when that body is this player's (id and session token, checked under
+    /// the body's lock) and otherwise finds the player by id, so a wrong, stale or hostile hint
+    /// costs one lookup, never a wrong answer.
+    pub slot_hint: u32,
     /// Opaque game payload (animation state, stance...), stored with the body and forwarded
     /// in area-of-interest snapshots.
     pub payload: [u8; 32],

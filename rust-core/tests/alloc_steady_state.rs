@@ -338,7 +338,7 @@ fn durable_economy_operations_allocate_nothing_on_the_calling_thread() {
     let players: Vec<Who> = (1..=64u64)
         .map(|account| {
             let t = e.join_account(account, 100.0, 100.0, 1).unwrap();
-            Who { id: t.player_id, token: t.session_token }
+            Who::of(t)
         })
         .collect();
     let mut out = [EconomyResult::default(); BATCH];

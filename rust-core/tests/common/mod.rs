@@ -19,16 +19,22 @@ pub fn engine() -> Engine {
     Engine::new(small_config()).unwrap()
 }
 
-/// A joined player: id and token.
+/// A joined player: id, token, and the slot hint the front would pass back with its moves.
 #[derive(Clone, Copy, Debug)]
 pub struct Who {
     pub id: u64,
     pub token: u64,
+    pub slot_hint: u32,
+}
+
+impl Who {
+    pub fn of(t: mmo_core::players::JoinTicket) -> Who {
+        Who { id: t.player_id, token: t.session_token, slot_hint: t.slot_hint }
+    }
 }
 
 pub fn join(e: &Engine, x: f32, y: f32, faction: u8) -> Who {
-    let t = e.join(x, y, faction).unwrap();
-    Who { id: t.player_id, token: t.session_token }
+    Who::of(e.join(x, y, faction).unwrap())
 }
 
 pub fn mv(who: Who, seq: u32, client_ms: u32, x: f32, y: f32) -> MoveRecord {
@@ -39,6 +45,7 @@ pub fn mv(who: Who, seq: u32, client_ms: u32, x: f32, y: f32) -> MoveRecord {
         client_time_ms: client_ms,
         x_m: x,
         y_m: y,
+        slot_hint: who.slot_hint,
         ..Default::default()
     }
 }

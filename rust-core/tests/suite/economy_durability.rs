@@ -29,7 +29,7 @@ fn durable_engine(dir: &Path) -> Engine {
 
 fn join_account(e: &Engine, account: u64) -> Who {
     let t = e.join_account(account, 100.0 + account as f32, 100.0, 1).unwrap();
-    Who { id: t.player_id, token: t.session_token }
+    Who::of(t)
 }
 
 /// Waits (bounded) until the result may be told.

@@ -3,7 +3,7 @@
 
 use crate::common::*;
 use mmo_core::BatchError;
-use mmo_core::records::{EntityKind, EventKind, MoveEvent, RejectReason};
+use mmo_core::records::{EntityKind, EventKind, MoveEvent, MoveRecord, RejectReason};
 
 fn reject_reason(ev: &MoveEvent) -> RejectReason {
     assert_eq!(ev.event_kind(), Some(EventKind::Reject));
@@ -159,4 +159,43 @@ fn area_of_interest_lists_nearest_first_as_of_the_last_tick() {
     assert_eq!(out.map(|x| (x.entity_id, x.distance_m)), [(far.id, 0.0), (nearer.id, 1.0)]);
     let latecomer = join(&e, 500.0, 501.0, 1);
     assert_eq!(e.area_of_interest(latecomer.id, &mut out), Err(mmo_core::AoiError::NotInSnapshot), "joined after the tick");
+}
+
+/// The join ticket's slot hint is only a hint: whatever a move carries there (its own, none,
+/// another player's, past every slot), the answer is the one the player record gives, and a
+/// wrong session token is refused on either path.
+#[test]
+fn a_wrong_stale_or_hostile_slot_hint_changes_no_answer() {
+    let e = engine();
+    let a = join(&e, 100.0, 100.0, 1);
+    let b = join(&e, 110.0, 100.0, 2);
+    assert!(a.slot_hint != 0 && b.slot_hint != 0 && a.slot_hint != b.slot_hint);
+    let hints = [a.slot_hint, 0, b.slot_hint, a.slot_hint.max(b.slot_hint) + 1, 1 << 24, u32::MAX];
+    for (i, &hint) in hints.iter().enumerate() {
+        let (seq, now_ms) = (i as u32 + 1, 10_000 + 100 * i as u64);
+        let x = 100.0 + 0.1 * seq as f32;
+        let rec = MoveRecord { slot_hint: hint, ..mv(a, seq, now_ms as u32, x, 100.0) };
+        let wrong_token = MoveRecord { session_token: a.token ^ 1, sequence: seq + 100, ..rec };
+        // b's id with a's token (and whatever hint): refused, and b's body is not touched.
+        let forged = MoveRecord { player_id: b.id, sequence: seq + 200, ..rec };
+        let events = apply(&e, &[wrong_token, forged, rec], now_ms);
+        assert_eq!(reject_reason(&events[0]), RejectReason::WrongSession, "hint {hint}");
+        assert_eq!(reject_reason(&events[1]), RejectReason::WrongSession, "hint {hint}");
+        let ack = events.iter().position(|ev| ev.event_kind() == Some(EventKind::Ack)).expect("the move is applied");
+        assert_eq!((events[ack].player_id, events[ack].sequence), (a.id, seq), "hint {hint}");
+        assert_eq!(e.player(a.id).unwrap().x_m, x, "hint {hint}");
+    }
+    let b_view = e.player(b.id).unwrap();
+    assert_eq!((b_view.x_m, b_view.y_m, b_view.last_sequence), (110.0, 100.0, 0), "b never moved");
+    // After a's leave its slot goes to c: a's moves with a's old hint (now c's slot) miss, and
+    // c's own are applied.
+    e.leave(a.id, a.token).unwrap();
+    let c = join(&e, 120.0, 100.0, 1);
+    assert_eq!(c.slot_hint, a.slot_hint, "leave frees the slot at once and join reuses it first");
+    let stale = MoveRecord { slot_hint: a.slot_hint, ..mv(a, 50, 20_000, 100.5, 100.0) };
+    let events = apply(&e, &[stale, mv(c, 1, 20_000, 120.5, 100.0)], 20_000);
+    assert_eq!(reject_reason(&events[0]), RejectReason::UnknownPlayer);
+    assert_eq!((events[1].event_kind(), events[1].player_id), (Some(EventKind::Ack), c.id));
+    let s = e.stats();
+    assert_eq!(s.move_rejected_unknown_player, 1);
 }
