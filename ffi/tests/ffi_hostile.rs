@@ -408,7 +408,7 @@ fn a_move_with_any_slot_hint_is_answered_as_without_one() {
         let mut hints = vec![me.slot_hint, 0, other.slot_hint, me.slot_hint.max(other.slot_hint) + 1, 1 << 31, u32::MAX];
         let mut x = 0x9E37_79B9u32;
         for _ in 0..58 {
-            // xorshift32; small values name real slots, freed ones and ones never handed out
+            // xorshift32; small values name the two real slots and ones never handed out
             x ^= x << 13;
             x ^= x >> 17;
             x ^= x << 5;

@@ -35,10 +35,12 @@ pub struct JoinTicket {
 /// One joined player. Immutable after insert except `leaving`.
 #[derive(Debug)]
 pub struct PlayerRecord {
-    /// Random session token. Written at join, read by every authenticated request.
+    /// Random session token. Written at join, read by every authenticated request but a move
+    /// (the body keeps a copy, which a move checks under the body's lock).
     pub session_token: u64,
     /// Movement slot: indexes the body table and the grid's position table. Written at join,
-    /// read by every move and leave (an area-of-interest query finds the slot in the snapshot).
+    /// read by leave and by a move whose slot hint missed (a move's hint usually names the
+    /// slot; an area-of-interest query finds it in the snapshot).
     pub slot: u32,
     /// Key of the combatant. Written at join, read by combat.
     pub combatant_key: usize,
