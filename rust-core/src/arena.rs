@@ -28,25 +28,28 @@ impl Config for ArenaConfig {
 }
 
 /// The raid object arena's configuration: like [`ArenaConfig`], but with a first page of
-/// 16,384 slots.
+/// 4,096 slots.
 ///
 /// sharded-slab's insert walks a thread's pages from the first, and every full page it passes
 /// costs an atomic swap on that page's remote free list. With 64-slot first pages an
 /// 11,000-object burst walks past up to eight full pages per insert, which profiled as the
-/// largest cost of a raid spawn; with a 16,384-slot first page a whole burst of the size the
-/// product is built for fits in it, and bursts alive together spill into the second page
-/// (32,768 slots), one full page to walk past. The first page is allocated by a thread's
-/// first raid and touched whole (0.8 MB of 48-byte slots; at 32,768 slots it was 1.6 MB for
-/// one burst alive at a time). 11 pages keep the 26 address bits (16,384 x 2,047, about 2^25
-/// slots per thread, more than `raid_object_capacity`'s limit of 2^24 in one burst's thread)
-/// and 23 generation bits.
+/// largest cost of a raid spawn; with a 4,096-slot first page the first two pages (4,096 +
+/// 8,192 = 12,288 slots) hold a whole burst of the size the product is built for, which walks
+/// past one full page at most, and bursts alive together spill into the third (16,384 slots).
+/// A page is allocated when a thread first reaches it and touched whole (sharded-slab builds
+/// every slot), so the first pages' sizes are what a burst leaves resident: 12,288 48-byte
+/// slots (0.6 MB), where a 16,384-slot first page left 0.8 MB (after a 1,000-bot raid of
+/// 11,000-object bursts the server's anonymous resident memory was 13,204 and 13,264 KiB in two
+/// runs, against 13,500 with the 16,384-slot page). 13 pages keep the 26 address bits (4,096 x
+/// 8,191, about 2^25 slots per thread, more than `raid_object_capacity`'s limit of 2^24 in one
+/// burst's thread) and 23 generation bits.
 #[derive(Clone, Copy, Debug)]
 pub struct RaidArenaConfig;
 
 impl Config for RaidArenaConfig {
     const MAX_THREADS: usize = 4_096;
-    const MAX_PAGES: usize = 11;
-    const INITIAL_PAGE_SIZE: usize = 16_384;
+    const MAX_PAGES: usize = 13;
+    const INITIAL_PAGE_SIZE: usize = 4_096;
     const RESERVED_BITS: usize = 2;
 }
 
