@@ -53,6 +53,12 @@ impl Config for RaidArenaConfig {
     const RESERVED_BITS: usize = 2;
 }
 
+// What the doc above says of the layout: sharded-slab needs a power-of-two first page, and one
+// thread's pages hold the largest `raid_object_capacity` the configuration accepts (2^24), so a
+// burst spawned on one thread never runs out of address space before the capacity gate refuses it.
+const _: () = assert!(RaidArenaConfig::INITIAL_PAGE_SIZE.is_power_of_two());
+const _: () = assert!(RaidArenaConfig::INITIAL_PAGE_SIZE * ((1 << RaidArenaConfig::MAX_PAGES) - 1) >= 1 << 24);
+
 /// Bit 63 marks a raid object id; player ids never have it.
 pub const OBJECT_ID_TAG: u64 = 1 << 63;
 

@@ -3,8 +3,9 @@
 //! - **Combatants** (one per player: hp, faction, owner) live in their own sharded-slab arena.
 //! - **Raid objects** (adds, projectiles, loot) live in a second arena whose first two pages
 //!   ([`crate::arena::RaidArenaConfig`]: 12,288 slots, one 11,000-object burst) a thread
-//!   allocates with its first raid and reuses for every later one; `raid_object_capacity` caps how many are alive. A raid spawn creates N
-//!   of them around a point in one call, each registered in the grid with its expiry tick. A killed add keeps its slot until its burst
+//!   allocates with its first raid and reuses for every later one; `raid_object_capacity` caps
+//!   how many are alive. A raid spawn creates N of them around a point in one call, each
+//!   registered in the grid with its expiry tick. A killed add keeps its slot until its burst
 //!   expires and carries the loot it dropped ([`crate::loot`]).
 //! - **Spawning** creates a cell's share of objects (arena inserts, positions) in chunks of
 //!   [`SPAWN_CHUNK`] outside any lock, then appends each chunk to the cell's unordered tail
