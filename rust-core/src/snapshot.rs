@@ -378,22 +378,6 @@ impl SnapshotGeometry {
     }
 }
 
-/// One entity on its way into a snapshot (the build's scratch). Its cell key is not kept: the
-/// sort and the build each compute it again from the position (the same arithmetic, so the
-/// same key), which costs less than 8 more bytes per entity held across the build.
-#[derive(Clone, Copy, Debug)]
-struct Pending {
-    x: f32,
-    y: f32,
-    id: u64,
-    /// Player slot, or [`NOT_IN_SNAPSHOT`] for a raid object.
-    slot: u32,
-    kind: u8,
-}
-
-// 24 bytes: the two positions, the id, and slot + kind packed in the last 8.
-const _: () = assert!(std::mem::size_of::<Pending>() == 24);
-
 /// The immutable world as of one tick. See the module doc for the layout.
 #[derive(Debug)]
 pub struct WorldSnapshot {
@@ -765,84 +749,129 @@ fn axis_gap(v: f32, c: i64, cell_m: f32, slack: f32) -> f32 {
 }
 
 /// The tick's scratch for building snapshots: grows to the world's size once, then reused.
-/// The radix sort moves 8-byte `(cell key << 32) | index` words, not the entities themselves,
-/// and borrows the snapshot's own `ids` (about to be rewritten, and as long) as its second
-/// buffer, so the scratch is 32 bytes per entity: the pending entity and its sort word.
+///
+/// A build gathers the entities straight into the snapshot's own columns, in the order they
+/// are added, with one 8-byte sort word each: `(cell key << 32) | (kind << 28) | index`. The
+/// radix sort orders the words by cell (stably: ties keep the order of adding), and the build
+/// then permutes the columns into that order through `spare` (the sort's second buffer, free
+/// again once it is done). So the scratch is 16 bytes per entity (`order` and `spare`) plus
+/// each player's slot, and the tick's world is held once (in the snapshot), not twice.
 #[derive(Debug, Default)]
 pub struct SnapshotBuilder {
-    pending: Vec<Pending>,
+    /// One sort word per entity added, then (after the sort) in cell order.
     order: Vec<u64>,
-    /// Players among `pending` (they size the snapshot's player index).
-    players: usize,
+    /// The radix sort's second buffer, then the permutation's.
+    spare: Vec<u64>,
+    /// The slot of each player added (players come first, so entity `i < slots.len()` is the
+    /// player whose slot is `slots[i]`).
+    slots: Vec<u32>,
 }
 
 /// Digits of the radix sort on cell keys: 3 passes of 11 bits cover every `u32` key.
 const RADIX_BITS: u32 = 11;
 const RADIX_BUCKETS: usize = 1 << RADIX_BITS;
+/// Bits of a sort word's low half that hold the entity's index (the order of adding); the
+/// four above them hold its kind.
+const SORT_INDEX_BITS: u32 = 28;
+const SORT_INDEX_MASK: u64 = (1 << SORT_INDEX_BITS) - 1;
+
+// Every kind fits the sort word's four kind bits, and every entity a configuration admits
+// (at most 2^24 players and 2^24 raid objects) fits its index bits.
+const _: () = assert!((EntityKind::Loot as u64) < 1 << (32 - SORT_INDEX_BITS));
+const _: () = assert!(2 * (1u64 << 24) <= SORT_INDEX_MASK + 1);
 
 impl SnapshotBuilder {
-    /// Starts a build of about `entities` entities: forgets the previous one's (keeps the
-    /// room) and makes room for these, exactly (memory follows the world's size, without the
-    /// doubling slack of growing push by push).
-    pub fn clear(&mut self, entities: usize) {
-        self.pending.clear();
-        self.pending.reserve_exact(entities);
-        self.players = 0;
+    /// Starts a build of about `entities` entities into `out`: forgets what `out` held (keeps
+    /// its room) and makes room for these, exactly (memory follows the world's size, without
+    /// the doubling slack of growing push by push). Add every player before any raid object.
+    pub fn start<'a>(&'a mut self, out: &'a mut WorldSnapshot, entities: usize) -> SnapshotBuild<'a> {
+        self.order.clear();
+        self.order.reserve_exact(entities);
+        self.slots.clear();
+        for v in [&mut out.xs, &mut out.ys] {
+            v.clear();
+            v.reserve_exact(entities);
+        }
+        out.ids.clear();
+        out.ids.reserve_exact(entities);
+        out.kinds.clear();
+        SnapshotBuild { scratch: self, out, objects: 0 }
+    }
+}
+
+/// A snapshot being built ([`SnapshotBuilder::start`]): add the players, then the raid
+/// objects, then [`SnapshotBuild::finish`]. Until it finishes, the snapshot's columns hold the
+/// entities in the order they were added and its cells are stale.
+#[derive(Debug)]
+pub struct SnapshotBuild<'a> {
+    scratch: &'a mut SnapshotBuilder,
+    out: &'a mut WorldSnapshot,
+    /// Raid objects added so far (a player added after one is a caller's bug).
+    objects: usize,
+}
+
+impl SnapshotBuild<'_> {
+    #[inline]
+    fn push(&mut self, id: u64, x: f32, y: f32, kind: EntityKind) {
+        let index = self.out.ids.len() as u64;
+        let key = u64::from(self.out.geometry.key(x, y));
+        self.scratch.order.push((key << 32) | ((kind as u64) << SORT_INDEX_BITS) | (index & SORT_INDEX_MASK));
+        self.out.xs.push(x);
+        self.out.ys.push(y);
+        self.out.ids.push(id);
     }
 
-    /// Adds the player `id` (not 0; each id once per build) at `slot`.
+    /// Adds the player `id` (not 0; each id once per build) at `slot`. Players come before
+    /// every raid object.
     #[inline]
     pub fn add_player(&mut self, slot: u32, id: u64, x: f32, y: f32) {
+        assert_eq!(self.objects, 0, "a snapshot's players are added before its raid objects");
         debug_assert!(id != 0 && slot != NOT_IN_SNAPSHOT, "a player has an id and a slot");
-        self.pending.push(Pending { x, y, id, slot, kind: EntityKind::Player as u8 });
-        self.players += 1;
+        self.scratch.slots.push(slot);
+        self.push(id, x, y, EntityKind::Player);
     }
 
     /// Adds a raid object.
     #[inline]
     pub fn add_object(&mut self, id: u64, x: f32, y: f32, kind: EntityKind) {
-        self.pending.push(Pending { x, y, id, slot: NOT_IN_SNAPSHOT, kind: kind as u8 });
+        self.objects += 1;
+        self.push(id, x, y, kind);
     }
 
-    /// Sorts what was added by cell and writes it into `out` for `tick` at `now_ms`, with the
-    /// index of its players by id.
-    pub fn build_into(&mut self, out: &mut WorldSnapshot, tick: u32, now_ms: u64) {
+    /// Sorts what was added by cell and finishes the snapshot for `tick` at `now_ms`: its
+    /// columns in cell order, its cells, and the index of its players by id.
+    pub fn finish(self, tick: u32, now_ms: u64) {
+        let Self { scratch, out, .. } = self;
         let g = out.geometry;
-        let n = self.pending.len();
-        assert!(u32::try_from(n).is_ok(), "a snapshot's entities are indexed by u32");
-        self.order.clear();
-        self.order.reserve_exact(n);
-        self.order.extend(self.pending.iter().enumerate().map(|(i, e)| (u64::from(g.key(e.x, e.y)) << 32) | i as u64));
-        // The ids are rewritten below; until then they are the sort's second buffer.
-        out.ids.clear();
-        out.ids.reserve_exact(n);
-        out.ids.resize(n, 0);
-        if radix_sort_by_key(&mut self.order, &mut out.ids) {
-            self.order.copy_from_slice(&out.ids);
+        let n = scratch.order.len();
+        assert!(n as u64 <= SORT_INDEX_MASK + 1, "a snapshot's entities fit the sort word's index");
+        debug_assert!(out.xs.len() == n && out.ys.len() == n && out.ids.len() == n);
+        let players = scratch.slots.len();
+        scratch.spare.clear();
+        scratch.spare.reserve_exact(n);
+        scratch.spare.resize(n, 0);
+        if radix_sort_by_key(&mut scratch.order, &mut scratch.spare) {
+            std::mem::swap(&mut scratch.order, &mut scratch.spare);
         }
+        let (order, spare) = (&scratch.order[..], &mut scratch.spare[..]);
         out.tick = tick;
         out.now_ms = now_ms;
         for v in [&mut out.cell_cx, &mut out.cell_start, &mut out.row_start] {
             v.clear();
         }
-        out.xs.clear();
-        out.ys.clear();
-        out.kinds.clear();
-        out.xs.reserve_exact(n);
-        out.ys.reserve_exact(n);
         out.kinds.reserve_exact(n);
         // The player index: at most half full, so a probe sequence stays short. Resized (not
         // reallocated, once it has grown) to the players of this build.
         out.by_player.clear();
-        let index_len = if self.players == 0 { 0 } else { (2 * self.players).next_power_of_two().max(16) };
+        let index_len = if players == 0 { 0 } else { (2 * players).next_power_of_two().max(16) };
         out.by_player.reserve_exact(index_len);
         out.by_player.resize(index_len, PlayerIndexEntry::default());
         let (index_bits, index_mask) = (index_len.trailing_zeros(), index_len.wrapping_sub(1));
+        // Pass 1, in cell order: the cells, the kinds, the ids (into `spare`) and the index.
         let mut last_key = u32::MAX;
-        for (i, &word) in self.order.iter().enumerate() {
+        for (i, &word) in order.iter().enumerate() {
             let key = (word >> 32) as u32;
-            let e = &self.pending[(word & 0xFFFF_FFFF) as usize];
-            debug_assert_eq!(key, g.key(e.x, e.y), "the sort's key is the entity's cell");
+            let from = (word & SORT_INDEX_MASK) as usize;
             if key != last_key {
                 // A new occupied cell; rows up to and including its row start here.
                 let cy = (key / g.side) as usize;
@@ -853,20 +882,34 @@ impl SnapshotBuilder {
                 out.cell_start.push(i as u32);
                 last_key = key;
             }
-            out.xs.push(e.x);
-            out.ys.push(e.y);
-            out.ids[i] = e.id;
-            out.kinds.push(e.kind);
-            if e.slot != NOT_IN_SNAPSHOT {
-                let mut at = player_index_home(e.id, index_bits);
+            let id = out.ids[from];
+            spare[i] = id;
+            out.kinds.push(((word >> SORT_INDEX_BITS) & 0xF) as u8);
+            if from < players {
+                let mut at = player_index_home(id, index_bits);
                 // Terminates: the table is at most half full.
                 while out.by_player[at].id != 0 {
-                    debug_assert_ne!(out.by_player[at].id, e.id, "a player is added once per build");
+                    debug_assert_ne!(out.by_player[at].id, id, "a player is added once per build");
                     at = (at + 1) & index_mask;
                 }
-                out.by_player[at] = PlayerIndexEntry { id: e.id, entity: i as u32, slot: e.slot };
+                out.by_player[at] = PlayerIndexEntry { id, entity: i as u32, slot: scratch.slots[from] };
             }
         }
+        out.ids.copy_from_slice(spare);
+        // Pass 2: both coordinates of each entity, in cell order, packed into `spare`; then
+        // unpacked into the columns.
+        for (packed, &word) in spare.iter_mut().zip(order) {
+            let from = (word & SORT_INDEX_MASK) as usize;
+            *packed = u64::from(out.xs[from].to_bits()) | (u64::from(out.ys[from].to_bits()) << 32);
+        }
+        for ((x, y), &packed) in out.xs.iter_mut().zip(out.ys.iter_mut()).zip(spare.iter()) {
+            *x = f32::from_bits(packed as u32);
+            *y = f32::from_bits((packed >> 32) as u32);
+        }
+        debug_assert!(
+            order.iter().enumerate().all(|(i, &w)| (w >> 32) as u32 == g.key(out.xs[i], out.ys[i])),
+            "each entity sits in its cell"
+        );
         out.cell_start.push(n as u32);
         while out.row_start.len() <= g.side as usize {
             out.row_start.push(out.cell_cx.len() as u32);
@@ -939,12 +982,12 @@ mod tests {
     fn build(entities: &[(u64, f32, f32)]) -> WorldSnapshot {
         let g = geometry();
         let mut b = SnapshotBuilder::default();
-        b.clear(entities.len());
-        for (slot, &(id, x, y)) in entities.iter().enumerate() {
-            b.add_player(slot as u32, id, x, y);
-        }
         let mut s = WorldSnapshot::empty(g);
-        b.build_into(&mut s, 7, 700);
+        let mut build = b.start(&mut s, entities.len());
+        for (slot, &(id, x, y)) in entities.iter().enumerate() {
+            build.add_player(slot as u32, id, x, y);
+        }
+        build.finish(7, 700);
         s
     }
 
@@ -1161,14 +1204,14 @@ mod tests {
         let mut s = WorldSnapshot::empty(g);
         let mut seed = 7u64;
         let ids: Vec<u64> = (1..=300u64).map(|i| i << 40).chain((1..=300u64).map(|i| i * 7919)).collect();
-        b.clear(ids.len() + 50);
+        let mut build = b.start(&mut s, ids.len() + 50);
         for (slot, &id) in ids.iter().enumerate() {
-            b.add_player(slot as u32 * 3, id, lcg(&mut seed) * 4000.0, lcg(&mut seed) * 4000.0);
+            build.add_player(slot as u32 * 3, id, lcg(&mut seed) * 4000.0, lcg(&mut seed) * 4000.0);
         }
         for object in 0..50u64 {
-            b.add_object(1_000_000_000 + object, lcg(&mut seed) * 4000.0, lcg(&mut seed) * 4000.0, EntityKind::Add);
+            build.add_object(1_000_000_000 + object, lcg(&mut seed) * 4000.0, lcg(&mut seed) * 4000.0, EntityKind::Add);
         }
-        b.build_into(&mut s, 1, 50);
+        build.finish(1, 50);
         assert!(s.by_player.len().is_power_of_two() && s.by_player.len() >= 2 * ids.len(), "at most half full");
         for (slot, &id) in ids.iter().enumerate() {
             let found = s.player(id).unwrap_or_else(|| panic!("player {id} is in the snapshot"));
@@ -1180,18 +1223,75 @@ mod tests {
             assert_eq!(s.player(absent), None, "{absent} is no player of this build");
         }
         // A smaller build into the same snapshot forgets the players it no longer has.
-        b.clear(1);
-        b.add_player(0, ids[10], 10.0, 10.0);
-        b.build_into(&mut s, 2, 100);
+        let mut build = b.start(&mut s, 1);
+        build.add_player(0, ids[10], 10.0, 10.0);
+        build.finish(2, 100);
         assert_eq!(s.player(ids[10]), Some(PlayerInSnapshot { entity: 0, slot: 0 }));
         assert_eq!(s.player(ids[11]), None);
         // And a build with objects only has an empty index.
-        b.clear(1);
-        b.add_object(3, 10.0, 10.0, EntityKind::Loot);
-        b.build_into(&mut s, 3, 150);
+        let mut build = b.start(&mut s, 1);
+        build.add_object(3, 10.0, 10.0, EntityKind::Loot);
+        build.finish(3, 150);
         assert!(s.by_player.is_empty());
         assert_eq!(s.player(3), None, "a raid object is not a player");
         assert_eq!(s.player(ids[10]), None);
+    }
+
+    /// The build permutes the columns it gathered: every entity comes out once, with its own
+    /// position and kind, in cell order (stable: the order of adding within a cell), and the
+    /// cells and rows index it.
+    #[test]
+    fn the_build_holds_each_entity_once_with_its_position_and_kind_in_cell_order() {
+        let g = geometry();
+        let mut b = SnapshotBuilder::default();
+        let mut s = WorldSnapshot::empty(g);
+        let mut seed = 11u64;
+        let kinds = [EntityKind::Add, EntityKind::Projectile, EntityKind::Loot];
+        let mut added: Vec<(u64, f32, f32, u8)> = Vec::new();
+        // Twice into the same snapshot and scratch, the second build smaller and crowded, so
+        // nothing of the first survives into the second.
+        for (round, (players, objects, span_m)) in [(200u64, 3_000u64, 4_000.0f32), (50, 700, 40.0)].into_iter().enumerate() {
+            added.clear();
+            let mut build = b.start(&mut s, (players + objects) as usize);
+            for p in 0..players {
+                let (x, y) = (lcg(&mut seed) * span_m, lcg(&mut seed) * span_m);
+                build.add_player(p as u32, p + 1, x, y);
+                added.push((p + 1, x, y, EntityKind::Player as u8));
+            }
+            for o in 0..objects {
+                let (x, y, kind) = (lcg(&mut seed) * span_m, lcg(&mut seed) * span_m, kinds[o as usize % 3]);
+                build.add_object(1 << 40 | o, x, y, kind);
+                added.push((1 << 40 | o, x, y, kind as u8));
+            }
+            build.finish(round as u32 + 1, 0);
+            let got: Vec<(u64, f32, f32, u8)> = (0..s.len()).map(|i| (s.ids[i], s.xs[i], s.ys[i], s.kinds[i])).collect();
+            let mut expected = added.clone();
+            expected.sort_by_key(|e| g.key(e.1, e.2));
+            assert_eq!(got, expected, "round {round}: the added entities, stably in cell order");
+            for cell in 0..s.cell_cx.len() {
+                let (first, end) = (s.cell_start[cell] as usize, s.cell_start[cell + 1] as usize);
+                assert!(first < end, "an occupied cell holds entities");
+                let key = g.key(s.xs[first], s.ys[first]);
+                assert_eq!(key % g.side, s.cell_cx[cell]);
+                let row = (key / g.side) as usize;
+                assert!((s.row_start[row] as usize..s.row_start[row + 1] as usize).contains(&cell), "its row lists it");
+                assert!((first..end).all(|i| g.key(s.xs[i], s.ys[i]) == key), "one cell's entities share its key");
+            }
+            for p in 0..players {
+                let found = s.player(p + 1).expect("each player is indexed");
+                assert_eq!((s.ids[found.entity], found.slot), (p + 1, p as u32));
+            }
+        }
+    }
+
+    #[test]
+    #[should_panic(expected = "players are added before its raid objects")]
+    fn a_player_added_after_a_raid_object_is_refused() {
+        let mut b = SnapshotBuilder::default();
+        let mut s = WorldSnapshot::empty(geometry());
+        let mut build = b.start(&mut s, 2);
+        build.add_object(1 << 40, 10.0, 10.0, EntityKind::Add);
+        build.add_player(0, 1, 20.0, 20.0);
     }
 
     #[test]

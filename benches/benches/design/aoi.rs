@@ -16,7 +16,8 @@
 //! In the load tester's raid worlds, the engine's query too: `snapshot_hinted` (each query
 //! first looks as far as its last answer can be now), and `snapshot_hinted_after_512k`, the
 //! same queries alone timed with 512 KiB written between two of them, as a server's worker
-//! meets them (the kernel and the front run through the core between its queries).
+//! meets them (the kernel and the front run through the core between its queries); and
+//! `snapshot_build`, the tick's build alone (gather, sort by cell, index the players).
 //!
 //! Every variant answers the same question; the bench checks their answers agree (the
 //! distances of the first players' answers) before timing them.
@@ -89,15 +90,15 @@ fn loadtest_raid(objects: usize) -> Vec<Entity> {
 
 /// Builds the tick's snapshot of `world` (its first `PLAYERS` are the players).
 fn build_snapshot(world: &[Entity], builder: &mut SnapshotBuilder, snapshot: &mut WorldSnapshot) {
-    builder.clear(world.len());
+    let mut build = builder.start(snapshot, world.len());
     for (i, e) in world.iter().enumerate() {
         if i < PLAYERS {
-            builder.add_player(i as u32, e.id, e.x, e.y);
+            build.add_player(i as u32, e.id, e.x, e.y);
         } else {
-            builder.add_object(e.id, e.x, e.y, EntityKind::Add);
+            build.add_object(e.id, e.x, e.y, EntityKind::Add);
         }
     }
-    builder.build_into(snapshot, 1, 0);
+    build.finish(1, 0);
 }
 
 /// The core's snapshot: build, then every player's query. Returns the entries found.
@@ -233,6 +234,12 @@ fn bench_aoi(c: &mut Criterion) {
         let mut group = c.benchmark_group(name);
         group.sample_size(20).warm_up_time(Duration::from_secs(1)).measurement_time(Duration::from_secs(4));
         group.bench_function("snapshot", |b| b.iter(|| black_box(snapshot_tick(&world, &mut builder, &mut snapshot, &mut out))));
+        group.bench_function("snapshot_build", |b| {
+            b.iter(|| {
+                build_snapshot(&world, &mut builder, &mut snapshot);
+                black_box(snapshot.len())
+            })
+        });
         bench_hinted(&mut group, &world, &mut builder, &mut snapshot, &mut out);
         group.finish();
     }
