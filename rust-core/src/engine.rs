@@ -1019,20 +1019,17 @@ impl Engine {
 
     /// Gathers every player (from the movement slots and the position table) and every raid
     /// object of the live bursts (one read lock per cell of their rectangles, each cell once)
-    /// straight into a spare snapshot buffer, and publishes it. Returns the entities
-    /// published, or `None` if readers pinned every spare buffer (the publication is skipped,
-    /// and nothing is gathered).
+    /// into the snapshot builder, and publishes the result. Returns the entities published,
+    /// or `None` if readers pinned every spare buffer (the publication is skipped).
     fn publish_snapshot(&self, state: &mut TickState, now_ms: u64, waits: &mut LockWaits) -> Option<u32> {
-        let Some(mut slot) = self.snapshots.begin_write(&mut state.writer) else {
-            self.stats.bump(Counter::SnapshotsSkipped);
-            return None;
-        };
-        let mut build = state.builder.start(&mut slot, self.players.live() as usize + self.combat.live_objects() as usize);
-        for player_slot in 0..self.movement.slots_used() {
-            let id = self.grid.player_in(player_slot);
+        let builder = &mut state.builder;
+        let slots = self.movement.slots_used();
+        builder.clear(self.players.live() as usize + self.combat.live_objects() as usize);
+        for slot in 0..slots {
+            let id = self.grid.player_in(slot);
             if id != 0 {
-                let (x, y) = self.grid.positions().get(player_slot);
-                build.add_player(player_slot, id, x, y);
+                let (x, y) = self.grid.positions().get(slot);
+                builder.add_player(slot, id, x, y);
             }
         }
         let side = self.grid.cells_per_side();
@@ -1044,7 +1041,7 @@ impl Engine {
                         let (word, bit) = ((cell / 64) as usize, 1u64 << (cell % 64));
                         if gather && state.gathered[word] & bit == 0 {
                             state.gathered[word] |= bit;
-                            self.grid.for_each_object(cell, waits, |m| build.add_object(m.id, m.x_m, m.y_m, m.kind));
+                            self.grid.for_each_object(cell, waits, |m| builder.add_object(m.id, m.x_m, m.y_m, m.kind));
                         } else if !gather {
                             state.gathered[word] &= !bit;
                         }
@@ -1054,11 +1051,19 @@ impl Engine {
         };
         visit_bursts(true);
         visit_bursts(false);
-        build.finish(state.tick, now_ms);
-        let entities = slot.len() as u32;
-        self.snapshots.publish(slot);
-        self.stats.bump(Counter::SnapshotsPublished);
-        Some(entities)
+        match self.snapshots.begin_write(&mut state.writer) {
+            Some(mut slot) => {
+                state.builder.build_into(&mut slot, state.tick, now_ms);
+                let entities = slot.len() as u32;
+                self.snapshots.publish(slot);
+                self.stats.bump(Counter::SnapshotsPublished);
+                Some(entities)
+            }
+            None => {
+                self.stats.bump(Counter::SnapshotsSkipped);
+                None
+            }
+        }
     }
 
     /// The latest tick's summary (consistent: all fields from the same tick).

@@ -378,6 +378,20 @@ impl SnapshotGeometry {
     }
 }
 
+/// One entity on its way into a snapshot (the build's scratch). Its cell key is not kept: the
+/// sort and the build each compute it again from the position (the same arithmetic, so the
+/// same key), which costs less than 8 more bytes per entity held across the build. Its kind
+/// and (for a player) its slot are kept beside it, in [`SnapshotBuilder`]'s `kinds` and
+/// `slots`, so the entity itself stays 16 bytes.
+#[derive(Clone, Copy, Debug)]
+struct Pending {
+    x: f32,
+    y: f32,
+    id: u64,
+}
+
+const _: () = assert!(std::mem::size_of::<Pending>() == 16);
+
 /// The immutable world as of one tick. See the module doc for the layout.
 #[derive(Debug)]
 pub struct WorldSnapshot {
@@ -749,129 +763,96 @@ fn axis_gap(v: f32, c: i64, cell_m: f32, slack: f32) -> f32 {
 }
 
 /// The tick's scratch for building snapshots: grows to the world's size once, then reused.
-///
-/// A build gathers the entities straight into the snapshot's own columns, in the order they
-/// are added, with one 8-byte sort word each: `(cell key << 32) | (kind << 28) | index`. The
-/// radix sort orders the words by cell (stably: ties keep the order of adding), and the build
-/// then permutes the columns into that order through `spare` (the sort's second buffer, free
-/// again once it is done). So the scratch is 16 bytes per entity (`order` and `spare`) plus
-/// each player's slot, and the tick's world is held once (in the snapshot), not twice.
+/// The radix sort moves 8-byte `(cell key << 32) | index` words, not the entities themselves,
+/// and borrows the snapshot's own `ids` (about to be rewritten, and as long) as its second
+/// buffer, so the scratch is 25 bytes per entity (the pending entity, its kind and its sort
+/// word) and 4 per player (its slot).
 #[derive(Debug, Default)]
 pub struct SnapshotBuilder {
-    /// One sort word per entity added, then (after the sort) in cell order.
-    order: Vec<u64>,
-    /// The radix sort's second buffer, then the permutation's.
-    spare: Vec<u64>,
-    /// The slot of each player added (players come first, so entity `i < slots.len()` is the
-    /// player whose slot is `slots[i]`).
+    pending: Vec<Pending>,
+    /// The kind of each entity of `pending`.
+    kinds: Vec<u8>,
+    /// The slot of each player added. Players come first, so entity `i` of `pending` is a
+    /// player if `i < slots.len()`, and its slot is `slots[i]`.
     slots: Vec<u32>,
+    order: Vec<u64>,
 }
 
 /// Digits of the radix sort on cell keys: 3 passes of 11 bits cover every `u32` key.
 const RADIX_BITS: u32 = 11;
 const RADIX_BUCKETS: usize = 1 << RADIX_BITS;
-/// Bits of a sort word's low half that hold the entity's index (the order of adding); the
-/// four above them hold its kind.
-const SORT_INDEX_BITS: u32 = 28;
-const SORT_INDEX_MASK: u64 = (1 << SORT_INDEX_BITS) - 1;
-
-// Every kind fits the sort word's four kind bits, and every entity a configuration admits
-// (at most 2^24 players and 2^24 raid objects) fits its index bits.
-const _: () = assert!((EntityKind::Loot as u64) < 1 << (32 - SORT_INDEX_BITS));
-const _: () = assert!(2 * (1u64 << 24) <= SORT_INDEX_MASK + 1);
 
 impl SnapshotBuilder {
-    /// Starts a build of about `entities` entities into `out`: forgets what `out` held (keeps
-    /// its room) and makes room for these, exactly (memory follows the world's size, without
-    /// the doubling slack of growing push by push). Add every player before any raid object.
-    pub fn start<'a>(&'a mut self, out: &'a mut WorldSnapshot, entities: usize) -> SnapshotBuild<'a> {
-        self.order.clear();
-        self.order.reserve_exact(entities);
+    /// Starts a build of about `entities` entities: forgets the previous one's (keeps the
+    /// room) and makes room for these, exactly (memory follows the world's size, without the
+    /// doubling slack of growing push by push).
+    pub fn clear(&mut self, entities: usize) {
+        self.pending.clear();
+        self.pending.reserve_exact(entities);
+        self.kinds.clear();
+        self.kinds.reserve_exact(entities);
         self.slots.clear();
-        for v in [&mut out.xs, &mut out.ys] {
-            v.clear();
-            v.reserve_exact(entities);
-        }
-        out.ids.clear();
-        out.ids.reserve_exact(entities);
-        out.kinds.clear();
-        SnapshotBuild { scratch: self, out, objects: 0 }
-    }
-}
-
-/// A snapshot being built ([`SnapshotBuilder::start`]): add the players, then the raid
-/// objects, then [`SnapshotBuild::finish`]. Until it finishes, the snapshot's columns hold the
-/// entities in the order they were added and its cells are stale.
-#[derive(Debug)]
-pub struct SnapshotBuild<'a> {
-    scratch: &'a mut SnapshotBuilder,
-    out: &'a mut WorldSnapshot,
-    /// Raid objects added so far (a player added after one is a caller's bug).
-    objects: usize,
-}
-
-impl SnapshotBuild<'_> {
-    #[inline]
-    fn push(&mut self, id: u64, x: f32, y: f32, kind: EntityKind) {
-        let index = self.out.ids.len() as u64;
-        let key = u64::from(self.out.geometry.key(x, y));
-        self.scratch.order.push((key << 32) | ((kind as u64) << SORT_INDEX_BITS) | (index & SORT_INDEX_MASK));
-        self.out.xs.push(x);
-        self.out.ys.push(y);
-        self.out.ids.push(id);
     }
 
-    /// Adds the player `id` (not 0; each id once per build) at `slot`. Players come before
-    /// every raid object.
+    /// Adds the player `id` (not 0; each id once per build) at `slot`. Every player is added
+    /// before any raid object.
     #[inline]
     pub fn add_player(&mut self, slot: u32, id: u64, x: f32, y: f32) {
-        assert_eq!(self.objects, 0, "a snapshot's players are added before its raid objects");
+        assert_eq!(self.slots.len(), self.pending.len(), "a snapshot's players are added before its raid objects");
         debug_assert!(id != 0 && slot != NOT_IN_SNAPSHOT, "a player has an id and a slot");
-        self.scratch.slots.push(slot);
-        self.push(id, x, y, EntityKind::Player);
+        self.pending.push(Pending { x, y, id });
+        self.kinds.push(EntityKind::Player as u8);
+        self.slots.push(slot);
     }
 
     /// Adds a raid object.
     #[inline]
     pub fn add_object(&mut self, id: u64, x: f32, y: f32, kind: EntityKind) {
-        self.objects += 1;
-        self.push(id, x, y, kind);
+        self.pending.push(Pending { x, y, id });
+        self.kinds.push(kind as u8);
     }
 
-    /// Sorts what was added by cell and finishes the snapshot for `tick` at `now_ms`: its
-    /// columns in cell order, its cells, and the index of its players by id.
-    pub fn finish(self, tick: u32, now_ms: u64) {
-        let Self { scratch, out, .. } = self;
+    /// Sorts what was added by cell and writes it into `out` for `tick` at `now_ms`, with the
+    /// index of its players by id.
+    pub fn build_into(&mut self, out: &mut WorldSnapshot, tick: u32, now_ms: u64) {
         let g = out.geometry;
-        let n = scratch.order.len();
-        assert!(n as u64 <= SORT_INDEX_MASK + 1, "a snapshot's entities fit the sort word's index");
-        debug_assert!(out.xs.len() == n && out.ys.len() == n && out.ids.len() == n);
-        let players = scratch.slots.len();
-        scratch.spare.clear();
-        scratch.spare.reserve_exact(n);
-        scratch.spare.resize(n, 0);
-        if radix_sort_by_key(&mut scratch.order, &mut scratch.spare) {
-            std::mem::swap(&mut scratch.order, &mut scratch.spare);
+        let n = self.pending.len();
+        assert!(u32::try_from(n).is_ok(), "a snapshot's entities are indexed by u32");
+        self.order.clear();
+        self.order.reserve_exact(n);
+        self.order.extend(self.pending.iter().enumerate().map(|(i, e)| (u64::from(g.key(e.x, e.y)) << 32) | i as u64));
+        // The ids are rewritten below; until then they are the sort's second buffer.
+        out.ids.clear();
+        out.ids.reserve_exact(n);
+        out.ids.resize(n, 0);
+        if radix_sort_by_key(&mut self.order, &mut out.ids) {
+            self.order.copy_from_slice(&out.ids);
         }
-        let (order, spare) = (&scratch.order[..], &mut scratch.spare[..]);
         out.tick = tick;
         out.now_ms = now_ms;
         for v in [&mut out.cell_cx, &mut out.cell_start, &mut out.row_start] {
             v.clear();
         }
+        out.xs.clear();
+        out.ys.clear();
+        out.kinds.clear();
+        out.xs.reserve_exact(n);
+        out.ys.reserve_exact(n);
         out.kinds.reserve_exact(n);
         // The player index: at most half full, so a probe sequence stays short. Resized (not
         // reallocated, once it has grown) to the players of this build.
         out.by_player.clear();
+        let players = self.slots.len();
         let index_len = if players == 0 { 0 } else { (2 * players).next_power_of_two().max(16) };
         out.by_player.reserve_exact(index_len);
         out.by_player.resize(index_len, PlayerIndexEntry::default());
         let (index_bits, index_mask) = (index_len.trailing_zeros(), index_len.wrapping_sub(1));
-        // Pass 1, in cell order: the cells, the kinds, the ids (into `spare`) and the index.
         let mut last_key = u32::MAX;
-        for (i, &word) in order.iter().enumerate() {
+        for (i, &word) in self.order.iter().enumerate() {
             let key = (word >> 32) as u32;
-            let from = (word & SORT_INDEX_MASK) as usize;
+            let from = (word & 0xFFFF_FFFF) as usize;
+            let e = &self.pending[from];
+            debug_assert_eq!(key, g.key(e.x, e.y), "the sort's key is the entity's cell");
             if key != last_key {
                 // A new occupied cell; rows up to and including its row start here.
                 let cy = (key / g.side) as usize;
@@ -882,34 +863,20 @@ impl SnapshotBuild<'_> {
                 out.cell_start.push(i as u32);
                 last_key = key;
             }
-            let id = out.ids[from];
-            spare[i] = id;
-            out.kinds.push(((word >> SORT_INDEX_BITS) & 0xF) as u8);
+            out.xs.push(e.x);
+            out.ys.push(e.y);
+            out.ids[i] = e.id;
+            out.kinds.push(self.kinds[from]);
             if from < players {
-                let mut at = player_index_home(id, index_bits);
+                let mut at = player_index_home(e.id, index_bits);
                 // Terminates: the table is at most half full.
                 while out.by_player[at].id != 0 {
-                    debug_assert_ne!(out.by_player[at].id, id, "a player is added once per build");
+                    debug_assert_ne!(out.by_player[at].id, e.id, "a player is added once per build");
                     at = (at + 1) & index_mask;
                 }
-                out.by_player[at] = PlayerIndexEntry { id, entity: i as u32, slot: scratch.slots[from] };
+                out.by_player[at] = PlayerIndexEntry { id: e.id, entity: i as u32, slot: self.slots[from] };
             }
         }
-        out.ids.copy_from_slice(spare);
-        // Pass 2: both coordinates of each entity, in cell order, packed into `spare`; then
-        // unpacked into the columns.
-        for (packed, &word) in spare.iter_mut().zip(order) {
-            let from = (word & SORT_INDEX_MASK) as usize;
-            *packed = u64::from(out.xs[from].to_bits()) | (u64::from(out.ys[from].to_bits()) << 32);
-        }
-        for ((x, y), &packed) in out.xs.iter_mut().zip(out.ys.iter_mut()).zip(spare.iter()) {
-            *x = f32::from_bits(packed as u32);
-            *y = f32::from_bits((packed >> 32) as u32);
-        }
-        debug_assert!(
-            order.iter().enumerate().all(|(i, &w)| (w >> 32) as u32 == g.key(out.xs[i], out.ys[i])),
-            "each entity sits in its cell"
-        );
         out.cell_start.push(n as u32);
         while out.row_start.len() <= g.side as usize {
             out.row_start.push(out.cell_cx.len() as u32);
@@ -982,12 +949,12 @@ mod tests {
     fn build(entities: &[(u64, f32, f32)]) -> WorldSnapshot {
         let g = geometry();
         let mut b = SnapshotBuilder::default();
-        let mut s = WorldSnapshot::empty(g);
-        let mut build = b.start(&mut s, entities.len());
+        b.clear(entities.len());
         for (slot, &(id, x, y)) in entities.iter().enumerate() {
-            build.add_player(slot as u32, id, x, y);
+            b.add_player(slot as u32, id, x, y);
         }
-        build.finish(7, 700);
+        let mut s = WorldSnapshot::empty(g);
+        b.build_into(&mut s, 7, 700);
         s
     }
 
@@ -1204,14 +1171,14 @@ mod tests {
         let mut s = WorldSnapshot::empty(g);
         let mut seed = 7u64;
         let ids: Vec<u64> = (1..=300u64).map(|i| i << 40).chain((1..=300u64).map(|i| i * 7919)).collect();
-        let mut build = b.start(&mut s, ids.len() + 50);
+        b.clear(ids.len() + 50);
         for (slot, &id) in ids.iter().enumerate() {
-            build.add_player(slot as u32 * 3, id, lcg(&mut seed) * 4000.0, lcg(&mut seed) * 4000.0);
+            b.add_player(slot as u32 * 3, id, lcg(&mut seed) * 4000.0, lcg(&mut seed) * 4000.0);
         }
         for object in 0..50u64 {
-            build.add_object(1_000_000_000 + object, lcg(&mut seed) * 4000.0, lcg(&mut seed) * 4000.0, EntityKind::Add);
+            b.add_object(1_000_000_000 + object, lcg(&mut seed) * 4000.0, lcg(&mut seed) * 4000.0, EntityKind::Add);
         }
-        build.finish(1, 50);
+        b.build_into(&mut s, 1, 50);
         assert!(s.by_player.len().is_power_of_two() && s.by_player.len() >= 2 * ids.len(), "at most half full");
         for (slot, &id) in ids.iter().enumerate() {
             let found = s.player(id).unwrap_or_else(|| panic!("player {id} is in the snapshot"));
@@ -1223,23 +1190,23 @@ mod tests {
             assert_eq!(s.player(absent), None, "{absent} is no player of this build");
         }
         // A smaller build into the same snapshot forgets the players it no longer has.
-        let mut build = b.start(&mut s, 1);
-        build.add_player(0, ids[10], 10.0, 10.0);
-        build.finish(2, 100);
+        b.clear(1);
+        b.add_player(0, ids[10], 10.0, 10.0);
+        b.build_into(&mut s, 2, 100);
         assert_eq!(s.player(ids[10]), Some(PlayerInSnapshot { entity: 0, slot: 0 }));
         assert_eq!(s.player(ids[11]), None);
         // And a build with objects only has an empty index.
-        let mut build = b.start(&mut s, 1);
-        build.add_object(3, 10.0, 10.0, EntityKind::Loot);
-        build.finish(3, 150);
+        b.clear(1);
+        b.add_object(3, 10.0, 10.0, EntityKind::Loot);
+        b.build_into(&mut s, 3, 150);
         assert!(s.by_player.is_empty());
         assert_eq!(s.player(3), None, "a raid object is not a player");
         assert_eq!(s.player(ids[10]), None);
     }
 
-    /// The build permutes the columns it gathered: every entity comes out once, with its own
-    /// position and kind, in cell order (stable: the order of adding within a cell), and the
-    /// cells and rows index it.
+    /// The build sorts what it gathered: every entity comes out once, with its own position
+    /// and kind, in cell order (stable: the order of adding within a cell), and the cells and
+    /// rows index it.
     #[test]
     fn the_build_holds_each_entity_once_with_its_position_and_kind_in_cell_order() {
         let g = geometry();
@@ -1252,18 +1219,18 @@ mod tests {
         // nothing of the first survives into the second.
         for (round, (players, objects, span_m)) in [(200u64, 3_000u64, 4_000.0f32), (50, 700, 40.0)].into_iter().enumerate() {
             added.clear();
-            let mut build = b.start(&mut s, (players + objects) as usize);
+            b.clear((players + objects) as usize);
             for p in 0..players {
                 let (x, y) = (lcg(&mut seed) * span_m, lcg(&mut seed) * span_m);
-                build.add_player(p as u32, p + 1, x, y);
+                b.add_player(p as u32, p + 1, x, y);
                 added.push((p + 1, x, y, EntityKind::Player as u8));
             }
             for o in 0..objects {
                 let (x, y, kind) = (lcg(&mut seed) * span_m, lcg(&mut seed) * span_m, kinds[o as usize % 3]);
-                build.add_object(1 << 40 | o, x, y, kind);
+                b.add_object(1 << 40 | o, x, y, kind);
                 added.push((1 << 40 | o, x, y, kind as u8));
             }
-            build.finish(round as u32 + 1, 0);
+            b.build_into(&mut s, round as u32 + 1, 0);
             let got: Vec<(u64, f32, f32, u8)> = (0..s.len()).map(|i| (s.ids[i], s.xs[i], s.ys[i], s.kinds[i])).collect();
             let mut expected = added.clone();
             expected.sort_by_key(|e| g.key(e.1, e.2));
@@ -1288,10 +1255,9 @@ mod tests {
     #[should_panic(expected = "players are added before its raid objects")]
     fn a_player_added_after_a_raid_object_is_refused() {
         let mut b = SnapshotBuilder::default();
-        let mut s = WorldSnapshot::empty(geometry());
-        let mut build = b.start(&mut s, 2);
-        build.add_object(1 << 40, 10.0, 10.0, EntityKind::Add);
-        build.add_player(0, 1, 20.0, 20.0);
+        b.clear(2);
+        b.add_object(1 << 40, 10.0, 10.0, EntityKind::Add);
+        b.add_player(0, 1, 20.0, 20.0);
     }
 
     #[test]

@@ -90,15 +90,15 @@ fn loadtest_raid(objects: usize) -> Vec<Entity> {
 
 /// Builds the tick's snapshot of `world` (its first `PLAYERS` are the players).
 fn build_snapshot(world: &[Entity], builder: &mut SnapshotBuilder, snapshot: &mut WorldSnapshot) {
-    let mut build = builder.start(snapshot, world.len());
+    builder.clear(world.len());
     for (i, e) in world.iter().enumerate() {
         if i < PLAYERS {
-            build.add_player(i as u32, e.id, e.x, e.y);
+            builder.add_player(i as u32, e.id, e.x, e.y);
         } else {
-            build.add_object(e.id, e.x, e.y, EntityKind::Add);
+            builder.add_object(e.id, e.x, e.y, EntityKind::Add);
         }
     }
-    build.finish(1, 0);
+    builder.build_into(snapshot, 1, 0);
 }
 
 /// The core's snapshot: build, then every player's query. Returns the entries found.
