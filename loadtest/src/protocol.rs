@@ -41,9 +41,9 @@ pub const HEADER_LEN: usize = 8;
 /// The largest datagram a client may send (`CLIENT_DATAGRAM_MAX`); larger ones are dropped
 /// `oversized` by the server.
 pub const CLIENT_DATAGRAM_MAX: usize = 256;
-/// The largest server reply other than `STATS_REPLY` and a large `AOI_SNAPSHOT` (safe under any
-/// real MTU).
-pub const SERVER_DATAGRAM_MAX: usize = 1200;
+/// The largest server reply other than `STATS_REPLY`: an `AOI_SNAPSHOT` of [`AOI_ENTRIES_MAX`]
+/// entries, 24 + 20 bytes each (1,304, under any real MTU).
+pub const SERVER_DATAGRAM_MAX: usize = 24 + 20 * AOI_ENTRIES_MAX;
 /// The largest `STATS_REPLY`, and the largest datagram [`decode`] accepts at all.
 pub const STATS_REPLY_MAX: usize = 8192;
 /// The most contacts a `MOVE_ACK` carries.
