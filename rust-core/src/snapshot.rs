@@ -378,11 +378,10 @@ impl SnapshotGeometry {
     }
 }
 
-/// One entity on its way into a snapshot (the build's scratch). Its cell key is not kept: the
-/// sort and the build each compute it again from the position (the same arithmetic, so the
-/// same key), which costs less than 8 more bytes per entity held across the build. Its kind
-/// and (for a player) its slot are kept beside it, in [`SnapshotBuilder`]'s `kinds` and
-/// `slots`, so the entity itself stays 16 bytes.
+/// One entity on its way into a snapshot (the build's scratch). Its cell key is not kept with
+/// it: the build computes the key once from the position, into the entity's sort word, and
+/// reads it from there. Its kind and (for a player) its slot are kept beside it, in
+/// [`SnapshotBuilder`]'s `kinds` and `slots`, so the entity itself stays 16 bytes.
 #[derive(Clone, Copy, Debug)]
 struct Pending {
     x: f32,
@@ -775,6 +774,8 @@ pub struct SnapshotBuilder {
     /// The slot of each player added. Players come first, so entity `i` of `pending` is a
     /// player if `i < slots.len()`, and its slot is `slots[i]`.
     slots: Vec<u32>,
+    /// One `(cell key << 32) | index into pending` word per entity, made and sorted by
+    /// [`SnapshotBuilder::build_into`].
     order: Vec<u64>,
 }
 
