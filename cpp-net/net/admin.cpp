@@ -53,6 +53,7 @@ void Worker::send_stats(SourceAddress to, uint32_t request_id) {
 
 struct Server::LatencyFigures {
   MmoLatencySummary update{};
+  MmoLatencySummary service{};
   MmoLatencySummary raid{};
   MmoLatencySummary tick{};
 };
@@ -97,13 +98,16 @@ Server::LatencyFigures Server::merged_latency() const {
   LatencyFigures f;
   std::lock_guard merge_lock(merge_mutex_);
   mmo_latency_reset(merged_update_);
+  mmo_latency_reset(merged_service_);
   mmo_latency_reset(merged_raid_);
   for (const auto& w : workers_) {
     std::lock_guard lock(w->latency_mutex);
     mmo_latency_merge(merged_update_, w->update_latency_);
+    mmo_latency_merge(merged_service_, w->update_service_);
     mmo_latency_merge(merged_raid_, w->raid_latency_);
   }
   mmo_latency_summary(merged_update_, &f.update);
+  mmo_latency_summary(merged_service_, &f.service);
   mmo_latency_summary(merged_raid_, &f.raid);
   std::lock_guard tick_lock(tick_latency_mutex_);
   mmo_latency_summary(tick_latency_, &f.tick);
@@ -123,11 +127,11 @@ void Server::latency_buckets(Latency which, std::span<const uint64_t> bounds_us,
     return;
   }
   std::lock_guard merge_lock(merge_mutex_);
-  MmoLatency* merged = which == Latency::Update ? merged_update_ : merged_raid_;
+  MmoLatency* merged = which == Latency::Update ? merged_update_ : which == Latency::UpdateService ? merged_service_ : merged_raid_;
   mmo_latency_reset(merged);
   for (const auto& w : workers_) {
     std::lock_guard lock(w->latency_mutex);
-    mmo_latency_merge(merged, which == Latency::Update ? w->update_latency_ : w->raid_latency_);
+    mmo_latency_merge(merged, which == Latency::Update ? w->update_latency_ : which == Latency::UpdateService ? w->update_service_ : w->raid_latency_);
   }
   mmo_latency_buckets(merged, bounds_us.data(), n, cumulative.data(), &count, &sum_us);
 }
@@ -209,6 +213,10 @@ size_t Server::format_stats(char* out, size_t capacity) const {
   line("", "update_latency_us_p99", f.update.p99);
   line("", "update_latency_us_p999", f.update.p999);
   line("", "update_latency_us_max", f.update.max);
+  line("", "update_service_us_p50", f.service.p50);
+  line("", "update_service_us_p99", f.service.p99);
+  line("", "update_service_us_p999", f.service.p999);
+  line("", "update_service_us_max", f.service.max);
   line("", "raid_spawns", f.raid.count);
   line("", "raid_spawn_us_median", f.raid.p50);
   line("", "raid_spawn_us_max", f.raid.max);
@@ -245,13 +253,13 @@ std::string Server::stats_line() const {
   char buf[512];
   std::snprintf(buf, sizeof(buf),
                 "uptime_ms=%llu players=%llu datagrams_received=%llu moves_applied=%llu drops=%llu aoi_sent=%llu raid_bursts=%llu "
-                "update_latency_us p50=%llu p99=%llu p999=%llu max=%llu",
+                "update_latency_us p50=%llu p99=%llu p999=%llu max=%llu service_us p99=%llu",
                 static_cast<unsigned long long>(now_us() / 1000), static_cast<unsigned long long>(sessions),
                 static_cast<unsigned long long>(received), static_cast<unsigned long long>(s.moves_applied),
                 static_cast<unsigned long long>(drops), static_cast<unsigned long long>(worker_total(&WorkerCounters::aoi_snapshots_sent)),
                 static_cast<unsigned long long>(s.raid_bursts), static_cast<unsigned long long>(f.update.p50),
                 static_cast<unsigned long long>(f.update.p99), static_cast<unsigned long long>(f.update.p999),
-                static_cast<unsigned long long>(f.update.max));
+                static_cast<unsigned long long>(f.update.max), static_cast<unsigned long long>(f.service.p99));
   return buf;
 }
 

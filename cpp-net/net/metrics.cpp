@@ -195,6 +195,9 @@ std::string prometheus_text(const Server& s) {
   // Latency.
   histogram(t, s, Server::Latency::Update, "mmo_update_latency_seconds",
             "Server-side update latency: from a move datagram's kernel receive timestamp to the end of its batch's engine call.");
+  histogram(t, s, Server::Latency::UpdateService, "mmo_update_service_seconds",
+            "Server-side update service time: from the worker's read of a move datagram to the end of its batch's engine call "
+            "(the update latency less the wait in the socket buffer).");
   histogram(t, s, Server::Latency::Tick, "mmo_tick_duration_seconds", "Duration of the engine's tick (expiry and the world snapshot).");
   histogram(t, s, Server::Latency::RaidSpawn, "mmo_raid_spawn_duration_seconds", "Duration of a raid burst's spawn.");
   return t.take();

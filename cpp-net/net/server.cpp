@@ -58,6 +58,7 @@ Server::Server(const ServerConfig& config, std::unique_ptr<Engine> engine)
   ac.address_slots_pow2 = config_.address_table_slots;
   tick_latency_ = new_latency(kTickLatencyDigits);
   merged_update_ = new_latency(kUpdateLatencyDigits);
+  merged_service_ = new_latency(kUpdateLatencyDigits);
   merged_raid_ = new_latency(kRaidSpawnLatencyDigits);
   uint16_t port = config_.port;
   for (unsigned i = 0; i < threads; ++i) {
@@ -121,6 +122,7 @@ Server::~Server() {
   workers_.clear();
   mmo_latency_free(tick_latency_);
   mmo_latency_free(merged_update_);
+  mmo_latency_free(merged_service_);
   mmo_latency_free(merged_raid_);
 }
 

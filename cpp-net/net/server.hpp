@@ -222,8 +222,9 @@ class Server {
   std::string poisoned_reason() const;
   // Sums of every worker's counters and the tick thread's, for the reporters.
   uint64_t engine_errors_total(size_t slot) const;
-  // The server's three latency histograms (microseconds).
-  enum class Latency { Update, RaidSpawn, Tick };
+  // The server's latency histograms (microseconds): update latency, update service time (the
+  // part of it after the worker read the datagram), raid spawn and tick durations.
+  enum class Latency { Update, UpdateService, RaidSpawn, Tick };
   // Cumulative counts of one histogram at ascending `bounds_us` (the Prometheus `le` shape),
   // its count and its sum in microseconds; the workers' histograms merged first. Thread-safe.
   void latency_buckets(Latency which, std::span<const uint64_t> bounds_us, std::span<uint64_t> cumulative, uint64_t& count,
@@ -302,6 +303,7 @@ class Server {
   /// Scratch histograms the reporter merges into, under merge_mutex_.
   mutable std::mutex merge_mutex_;
   MmoLatency* merged_update_ = nullptr;
+  MmoLatency* merged_service_ = nullptr;
   MmoLatency* merged_raid_ = nullptr;
 };
 

@@ -84,11 +84,13 @@ Worker::Worker(Server& server, uint16_t index, int fd, const AdmissionConfig& ad
   events_.resize(server.engine().move_events_required(kBatchMax));
   aoi_entries_.resize(kAoiChunk * wire::kAoiEntriesMax);
   update_latency_ = new_latency(kUpdateLatencyDigits);
+  update_service_ = new_latency(kUpdateLatencyDigits);
   raid_latency_ = new_latency(kRaidSpawnLatencyDigits);
 }
 
 Worker::~Worker() {
   mmo_latency_free(update_latency_);
+  mmo_latency_free(update_service_);
   mmo_latency_free(raid_latency_);
   if (tick_fd_ >= 0) close(tick_fd_);
   if (epfd_ >= 0) close(epfd_);
@@ -183,6 +185,7 @@ size_t Worker::drain_socket() {
 void Worker::handle_batch(size_t count) {
   const uint64_t t0_us = server_.now_us();
   const uint64_t read_ns = realtime_ns();
+  batch_read_ns_ = read_ns;
   counters.datagrams_received.add(count);
   wire::Decoded<wire::ClientMessage> decoded;
   for (size_t i = 0; i < count; ++i) {
@@ -582,7 +585,8 @@ void Worker::flush_engine_batches(uint64_t now_ms) {
         server_.engine_status("apply_moves", server_.engine().apply_moves({moves_.data(), move_count_}, now_ms, events_, written), counters);
     if (status == MMO_OK) {
       // Server-side update latency: from each datagram's arrival in the kernel to the end of
-      // its batch's apply.
+      // its batch's apply; and its service time, from the batch's read to the same end (every
+      // move of a batch shares it: one record of the batch's size).
       const uint64_t applied_ns = realtime_ns();
       {
         std::lock_guard lock(latency_mutex);
@@ -590,6 +594,7 @@ void Worker::flush_engine_batches(uint64_t now_ms) {
           const uint64_t arrival_ns = move_arrival_ns_[r];
           mmo_latency_record(update_latency_, applied_ns > arrival_ns ? (applied_ns - arrival_ns) / 1000 : 0, 1);
         }
+        mmo_latency_record(update_service_, applied_ns > batch_read_ns_ ? (applied_ns - batch_read_ns_) / 1000 : 0, move_count_);
       }
       size_t e = 0;
       for (size_t r = 0; r < move_count_; ++r) {

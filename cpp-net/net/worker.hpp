@@ -58,10 +58,16 @@ class Worker {
   WorkerCounters counters;
   /// Sessions live on this worker. Written by this worker; read by the reporter.
   std::atomic<uint32_t> sessions_live{0};
-  /// Guards the two histograms: this worker records under it once per batch; the reporter
+  /// Guards the three histograms: this worker records under it once per batch; the reporter
   /// merges under it.
   mutable std::mutex latency_mutex;
+  /// Each applied move: from its datagram's kernel receive stamp to the end of its batch's
+  /// engine call (the wait in the socket buffer included).
   MmoLatency* update_latency_ = nullptr;
+  /// Each applied move: from the worker's read of its datagram to the end of its batch's
+  /// engine call, the server's own time. The update latency less this is the time the
+  /// datagram waited to be read (the worker asleep, waiting for a CPU, or busy with others).
+  MmoLatency* update_service_ = nullptr;
   MmoLatency* raid_latency_ = nullptr;
 
   int fd() const { return fd_; }
@@ -168,6 +174,9 @@ class Worker {
   std::array<Session*, kBatchMax> move_sessions_{};
   // Each move's datagram's kernel receive time (CLOCK_REALTIME, ns): its latency starts there.
   std::array<uint64_t, kBatchMax> move_arrival_ns_{};
+  // When this batch's datagrams were read (CLOCK_REALTIME, ns): its moves' service time
+  // starts there.
+  uint64_t batch_read_ns_ = 0;
   size_t move_count_ = 0;
   std::vector<MmoMoveEvent> events_;
   std::array<MmoEconomyOp, kBatchMax> ops_{};

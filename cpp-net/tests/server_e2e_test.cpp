@@ -324,6 +324,14 @@ TEST_P(ServerEndToEndEngines, PlayContactsAoiHostileTrafficAndCleanShutdown) {
   EXPECT_EQ(after.at("drop_rate_limited_address") - before.at("drop_rate_limited_address"), 0u);
   EXPECT_EQ(after.at("drop_rate_limited_player") - before.at("drop_rate_limited_player"), 0u);
   EXPECT_EQ(after.at("engine_moves_applied") - applied_before, 1u) << "only the legitimate move reached the engine";
+  // Each applied move's service time (from its batch's read to its apply) is a part of its
+  // update latency (from its kernel receive stamp to the same apply), so no percentile of the
+  // one exceeds the other's.
+  ASSERT_TRUE(after.count("update_service_us_p99"));
+  EXPECT_GT(after.at("update_latency_count"), 0u);
+  EXPECT_LE(after.at("update_service_us_p50"), after.at("update_latency_us_p50"));
+  EXPECT_LE(after.at("update_service_us_p99"), after.at("update_latency_us_p99"));
+  EXPECT_LE(after.at("update_service_us_max"), after.at("update_latency_us_max"));
   EXPECT_EQ(after.at("engine_attacks_landed"), 2u);
   EXPECT_EQ(after.at("engine_kills"), 1u);
   EXPECT_GE(after.at("kill_notices_sent"), 1u);

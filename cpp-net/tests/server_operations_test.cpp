@@ -246,7 +246,8 @@ TEST_F(MetricsEndpoint, IsServedInThePrometheusTextFormat) {
   EXPECT_NE(response.find("Content-Type: text/plain; version=0.0.4"), std::string::npos);
   const std::string body = exposition(response);
   for (const char* line : {"mmo_engine_moves_applied_total 1", "mmo_drops_total{reason=\"bad_magic\"} 1", "mmo_sessions_live 1",
-                           "mmo_update_latency_seconds_count 1", "mmo_update_latency_seconds_bucket{le=\"+Inf\"} 1", "mmo_engine_poisoned 0",
+                           "mmo_update_latency_seconds_count 1", "mmo_update_latency_seconds_bucket{le=\"+Inf\"} 1",
+                           "mmo_update_service_seconds_count 1", "mmo_engine_poisoned 0",
                            "# TYPE mmo_tick_duration_seconds histogram", "mmo_engine_errors_total{status=\"MMO_ERR_PANIC\"} 0"}) {
     EXPECT_NE(body.find(line), std::string::npos) << line;
   }

@@ -478,7 +478,7 @@ impl Report {
                 fig(&format!("server Δ {name}"), d.to_string());
             }
         }
-        for name in ["update_latency_us_p50", "update_latency_us_p99", "update_latency_us_p999", "peak_rss_kb"] {
+        for name in ["update_latency_us_p50", "update_latency_us_p99", "update_latency_us_p999", "update_service_us_p99", "peak_rss_kb"] {
             if let Some(v) = self.server.get(name) {
                 fig(&format!("server {name}"), v.to_string());
             }

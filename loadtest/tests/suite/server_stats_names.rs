@@ -42,10 +42,11 @@ fn expected_names_cover_engine_drops_and_the_rest() {
     assert!(names.contains(&"drop_rate_limited_player".to_string()));
     assert!(names.contains(&"economy_conserved".to_string()));
     assert!(names.contains(&"update_latency_us_p999".to_string()));
+    assert!(names.contains(&"update_service_us_p99".to_string()));
     for batching in ["worker_loop_turns", "receive_calls", "send_calls", "context_switches_voluntary", "context_switches_involuntary"] {
         assert!(names.contains(&batching.to_string()), "{batching}");
     }
-    assert_eq!(names.len(), ENGINE_FIELDS.len() + 18 + 27 + 1);
+    assert_eq!(names.len(), ENGINE_FIELDS.len() + 18 + 30 + 1);
 }
 
 #[test]
