@@ -24,8 +24,9 @@ constexpr int kEpollTimeoutMs = 100;     // how soon a worker notices stop and r
 constexpr int kSendRetriesMax = 8;       // sendmmsg calls to flush one batch, at most
 constexpr uint64_t kLatencyHighestUs = 60'000'000;
 // Significant decimal digits of each histogram. Update latency, the product's headline
-// figure, keeps 3 (0.1%; 17,408 counts, 136 KiB, if its values ever reach 60 s: the counts
-// grow with the largest value recorded, ffi/src/latency.rs). Tick durations and raid spawns,
+// figure, and its service time (the same moves, compared percentile for percentile) keep 3
+// (0.1%; 17,408 counts, 136 KiB each, if its values ever reach 60 s: the counts grow with
+// the largest value recorded, ffi/src/latency.rs). Tick durations and raid spawns,
 // ten and a handful of values a second, get 2 (1%; at most 2,560 counts, 20 KiB): the tick's
 // histogram, each worker's raid-spawn one and the reporter's merged raid-spawn one, which
 // every report resets (writing each count).

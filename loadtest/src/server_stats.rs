@@ -14,7 +14,7 @@ use std::collections::BTreeMap;
 pub const ENGINE_FIELDS: [&str; mmo_core::stats::COUNTER_COUNT] = mmo_core::stats::COUNTER_NAMES;
 
 /// Figures the server reports besides `engine_*` and `drop_*`.
-pub const OTHER_NAMES: [&str; 30] = [
+pub const OTHER_NAMES: [&str; 31] = [
     "datagrams_received",
     "datagrams_sent",
     "worker_loop_turns",
@@ -34,6 +34,7 @@ pub const OTHER_NAMES: [&str; 30] = [
     "update_service_us_p50",
     "update_service_us_p99",
     "update_service_us_p999",
+    "update_service_us_max",
     "raid_spawn_us_median",
     "raid_spawn_us_max",
     "raid_spawns",

@@ -17,6 +17,6 @@ for round in 1 2 3; do
       loadtest/scripts/with-server.sh --engine $e --server-bin $bin -- --scenario raid --players 1000 \
       --duration 30s --raid-every 4s --raid-objects 11000 --json $out/$row-$round.json > $out/$row-$round.txt 2>&1
     rc=$?  # 1 for the null engine: it keeps no state, so the raid's checks fail by design
-    echo "$(date -u +%H:%M:%S) $round $row rc=$rc $(grep -E 'server update_(latency|service)_us_p99' $out/$row-$round.txt | tr -s ' ' | tr '\n' ' ')"
+    echo "$(date -u +%H:%M:%S) $round $row rc=$rc $(grep -E 'server update_(latency|service)_us_p99 ' $out/$row-$round.txt | tr -s ' ' | tr '\n' ' ')"
   done
 done
