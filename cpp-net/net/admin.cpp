@@ -7,6 +7,7 @@
 #include <cctype>
 #include <cstdio>
 #include <string_view>
+#include <utility>
 
 #include "engine/stats_fields.hpp"
 #include "net/server.hpp"
@@ -126,12 +127,19 @@ void Server::latency_buckets(Latency which, std::span<const uint64_t> bounds_us,
     mmo_latency_buckets(tick_latency_, bounds_us.data(), n, cumulative.data(), &count, &sum_us);
     return;
   }
+  // The reporter's scratch histogram of `which` and each worker's own one, named once.
+  const auto [merged, per_worker] = [&]() -> std::pair<MmoLatency*, MmoLatency* Worker::*> {
+    switch (which) {
+      case Latency::Update: return {merged_update_, &Worker::update_latency_};
+      case Latency::UpdateService: return {merged_service_, &Worker::update_service_};
+      default: return {merged_raid_, &Worker::raid_latency_};
+    }
+  }();
   std::lock_guard merge_lock(merge_mutex_);
-  MmoLatency* merged = which == Latency::Update ? merged_update_ : which == Latency::UpdateService ? merged_service_ : merged_raid_;
   mmo_latency_reset(merged);
   for (const auto& w : workers_) {
     std::lock_guard lock(w->latency_mutex);
-    mmo_latency_merge(merged, which == Latency::Update ? w->update_latency_ : which == Latency::UpdateService ? w->update_service_ : w->raid_latency_);
+    mmo_latency_merge(merged, (*w).*per_worker);
   }
   mmo_latency_buckets(merged, bounds_us.data(), n, cumulative.data(), &count, &sum_us);
 }

@@ -6,7 +6,8 @@
 // snapshots, lock waits), gauges (sessions, live players and raid objects, the economy's
 // totals, peak RSS, the poisoned flag), and four histograms in seconds: update latency (from
 // each datagram's kernel receive stamp to its batch's apply), update service time (from the
-// worker's read of it to the same apply), tick duration and raid spawn duration. A scrape reads the same relaxed counters and merged histograms the stats text
+// worker's read of it to the same apply), tick duration and raid spawn duration. A scrape
+// reads the same relaxed counters and merged histograms the stats text
 // reads; it takes each worker's latency mutex briefly and nothing a move takes.
 #pragma once
 
