@@ -23,6 +23,27 @@ pub enum Scenario {
     Hostile,
 }
 
+/// The scheduling class every tester thread runs in (`--sched`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
+pub enum TesterSched {
+    /// The default class (`SCHED_OTHER`), the server's.
+    #[default]
+    Normal,
+    /// `SCHED_IDLE`: any runnable thread of another class preempts the tester as it wakes, and
+    /// the kernel counts a CPU running only the tester as idle when it places a woken thread.
+    Idle,
+}
+
+impl TesterSched {
+    /// The class's name in the report.
+    pub fn name(self) -> &'static str {
+        match self {
+            TesterSched::Normal => "normal",
+            TesterSched::Idle => "idle",
+        }
+    }
+}
+
 impl Scenario {
     /// The scenario's name.
     pub fn name(self) -> &'static str {
@@ -180,6 +201,16 @@ pub struct Cli {
     /// says so.
     #[arg(long, default_value_t = 0, allow_negative_numbers = true, value_parser = clap::value_parser!(i32).range(-20..=19))]
     pub driver_nice: i32,
+
+    /// Scheduling class of every tester thread, set before the first one starts. `idle`
+    /// (`SCHED_IDLE`) is for a tester sharing the server's CPUs: a server thread woken by a
+    /// datagram (an I/O worker asleep in `epoll_wait`) then runs at once instead of queueing
+    /// behind the tester for the rest of its time slice, which niceness does not change on
+    /// this kernel's scheduler (EEVDF runs the current task to its deadline). The server's
+    /// figures then measure the server, as if the tester had its own machine; the tester's
+    /// own sends and round trips wait for the server's threads instead (see `send_lag_us`).
+    #[arg(long, value_enum, default_value_t = TesterSched::Normal)]
+    pub sched: TesterSched,
 
     /// How often a driver thread reads its sockets, milliseconds. Round trips end at each
     /// reply's kernel receive stamp, so reading less often costs no precision; it only delays

@@ -11,7 +11,7 @@
 //! server, no admin reply where the scenario needs one).
 
 use clap::Parser;
-use mmo_loadtest::cli::Cli;
+use mmo_loadtest::cli::{Cli, TesterSched};
 use mmo_loadtest::plot::write_out_dir;
 use mmo_loadtest::progress::Progress;
 use mmo_loadtest::report::Report;
@@ -25,6 +25,13 @@ fn main() -> ExitCode {
     if cli.print_spawn_points {
         println!("{}", mmo_loadtest::run::LOADTEST_SPAWN_POINTS);
         return ExitCode::SUCCESS;
+    }
+    // Before any other thread starts, so every tester thread inherits the class.
+    if cli.sched == TesterSched::Idle
+        && let Err(e) = mmo_loadtest::system::set_thread_sched_idle()
+    {
+        eprintln!("mmo-loadtest: --sched idle: sched_setscheduler(SCHED_IDLE) refused: {e}");
+        return ExitCode::from(2);
     }
     // One tokio thread runs joins, leaves, the admin side and the progress bar; the bots play
     // on their own driver threads (`--threads`).

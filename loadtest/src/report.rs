@@ -101,6 +101,8 @@ pub struct Report {
     pub join_failures: BTreeMap<String, u64>,
     /// Bot driver threads.
     pub threads: u32,
+    /// The tester threads' scheduling class (`--sched`): `normal` or `idle`.
+    pub sched: &'static str,
     /// Measured time asked for (`--duration`), seconds.
     pub duration_s: f64,
     /// Measured time actually run, seconds (less than `duration_s` if interrupted).
@@ -269,6 +271,7 @@ impl Report {
             players_joined: r.joined,
             join_failures: r.join_failures.clone(),
             threads: cli.driver_threads() as u32,
+            sched: cli.sched.name(),
             duration_s: cli.duration.as_secs_f64(),
             measured_s: r.measured_s,
             interrupted: r.interrupted,
@@ -338,8 +341,14 @@ impl Report {
     pub fn summary(&self) -> String {
         let mut out = String::new();
         out.push_str(&format!(
-            "mmo-loadtest: scenario {}, {} of {} bots joined, {:.1} s measured after {:.1} s warm-up, server {}\n",
-            self.scenario, self.players_joined, self.players, self.measured_s, self.warmup_s, self.server_address
+            "mmo-loadtest: scenario {}, {} of {} bots joined, {:.1} s measured after {:.1} s warm-up, server {}{}\n",
+            self.scenario,
+            self.players_joined,
+            self.players,
+            self.measured_s,
+            self.warmup_s,
+            self.server_address,
+            if self.sched == "idle" { ", tester in SCHED_IDLE" } else { "" }
         ));
 
         let mut lat = Table::new();

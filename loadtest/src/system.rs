@@ -161,9 +161,38 @@ pub fn set_thread_nice(nice: i32) -> std::io::Result<()> {
     if rc == 0 { Ok(()) } else { Err(std::io::Error::last_os_error()) }
 }
 
+/// Moves the calling thread to `SCHED_IDLE` (`sched_setscheduler`); threads it creates
+/// afterwards inherit the class. Lowering a thread's class needs no privilege.
+pub fn set_thread_sched_idle() -> std::io::Result<()> {
+    let param = libc::sched_param { sched_priority: 0 };
+    // SAFETY: pid 0 is the calling thread; `param` is a valid sched_param for the call.
+    let rc = unsafe { libc::sched_setscheduler(0, libc::SCHED_IDLE, &param) };
+    if rc == 0 { Ok(()) } else { Err(std::io::Error::last_os_error()) }
+}
+
+/// Whether the calling thread runs in `SCHED_IDLE`.
+pub fn thread_is_sched_idle() -> bool {
+    // SAFETY: pid 0 is the calling thread; the call reads no memory of ours.
+    unsafe { libc::sched_getscheduler(0) == libc::SCHED_IDLE }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sched_idle_holds_for_the_thread_and_the_threads_it_starts() {
+        // On a thread of its own: the class is per thread, and the test runner's stays as is.
+        std::thread::spawn(|| {
+            assert!(!thread_is_sched_idle());
+            set_thread_sched_idle().expect("lowering to SCHED_IDLE needs no privilege");
+            assert!(thread_is_sched_idle());
+            assert!(std::thread::spawn(thread_is_sched_idle).join().unwrap(), "a thread started afterwards inherits the class");
+        })
+        .join()
+        .unwrap();
+        assert!(!thread_is_sched_idle(), "other threads keep theirs");
+    }
 
     #[test]
     fn parses_proc_net_snmp_udp_lines() {

@@ -24,7 +24,11 @@
 //! ratios of medians. The engine's CPU per update is therefore the median of several perf
 //! runs: one run's figure moves with the machine by more than most changes to the code do.
 //! `--pin` gives the server and the load tester disjoint CPUs when the machine has at least
-//! four; the report says what was pinned.
+//! four; the report says what was pinned. A tester left on the server's CPUs runs in
+//! `SCHED_IDLE` (`--tester-sched`, `mmo-loadtest --sched`): a server thread woken by a datagram
+//! then preempts it at once instead of queueing behind it, so the server's latency is the
+//! server's, as with a tester on its own machine, and the cost lands on the tester's send lag
+//! and round trips, where the report shows it.
 //!
 //! The Rust row's production build links mimalloc; its heaptrack runs use the build without
 //! it (`build/cpp-sysalloc`), where the Rust core allocates through glibc malloc and heaptrack
@@ -46,6 +50,7 @@ mod report;
 
 use anyhow::{Context, Result, bail};
 use clap::Parser;
+use mmo_loadtest::cli::TesterSched;
 use process::{ServerProcess, ServerSpec, Wrapper};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -131,6 +136,10 @@ struct Args {
     /// rest to the tester) when the machine has at least 4; otherwise run unpinned and say so.
     #[arg(long)]
     pin: bool,
+    /// The load tester's scheduling class: `auto` runs it in `SCHED_IDLE` when it shares the
+    /// server's CPUs (not pinned) and in the normal class when it has its own.
+    #[arg(long, value_enum, default_value_t = TesterSchedChoice::Auto)]
+    tester_sched: TesterSchedChoice,
     /// Where the report goes.
     #[arg(long, default_value = "report")]
     out: PathBuf,
@@ -166,6 +175,17 @@ struct Args {
     /// Skip the perf runs.
     #[arg(long)]
     no_perf: bool,
+}
+
+/// `--tester-sched`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+enum TesterSchedChoice {
+    /// `idle` unpinned, `normal` pinned.
+    Auto,
+    /// The default class, the server's.
+    Normal,
+    /// `SCHED_IDLE`.
+    Idle,
 }
 
 const ADMIN_KEY: &str = "0xc0a1e5ce";
@@ -217,14 +237,29 @@ struct Harness {
 struct CpuPlan {
     server: Vec<usize>,
     tester: Vec<usize>,
-    /// What the report says about pinning.
+    /// The load tester's scheduling class (`mmo-loadtest --sched`).
+    tester_sched: TesterSched,
+    /// What the report says about pinning and the tester's class.
     note: String,
 }
 
 impl CpuPlan {
     /// Splits the CPUs this process may use: the first half to the server, the rest to the
     /// tester, when asked and there are at least four.
-    fn new(asked: bool) -> CpuPlan {
+    fn new(asked: bool, sched: TesterSchedChoice) -> CpuPlan {
+        let mut plan = CpuPlan::split(asked);
+        plan.tester_sched = match sched {
+            TesterSchedChoice::Auto if plan.tester.is_empty() => TesterSched::Idle,
+            TesterSchedChoice::Auto | TesterSchedChoice::Normal => TesterSched::Normal,
+            TesterSchedChoice::Idle => TesterSched::Idle,
+        };
+        if plan.tester_sched == TesterSched::Idle {
+            plan.note.push_str("; load tester in SCHED_IDLE (the server's threads preempt it as they wake)");
+        }
+        plan
+    }
+
+    fn split(asked: bool) -> CpuPlan {
         let cpus = mmo_loadtest::system::allowed_cpus();
         if !asked {
             return CpuPlan {
@@ -242,6 +277,7 @@ impl CpuPlan {
         CpuPlan {
             server: server.to_vec(),
             tester: tester.to_vec(),
+            tester_sched: TesterSched::Normal,
             note: format!("pinned: server on CPUs {server:?}, load tester on CPUs {tester:?}"),
         }
     }
@@ -303,6 +339,7 @@ impl Harness {
             let list: Vec<String> = self.pin.tester.iter().map(ToString::to_string).collect();
             a.extend(["--pin".into(), list.join(","), "--threads".into(), self.pin.tester.len().to_string()]);
         }
+        a.extend(["--sched".into(), self.pin.tester_sched.name().into()]);
         a
     }
 
@@ -467,7 +504,7 @@ fn main() -> Result<()> {
     let heaptrack_ok = !args.no_heaptrack && tool_available("heaptrack_print");
     let perf_ok = !args.no_perf && perf::available();
     let started = Instant::now();
-    let pin = CpuPlan::new(args.pin);
+    let pin = CpuPlan::new(args.pin, args.tester_sched);
     eprintln!("mmo-compare: {}", pin.note);
     // A fresh connect-token key pair for this comparison, as an operator's backend would hold.
     let keys = args.out.join("token-keys");
