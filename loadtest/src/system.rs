@@ -2,7 +2,9 @@
 //! socket per bot (`RLIMIT_NOFILE`), its own CPU time and peak RSS (so a report shows what
 //! the load generator itself cost on the shared machine), and the kernel's UDP counters
 //! (`/proc/net/snmp`), whose receive-buffer errors are the one place loopback UDP loses
-//! datagrams.
+//! datagrams, and the machine's CPU time by kind (`/proc/stat`), whose `steal` is the time a
+//! hypervisor gave this machine's CPUs to someone else: on a virtual machine it can set a
+//! run's tail latencies, for every engine alike.
 
 use anyhow::{Context, bail};
 use serde::Serialize;
@@ -114,6 +116,68 @@ impl UdpCounters {
     }
 }
 
+/// The machine's CPU time by kind, all CPUs together (`/proc/stat`'s `cpu` line), in the
+/// kernel's clock ticks (`USER_HZ`, 100 a second on Linux).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct MachineCpuTicks {
+    /// Running tasks: user, nice, system, irq and softirq time.
+    pub busy: u64,
+    /// Of `busy`, softirq time (the kernel's packet delivery among it).
+    pub softirq: u64,
+    /// Idle and iowait.
+    pub idle: u64,
+    /// Time the hypervisor ran something else while this machine's CPUs wanted to run.
+    pub steal: u64,
+}
+
+impl MachineCpuTicks {
+    /// Reads `/proc/stat`; `None` if it is unreadable or lacks the `cpu` line.
+    pub fn read() -> Option<MachineCpuTicks> {
+        MachineCpuTicks::parse(&std::fs::read_to_string("/proc/stat").ok()?)
+    }
+
+    /// Parses the `cpu` line (user nice system idle iowait irq softirq steal ...); a kernel too
+    /// old to have a field counts it as 0.
+    pub fn parse(stat: &str) -> Option<MachineCpuTicks> {
+        let line = stat.lines().find(|l| l.split_whitespace().next() == Some("cpu"))?;
+        let v: Vec<u64> = line.split_whitespace().skip(1).map(|x| x.parse().unwrap_or(0)).collect();
+        let f = |i: usize| v.get(i).copied().unwrap_or(0);
+        if v.len() < 4 {
+            return None;
+        }
+        Some(MachineCpuTicks { busy: f(0) + f(1) + f(2) + f(5) + f(6), softirq: f(6), idle: f(3) + f(4), steal: f(7) })
+    }
+
+    /// The shares of the time from `earlier` to `self`; `None` if no tick passed.
+    pub fn since(&self, earlier: &MachineCpuTicks) -> Option<MachineCpu> {
+        let busy = self.busy.saturating_sub(earlier.busy);
+        let softirq = self.softirq.saturating_sub(earlier.softirq);
+        let idle = self.idle.saturating_sub(earlier.idle);
+        let steal = self.steal.saturating_sub(earlier.steal);
+        let total = busy + idle + steal;
+        (total > 0).then(|| MachineCpu {
+            cpu_ms: total * 10,
+            busy_share: busy as f64 / total as f64,
+            softirq_share: softirq as f64 / total as f64,
+            steal_share: steal as f64 / total as f64,
+        })
+    }
+}
+
+/// The machine's CPU time over a run, all CPUs together (see [`MachineCpuTicks`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct MachineCpu {
+    /// CPU time in all, milliseconds (wall time times CPUs).
+    pub cpu_ms: u64,
+    /// Share of it spent running tasks and interrupts (the server's, the tester's, anyone's).
+    pub busy_share: f64,
+    /// Share of it in softirqs (of `busy_share`).
+    pub softirq_share: f64,
+    /// Share of it the hypervisor took (`steal`): a CPU wanted to run and did not, so
+    /// anything waiting on that CPU (a datagram's wake-up included) waited as well.
+    pub steal_share: f64,
+}
+
 /// Pins the calling thread to `cpu` (`sched_setaffinity`).
 pub fn pin_current_thread(cpu: usize) -> std::io::Result<()> {
     if cpu >= libc::CPU_SETSIZE as usize {
@@ -179,6 +243,21 @@ pub fn thread_is_sched_idle() -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn parses_proc_stat_cpu_line_and_takes_shares() {
+        let a = MachineCpuTicks::parse("cpu  100 10 50 800 5 0 20 15 0 0\ncpu0 1 2 3 4 5 6 7 8 0 0\n").unwrap();
+        assert_eq!(a, MachineCpuTicks { busy: 180, softirq: 20, idle: 805, steal: 15 });
+        let b = MachineCpuTicks { busy: 180 + 60, softirq: 20 + 10, idle: 805 + 30, steal: 15 + 10 };
+        let m = b.since(&a).unwrap();
+        assert_eq!(m.cpu_ms, 1000);
+        assert!((m.busy_share - 0.6).abs() < 1e-9 && (m.steal_share - 0.1).abs() < 1e-9 && (m.softirq_share - 0.1).abs() < 1e-9);
+        assert!(a.since(&a).is_none(), "no tick passed: no shares");
+        assert!(MachineCpuTicks::parse("cpu0 1 2 3 4\n").is_none(), "only the all-CPU line counts");
+        assert!(MachineCpuTicks::parse("cpu 1 2\n").is_none());
+        let old = MachineCpuTicks::parse("cpu 1 2 3 4\n").unwrap();
+        assert_eq!((old.steal, old.softirq), (0, 0));
+    }
 
     #[test]
     fn sched_idle_holds_for_the_thread_and_the_threads_it_starts() {
