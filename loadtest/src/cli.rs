@@ -198,7 +198,7 @@ pub struct Cli {
     /// tick) delays the tester's sends; a negative value lets a driver thread preempt it for
     /// the few hundred microseconds a grid point's sends take, at the cost of the server's
     /// own latency. Below 0 needs CAP_SYS_NICE; refused, the threads run at 0 and the report
-    /// says so.
+    /// says so. Ignored with `--sched idle` (that class has no niceness).
     #[arg(long, default_value_t = 0, allow_negative_numbers = true, value_parser = clap::value_parser!(i32).range(-20..=19))]
     pub driver_nice: i32,
 
@@ -206,9 +206,10 @@ pub struct Cli {
     /// (`SCHED_IDLE`) is for a tester sharing the server's CPUs: a server thread woken by a
     /// datagram (an I/O worker asleep in `epoll_wait`) then runs at once instead of queueing
     /// behind the tester for the rest of its time slice, which niceness does not change on
-    /// this kernel's scheduler (EEVDF runs the current task to its deadline). The server's
-    /// figures then measure the server, as if the tester had its own machine; the tester's
-    /// own sends and round trips wait for the server's threads instead (see `send_lag_us`).
+    /// this kernel's scheduler (EEVDF runs the current task to its deadline). The tester's
+    /// sends and round trips wait for the server's threads instead (see `send_lag_us`), and the
+    /// server, woken for nearly every datagram, reads fewer per call and spends more CPU per
+    /// update than beside a tester in the normal class. `--driver-nice` has no effect here.
     #[arg(long, value_enum, default_value_t = TesterSched::Normal)]
     pub sched: TesterSched,
 

@@ -24,7 +24,7 @@ use crate::metrics::Summary;
 use crate::protocol::{AttackRefusal, MoveResult};
 use crate::raid::{RaidSummary, SpawnMs};
 use crate::run::RunResult;
-use crate::system::{MachineCpu, ProcessUsage, UdpCounters};
+use crate::system::{HostSteal, ProcessUsage, UdpCounters};
 use comfy_table::{Table, presets::UTF8_FULL_CONDENSED};
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -154,9 +154,9 @@ pub struct Report {
     /// The kernel's UDP counters over the run (machine-wide; `rcvbuf_errors` are datagrams
     /// loopback lost to a full socket buffer).
     pub kernel_udp: Option<UdpCounters>,
-    /// The machine's CPU time over the run by kind (`/proc/stat`, all CPUs): how busy it was
-    /// and how much of it the hypervisor took (`steal_share`).
-    pub machine_cpu: Option<MachineCpu>,
+    /// The hypervisor's steal over the run, joins and leaves included (`/proc/stat`, all
+    /// CPUs), and its share of the wall time times the CPUs online. Zero on bare metal.
+    pub host_steal: Option<HostSteal>,
     /// Raid bursts.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub raid: Option<RaidSummary>,
@@ -199,7 +199,8 @@ pub struct Report {
     pub passed: bool,
 }
 
-/// Share of the machine's CPU time stolen by the hypervisor above which the report warns.
+/// Share of the machine's CPU time (wall time times CPUs) stolen by the hypervisor above
+/// which the report warns.
 pub const STOLEN_SHARE_WARN: f64 = 0.02;
 
 /// Send lag p99 above which the report warns that the tester fell behind, µs.
@@ -235,12 +236,13 @@ fn warnings(r: &RunResult) -> Vec<String> {
             u.rcvbuf_errors, u.sndbuf_errors
         ));
     }
-    if let Some(m) = &r.machine_cpu
-        && m.steal_share > STOLEN_SHARE_WARN
+    if let Some(h) = &r.host_steal
+        && h.share > STOLEN_SHARE_WARN
     {
         w.push(format!(
-            "the hypervisor took {:.1}% of the machine's CPU time (steal): a datagram whose CPU was taken waited with it, so the tail latencies measure the host as well as the server",
-            m.steal_share * 100.0
+            "the hypervisor took {:.1}% of the machine's CPU time (steal, {} ms): a datagram whose CPU was taken waited with it, so the tail latencies measure the host as well as the server",
+            h.share * 100.0,
+            h.steal_ms
         ));
     }
     if let Some(after) = &r.server_after {
@@ -319,7 +321,7 @@ impl Report {
             client_cpu_us_per_bot_s: cpu_per_bot_s(r),
             driver: r.driver.clone(),
             kernel_udp: r.udp,
-            machine_cpu: r.machine_cpu,
+            host_steal: r.host_steal,
             raid_spawn_ms: r.raid.as_ref().map(|s| s.spawn_ms),
             raid: r.raid.clone(),
             rtt_us_during_raid: raid.then(|| t.latencies.move_rtt_raid.summary()),
@@ -436,10 +438,10 @@ impl Report {
         if let Some(u) = &self.kernel_udp {
             fig("kernel UDP buffer drops (machine)", format!("receive {}, send {}", u.rcvbuf_errors, u.sndbuf_errors));
         }
-        if let Some(m) = &self.machine_cpu {
+        if let Some(h) = &self.host_steal {
             fig(
-                "machine CPU busy / softirq / stolen by the hypervisor",
-                format!("{:.1}% / {:.1}% / {:.1}%", m.busy_share * 100.0, m.softirq_share * 100.0, m.steal_share * 100.0),
+                "CPU time stolen by the hypervisor (machine)",
+                format!("{} ms of {} CPUs x {:.1} s, {:.2}%", h.steal_ms, h.cpus, h.wall_ms as f64 / 1e3, h.share * 100.0),
             );
         }
         if let (Some(m), Some(x)) = (&self.raid_spawn_ms, &self.raid) {

@@ -33,7 +33,7 @@ use crate::raid::{self, RaidPlan, RaidSummary, RaidWindows};
 use crate::rng::Rng;
 use crate::schedule::Epoch;
 use crate::server_stats::ServerStats;
-use crate::system::{MachineCpu, MachineCpuTicks, ProcessUsage, UdpCounters, raise_nofile};
+use crate::system::{HostSteal, ProcessUsage, StealReading, UdpCounters, raise_nofile};
 use crate::token::{self, TokenMinter};
 use crate::walk::{Area, Walk};
 use anyhow::{Context, bail};
@@ -177,8 +177,8 @@ pub struct RunResult {
     pub driver: DriverReport,
     /// The kernel's UDP counters over the run (machine-wide).
     pub udp: Option<UdpCounters>,
-    /// The machine's CPU time by kind over the run (`/proc/stat`), if readable.
-    pub machine_cpu: Option<MachineCpu>,
+    /// The hypervisor's steal over the run (`/proc/stat`), if readable.
+    pub host_steal: Option<HostSteal>,
     /// Whether Ctrl-C stopped the run early.
     pub interrupted: bool,
     /// Seconds actually measured (`--duration`, or less if interrupted).
@@ -255,7 +255,7 @@ pub async fn run(cli: Cli, progress: &Progress) -> anyhow::Result<RunResult> {
     raise_nofile(fds)?;
     let usage0 = ProcessUsage::now();
     let udp0 = UdpCounters::read();
-    let machine_cpu0 = MachineCpuTicks::read();
+    let steal0 = StealReading::read();
     let epoch = Epoch::at(Instant::now());
     let stop = Arc::new(AtomicBool::new(false));
     let stopped_at_us = Arc::new(AtomicU64::new(u64::MAX));
@@ -569,7 +569,7 @@ pub async fn run(cli: Cli, progress: &Progress) -> anyhow::Result<RunResult> {
         (Some(a), Some(b)) => Some(b.since(&a)),
         _ => None,
     };
-    let machine_cpu = match (machine_cpu0, MachineCpuTicks::read()) {
+    let host_steal = match (steal0, StealReading::read()) {
         (Some(a), Some(b)) => b.since(&a),
         _ => None,
     };
@@ -594,7 +594,7 @@ pub async fn run(cli: Cli, progress: &Progress) -> anyhow::Result<RunResult> {
         play_wall_s,
         driver,
         udp,
-        machine_cpu,
+        host_steal,
         interrupted,
         measured_s,
         checks: Vec::new(),

@@ -2,9 +2,9 @@
 //! socket per bot (`RLIMIT_NOFILE`), its own CPU time and peak RSS (so a report shows what
 //! the load generator itself cost on the shared machine), and the kernel's UDP counters
 //! (`/proc/net/snmp`), whose receive-buffer errors are the one place loopback UDP loses
-//! datagrams, and the machine's CPU time by kind (`/proc/stat`), whose `steal` is the time a
-//! hypervisor gave this machine's CPUs to someone else: on a virtual machine it can set a
-//! run's tail latencies, for every engine alike.
+//! datagrams, and the hypervisor's steal (`/proc/stat`): the time it gave this machine's CPUs
+//! to someone else, which on a virtual machine lengthens a run's tail latencies whatever
+//! server runs.
 
 use anyhow::{Context, bail};
 use serde::Serialize;
@@ -116,66 +116,68 @@ impl UdpCounters {
     }
 }
 
-/// The machine's CPU time by kind, all CPUs together (`/proc/stat`'s `cpu` line), in the
-/// kernel's clock ticks (`USER_HZ`, 100 a second on Linux).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct MachineCpuTicks {
-    /// Running tasks: user, nice, system, irq and softirq time.
-    pub busy: u64,
-    /// Of `busy`, softirq time (the kernel's packet delivery among it).
-    pub softirq: u64,
-    /// Idle and iowait.
-    pub idle: u64,
-    /// Time the hypervisor ran something else while this machine's CPUs wanted to run.
-    pub steal: u64,
+/// The hypervisor's steal so far, all CPUs together (`/proc/stat`'s `cpu` line, eighth
+/// field), and when it was read. Only steal is taken from that line: on a tickless kernel its
+/// busy fields are sampled at the tick while idle time is exact, so shares built from them do
+/// not add up to the wall time; steal is divided by the wall time instead.
+#[derive(Clone, Copy, Debug)]
+pub struct StealReading {
+    /// Steal so far, in the kernel's clock ticks (`sysconf(_SC_CLK_TCK)` a second).
+    pub steal_ticks: u64,
+    /// When it was read.
+    pub at: std::time::Instant,
 }
 
-impl MachineCpuTicks {
-    /// Reads `/proc/stat`; `None` if it is unreadable or lacks the `cpu` line.
-    pub fn read() -> Option<MachineCpuTicks> {
-        MachineCpuTicks::parse(&std::fs::read_to_string("/proc/stat").ok()?)
+impl StealReading {
+    /// Reads `/proc/stat`; `None` if it is unreadable or its `cpu` line lacks the field.
+    pub fn read() -> Option<StealReading> {
+        let steal_ticks = parse_steal_ticks(&std::fs::read_to_string("/proc/stat").ok()?)?;
+        Some(StealReading { steal_ticks, at: std::time::Instant::now() })
     }
 
-    /// Parses the `cpu` line (user nice system idle iowait irq softirq steal ...); a kernel too
-    /// old to have a field counts it as 0.
-    pub fn parse(stat: &str) -> Option<MachineCpuTicks> {
-        let line = stat.lines().find(|l| l.split_whitespace().next() == Some("cpu"))?;
-        let v: Vec<u64> = line.split_whitespace().skip(1).map(|x| x.parse().unwrap_or(0)).collect();
-        let f = |i: usize| v.get(i).copied().unwrap_or(0);
-        if v.len() < 4 {
+    /// The steal from `earlier` to `self`, against the wall time between them times the
+    /// CPUs online; `None` if no time passed or the clock rate is unknown.
+    pub fn since(&self, earlier: &StealReading) -> Option<HostSteal> {
+        // SAFETY: sysconf takes a plain integer and touches no memory of ours.
+        let (ticks_per_s, cpus) = unsafe { (libc::sysconf(libc::_SC_CLK_TCK), libc::sysconf(libc::_SC_NPROCESSORS_ONLN)) };
+        HostSteal::from_ticks(
+            self.steal_ticks.saturating_sub(earlier.steal_ticks),
+            u64::try_from(ticks_per_s).ok()?,
+            self.at.saturating_duration_since(earlier.at).as_millis() as u64,
+            u32::try_from(cpus).ok()?,
+        )
+    }
+}
+
+/// The `cpu` line's steal field (the eighth number), in clock ticks.
+pub fn parse_steal_ticks(stat: &str) -> Option<u64> {
+    let line = stat.lines().find(|l| l.split_whitespace().next() == Some("cpu"))?;
+    line.split_whitespace().nth(8)?.parse().ok()
+}
+
+/// Time the hypervisor ran something else while this machine's CPUs wanted to run, over a
+/// run. A datagram whose CPU was taken waited with it, whichever server ran.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct HostSteal {
+    /// Steal, milliseconds, all CPUs together.
+    pub steal_ms: u64,
+    /// Wall time measured over, milliseconds.
+    pub wall_ms: u64,
+    /// CPUs online.
+    pub cpus: u32,
+    /// `steal_ms` over `wall_ms` times `cpus`.
+    pub share: f64,
+}
+
+impl HostSteal {
+    /// From a steal delta in clock ticks; `None` without a clock rate, wall time or CPU.
+    pub fn from_ticks(steal_ticks: u64, ticks_per_s: u64, wall_ms: u64, cpus: u32) -> Option<HostSteal> {
+        if ticks_per_s == 0 || wall_ms == 0 || cpus == 0 {
             return None;
         }
-        Some(MachineCpuTicks { busy: f(0) + f(1) + f(2) + f(5) + f(6), softirq: f(6), idle: f(3) + f(4), steal: f(7) })
+        let steal_ms = steal_ticks.saturating_mul(1000) / ticks_per_s;
+        Some(HostSteal { steal_ms, wall_ms, cpus, share: steal_ms as f64 / (wall_ms as f64 * f64::from(cpus)) })
     }
-
-    /// The shares of the time from `earlier` to `self`; `None` if no tick passed.
-    pub fn since(&self, earlier: &MachineCpuTicks) -> Option<MachineCpu> {
-        let busy = self.busy.saturating_sub(earlier.busy);
-        let softirq = self.softirq.saturating_sub(earlier.softirq);
-        let idle = self.idle.saturating_sub(earlier.idle);
-        let steal = self.steal.saturating_sub(earlier.steal);
-        let total = busy + idle + steal;
-        (total > 0).then(|| MachineCpu {
-            cpu_ms: total * 10,
-            busy_share: busy as f64 / total as f64,
-            softirq_share: softirq as f64 / total as f64,
-            steal_share: steal as f64 / total as f64,
-        })
-    }
-}
-
-/// The machine's CPU time over a run, all CPUs together (see [`MachineCpuTicks`]).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
-pub struct MachineCpu {
-    /// CPU time in all, milliseconds (wall time times CPUs).
-    pub cpu_ms: u64,
-    /// Share of it spent running tasks and interrupts (the server's, the tester's, anyone's).
-    pub busy_share: f64,
-    /// Share of it in softirqs (of `busy_share`).
-    pub softirq_share: f64,
-    /// Share of it the hypervisor took (`steal`): a CPU wanted to run and did not, so
-    /// anything waiting on that CPU (a datagram's wake-up included) waited as well.
-    pub steal_share: f64,
 }
 
 /// Pins the calling thread to `cpu` (`sched_setaffinity`).
@@ -245,18 +247,16 @@ mod tests {
     use super::*;
 
     #[test]
-    fn parses_proc_stat_cpu_line_and_takes_shares() {
-        let a = MachineCpuTicks::parse("cpu  100 10 50 800 5 0 20 15 0 0\ncpu0 1 2 3 4 5 6 7 8 0 0\n").unwrap();
-        assert_eq!(a, MachineCpuTicks { busy: 180, softirq: 20, idle: 805, steal: 15 });
-        let b = MachineCpuTicks { busy: 180 + 60, softirq: 20 + 10, idle: 805 + 30, steal: 15 + 10 };
-        let m = b.since(&a).unwrap();
-        assert_eq!(m.cpu_ms, 1000);
-        assert!((m.busy_share - 0.6).abs() < 1e-9 && (m.steal_share - 0.1).abs() < 1e-9 && (m.softirq_share - 0.1).abs() < 1e-9);
-        assert!(a.since(&a).is_none(), "no tick passed: no shares");
-        assert!(MachineCpuTicks::parse("cpu0 1 2 3 4\n").is_none(), "only the all-CPU line counts");
-        assert!(MachineCpuTicks::parse("cpu 1 2\n").is_none());
-        let old = MachineCpuTicks::parse("cpu 1 2 3 4\n").unwrap();
-        assert_eq!((old.steal, old.softirq), (0, 0));
+    fn reads_steal_from_the_all_cpu_line_and_divides_by_wall_time() {
+        assert_eq!(parse_steal_ticks("cpu  100 10 50 800 5 0 20 15 0 0\ncpu0 1 2 3 4 5 6 7 99 0 0\n"), Some(15));
+        assert_eq!(parse_steal_ticks("cpu0 1 2 3 4 5 6 7 8\n"), None, "only the all-CPU line counts");
+        assert_eq!(parse_steal_ticks("cpu 1 2 3 4\n"), None, "a kernel without the field");
+        let s = HostSteal::from_ticks(70, 100, 35_000, 2).unwrap();
+        assert_eq!((s.steal_ms, s.wall_ms, s.cpus), (700, 35_000, 2));
+        assert!((s.share - 0.01).abs() < 1e-12);
+        assert!(HostSteal::from_ticks(70, 0, 35_000, 2).is_none());
+        assert!(HostSteal::from_ticks(70, 100, 0, 2).is_none());
+        assert!(HostSteal::from_ticks(70, 100, 35_000, 0).is_none());
     }
 
     #[test]

@@ -26,9 +26,11 @@
 //! `--pin` gives the server and the load tester disjoint CPUs when the machine has at least
 //! four; the report says what was pinned. A tester left on the server's CPUs runs in
 //! `SCHED_IDLE` (`--tester-sched`, `mmo-loadtest --sched`): a server thread woken by a datagram
-//! then preempts it at once instead of queueing behind it, so the server's latency is the
-//! server's, as with a tester on its own machine, and the cost lands on the tester's send lag
-//! and round trips, where the report shows it.
+//! then preempts it at once instead of queueing behind it for the rest of its time slice. That
+//! takes the tester's slices out of the server's latency, and costs the tester's send lag and
+//! round trips, where the report shows it; it also changes the server's work (a worker woken
+//! at once finds one datagram waiting where it found three or four, so its CPU per update
+//! rises), so compare CPU figures only between runs with the tester in the same class.
 //!
 //! The Rust row's production build links mimalloc; its heaptrack runs use the build without
 //! it (`build/cpp-sysalloc`), where the Rust core allocates through glibc malloc and heaptrack
@@ -248,13 +250,27 @@ impl CpuPlan {
     /// tester, when asked and there are at least four.
     fn new(asked: bool, sched: TesterSchedChoice) -> CpuPlan {
         let mut plan = CpuPlan::split(asked);
+        let shared = plan.tester.is_empty();
         plan.tester_sched = match sched {
-            TesterSchedChoice::Auto if plan.tester.is_empty() => TesterSched::Idle,
+            // Tried on a thread of our own first: where SCHED_IDLE is refused, `auto` runs the
+            // tester in the normal class and says so instead of failing every run.
+            TesterSchedChoice::Auto if shared => match std::thread::spawn(mmo_loadtest::system::set_thread_sched_idle).join() {
+                Ok(Ok(())) => TesterSched::Idle,
+                Ok(Err(e)) => {
+                    plan.note.push_str(&format!("; load tester in the normal class (SCHED_IDLE refused: {e})"));
+                    TesterSched::Normal
+                }
+                Err(_) => TesterSched::Normal,
+            },
             TesterSchedChoice::Auto | TesterSchedChoice::Normal => TesterSched::Normal,
             TesterSchedChoice::Idle => TesterSched::Idle,
         };
         if plan.tester_sched == TesterSched::Idle {
-            plan.note.push_str("; load tester in SCHED_IDLE (the server's threads preempt it as they wake)");
+            plan.note.push_str(if shared {
+                "; load tester in SCHED_IDLE (the server's threads preempt it as they wake)"
+            } else {
+                "; load tester in SCHED_IDLE"
+            });
         }
         plan
     }
