@@ -16,6 +16,7 @@
 
 use crate::bot::FloodTally;
 use crate::checks::{Check, all_passed};
+use crate::cli::TesterSched;
 use crate::combat::CombatTally;
 use crate::driver::DriverReport;
 use crate::economy::EconomyTally;
@@ -365,7 +366,7 @@ impl Report {
             self.measured_s,
             self.warmup_s,
             self.server_address,
-            if self.sched == "idle" { ", tester in SCHED_IDLE" } else { "" }
+            if self.sched == TesterSched::Idle.name() { ", tester in SCHED_IDLE" } else { "" }
         ));
 
         let mut lat = Table::new();
