@@ -49,11 +49,13 @@ void visit_settings(Settings& s, V&& v) {
   v(Number<unsigned>{"server", "threads", "--threads", s.server.threads, 0, 256, "I/O worker threads (0: one per core)"});
   v(Number<unsigned>{"server", "tick_hz", "--tick-hz", s.server.tick_hz, 1, 100, "ticks per second (areas of interest go out at this rate)"});
   v(Number<int>{"server", "tick_nice", "--tick-nice", s.server.tick_nice, 0, 19,
-                "niceness of the tick thread, so a worker woken by a datagram runs ahead of it (0: the process's)"});
+                "niceness of the tick thread, so on a busy core it gets a smaller share than the workers (0: the process's)"});
   v(Number<unsigned>{"server", "aoi_spread_pct", "--aoi-spread-pct", s.server.aoi_spread_pct, 0, 90,
                      "share of the tick period each worker spreads its areas of interest over, in the order of where its players stand (0: all at once after the tick)"});
   v(Number<unsigned>{"server", "idle_poll_us", "--idle-poll-us", s.server.idle_poll_us, 0, 1000,
                      "after reading datagrams, a worker polls its socket this long before it sleeps, so the next datagram needs no wake-up (costs the CPU it spins; 0: never)"});
+  v(Number<unsigned>{"server", "worker_slice_us", "--worker-slice-us", s.server.worker_slice_us, 0, 100000,
+                     "scheduler slice each worker thread asks for, microseconds (Linux 6.12+; the kernel takes 100 and up): shorter than other threads' slices, a worker woken by a datagram preempts them at once (0: the kernel's default)"});
   v(Text{"server", "engine", "--engine", s.engine, "game-state engine: rust, baseline, or null (no game state: the comparison's floor)"});
   v(Number<uint32_t>{"server", "max_players", "--max-players", s.server.max_players, 1, 1 << 24,
                      "players joined at once, at most (also the core's player_capacity)"});

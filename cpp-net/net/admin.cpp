@@ -89,6 +89,12 @@ uint64_t Server::drops_total(size_t reason) const {
   return t;
 }
 
+uint64_t Server::worker_slice_us_held() const {
+  uint32_t held = UINT32_MAX;
+  for (const auto& w : workers_) held = std::min(held, w->slice_us.load(std::memory_order_relaxed));
+  return workers_.empty() ? 0 : held;
+}
+
 uint64_t Server::sessions_live() const {
   uint64_t t = 0;
   for (const auto& w : workers_) t += w->sessions_live.load(std::memory_order_relaxed);
@@ -187,6 +193,7 @@ size_t Server::format_stats(char* out, size_t capacity) const {
   line("", "leaves", total(&WorkerCounters::leaves));
   line("", "sessions_expired", total(&WorkerCounters::sessions_expired));
   line("", "sessions_live", sessions_live());
+  line("", "worker_slice_us", worker_slice_us_held());
   line("", "moves_forwarded", total(&WorkerCounters::moves_forwarded));
   line("", "economy_forwarded", total(&WorkerCounters::economy_forwarded));
   line("", "attacks_answered", total(&WorkerCounters::attacks_answered));

@@ -66,6 +66,13 @@ struct ServerConfig {
   // is read at once: no wake-up, whose cross-CPU interrupt the sender pays and whose
   // scheduling delay the datagram waits. The cost is the CPU the worker spins.
   unsigned idle_poll_us = 0;
+  // The scheduler slice each worker thread asks for, in microseconds (thread_sched.hpp; 0:
+  // the kernel's default, 1.4 ms on two CPUs). Shorter than the other threads' slices, a
+  // worker woken by a datagram preempts them at once instead of waiting out the running
+  // one's slice (EEVDF, Linux 6.12+; older kernels ignore it). Off by default: on the
+  // development VM it moved neither the workers' wake-up delays nor the update tail
+  // (README "A worker's scheduler slice").
+  unsigned worker_slice_us = 0;
   uint32_t max_players = 8192;
   uint32_t max_sessions_per_host = 64;  // live sessions one source IP address may hold (0: no limit)
   uint64_t admin_key = 0;
@@ -211,6 +218,7 @@ class Server {
   // How long a worker spreads one area-of-interest round over: aoi_spread_pct of the tick period.
   uint64_t aoi_spread_us() const { return tick_period_us() * config_.aoi_spread_pct / 100; }
   unsigned idle_poll_us() const { return config_.idle_poll_us; }
+  unsigned worker_slice_us() const { return config_.worker_slice_us; }
   // Where a joining account appears: its saved position, else its faction's spawn point.
   // Returns whether the position was the saved one.
   bool spawn_for(uint64_t account_id, uint8_t faction, float& x_m, float& y_m) const;
@@ -257,6 +265,9 @@ class Server {
   // sendmmsg/sendto calls: the workers' and their held replies' (whoever sent those).
   uint64_t send_calls_total() const;
   uint64_t sessions_live() const;
+  // The scheduler slice the workers hold, in microseconds, as the kernel reports it (the
+  // least of theirs; 0 where the kernel reports none, thread_sched.hpp).
+  uint64_t worker_slice_us_held() const;
 
   ServerConfig config_;
   std::unique_ptr<Engine> engine_;

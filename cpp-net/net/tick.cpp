@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "net/server.hpp"
+#include "net/thread_sched.hpp"
 #include "net/worker.hpp"
 
 namespace mmo::net {
@@ -18,6 +19,7 @@ void Server::tick_loop() {
   // The tick is background work next to the workers' replies: run it at a lower priority, so a
   // worker woken by a datagram is scheduled ahead of it on a busy core (unprivileged: a thread
   // may always lower its own priority). A failure leaves the default priority; it is not fatal.
+  name_this_thread("mmo-tick");
   if (config_.tick_nice != 0) setpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)), config_.tick_nice);
   const uint64_t period_us = tick_period_us();
   uint64_t next_us = now_us() + period_us;

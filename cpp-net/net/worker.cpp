@@ -10,9 +10,13 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <stdexcept>
+#include <string>
 #include <variant>
+
+#include "net/thread_sched.hpp"
 
 namespace mmo::net {
 
@@ -114,6 +118,14 @@ void Worker::release_held() {
 }
 
 void Worker::run() {
+  name_this_thread("mmo-worker-" + std::to_string(index_));
+  if (const unsigned slice = server_.worker_slice_us(); slice != 0) {
+    if (const int error = request_thread_slice_us(slice); error != 0) {
+      std::fprintf(stderr, "mmo-server: worker %u: scheduler slice of %u us refused (%s); it keeps the kernel's default\n",
+                   static_cast<unsigned>(index_), slice, std::strerror(error));
+    }
+  }
+  slice_us.store(thread_slice_us(), std::memory_order_relaxed);
   std::array<epoll_event, 4> ready{};
   const unsigned idle_poll_us = server_.idle_poll_us();
   while (!server_.stopping_.load(std::memory_order_acquire)) {

@@ -58,6 +58,10 @@ class Worker {
   WorkerCounters counters;
   /// Sessions live on this worker. Written by this worker; read by the reporter.
   std::atomic<uint32_t> sessions_live{0};
+  /// The scheduler slice this worker's thread holds, in microseconds, as the kernel reports
+  /// it (thread_slice_us: the default where none was asked for or it was refused; 0 where the
+  /// kernel reports none). Written by this worker as it starts; read by the reporter.
+  std::atomic<uint32_t> slice_us{0};
   /// Guards the three histograms: this worker records under it once per batch; the reporter
   /// merges under it.
   mutable std::mutex latency_mutex;

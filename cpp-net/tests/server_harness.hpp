@@ -153,6 +153,7 @@ class ServerProcess {
     if (remove_data_dir_) std::filesystem::remove_all(data_dir_);
   }
   uint16_t port() const { return port_; }
+  pid_t pid() const { return pid_; }
   // The server's --data-dir (its economy store); kept after the process when `keep` is set,
   // so a test can start another server on it.
   const std::string& data_dir() const { return data_dir_; }

@@ -7,13 +7,16 @@
 
 #include <array>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
+#include <map>
 #include <optional>
 #include <regex>
 #include <sstream>
 #include <string>
 
 #include "net/aoi_pace.hpp"
+#include "net/thread_sched.hpp"
 #include "net/udp.hpp"
 #include "server_harness.hpp"
 
@@ -337,6 +340,43 @@ TEST(ServerOperations, APoisonedEngineStopsTheServerWithItsReason) {
   EXPECT_NE(rest.find("mmo-server: stopping: the engine is poisoned (debug_inject_panic returned MMO_ERR_PANIC)"), std::string::npos) << rest;
   EXPECT_NE(rest.find("engine_status_err_panic 1"), std::string::npos) << rest;
   EXPECT_NE(rest.find("engine_poisoned 1"), std::string::npos) << rest;
+}
+
+// The server's threads by name (/proc/PID/task/*/comm), name -> thread id.
+std::map<std::string, int> threads_by_name(pid_t pid) {
+  std::map<std::string, int> threads;
+  for (const auto& task : std::filesystem::directory_iterator("/proc/" + std::to_string(pid) + "/task")) {
+    std::string name = read_file(task.path().string() + "/comm");
+    while (!name.empty() && name.back() == '\n') name.pop_back();
+    threads[name] = std::stoi(task.path().filename().string());
+  }
+  return threads;
+}
+
+TEST(ServerOperations, WorkersHoldTheSchedulerSliceTheyAskForAndTheTickKeepsTheDefault) {
+  ServerProcess server({"--worker-slice-us", "300"});
+  ASSERT_NE(server.port(), 0) << server.first_line();
+  Client admin(server.port());
+  const auto stats = server_stats(admin, 1);  // answered by a worker: both have started
+  const auto threads = threads_by_name(server.pid());
+  for (const char* name : {"mmo-worker-0", "mmo-worker-1", "mmo-tick"}) ASSERT_TRUE(threads.contains(name)) << name;
+  const uint32_t tick_slice = mmo::net::thread_slice_us(threads.at("mmo-tick"));
+  if (tick_slice == 0) GTEST_SKIP() << "this kernel reports no per-thread scheduler slice (Linux < 6.12)";
+  EXPECT_EQ(mmo::net::thread_slice_us(threads.at("mmo-worker-0")), 300u);
+  EXPECT_EQ(mmo::net::thread_slice_us(threads.at("mmo-worker-1")), 300u);
+  EXPECT_NE(tick_slice, 300u) << "only the workers ask for a slice";
+  ASSERT_TRUE(stats.contains("worker_slice_us"));
+  EXPECT_EQ(stats.at("worker_slice_us"), 300u);
+
+  // Asking for none leaves the kernel's default, the tick thread's, and the stats say which.
+  ServerProcess plain({"--worker-slice-us", "0"});
+  ASSERT_NE(plain.port(), 0) << plain.first_line();
+  Client plain_admin(plain.port());
+  const auto plain_stats = server_stats(plain_admin, 1);
+  const auto plain_threads = threads_by_name(plain.pid());
+  ASSERT_TRUE(plain_threads.contains("mmo-worker-0"));
+  EXPECT_EQ(mmo::net::thread_slice_us(plain_threads.at("mmo-worker-0")), mmo::net::thread_slice_us(plain_threads.at("mmo-tick")));
+  EXPECT_EQ(plain_stats.at("worker_slice_us"), mmo::net::thread_slice_us(plain_threads.at("mmo-tick")));
 }
 
 TEST(ServerOperations, TheNullEngineAcknowledgesMovesAndSendsEmptyAreasOfInterest) {

@@ -14,7 +14,7 @@ use std::collections::BTreeMap;
 pub const ENGINE_FIELDS: [&str; mmo_core::stats::COUNTER_COUNT] = mmo_core::stats::COUNTER_NAMES;
 
 /// Figures the server reports besides `engine_*` and `drop_*`.
-pub const OTHER_NAMES: [&str; 31] = [
+pub const OTHER_NAMES: [&str; 32] = [
     "datagrams_received",
     "datagrams_sent",
     "worker_loop_turns",
@@ -23,6 +23,7 @@ pub const OTHER_NAMES: [&str; 31] = [
     "context_switches_voluntary",
     "context_switches_involuntary",
     "sessions_live",
+    "worker_slice_us",
     "aoi_snapshots_sent",
     "attacks_answered",
     "loot_claims_answered",
