@@ -16,9 +16,11 @@
 namespace mmo::net {
 
 void Server::tick_loop() {
-  // The tick is background work next to the workers' replies: run it at a lower priority, so a
-  // worker woken by a datagram is scheduled ahead of it on a busy core (unprivileged: a thread
+  // The tick is background work next to the workers' replies: run it at a lower priority, so on
+  // a busy core it takes a smaller share of the time than the workers (unprivileged: a thread
   // may always lower its own priority). A failure leaves the default priority; it is not fatal.
+  // Niceness does not make a woken worker preempt it (EEVDF lets the running thread finish its
+  // slice): a worker's shorter slice does that (--worker-slice-us, thread_sched.hpp).
   name_this_thread("mmo-tick");
   if (config_.tick_nice != 0) setpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)), config_.tick_nice);
   const uint64_t period_us = tick_period_us();
