@@ -145,6 +145,8 @@ std::string prometheus_text(const Server& s) {
   t.one("mmo_rx_timestamps_missing_total", "counter", "Datagrams without a kernel receive timestamp.", total(&WorkerCounters::rx_timestamps_missing));
   t.one("mmo_ticks_late_total", "counter", "Ticks skipped because the tick thread fell a whole period behind.", static_cast<double>(s.ticks_late_.get()));
   t.one("mmo_sessions_live", "gauge", "Sessions joined now.", static_cast<double>(s.sessions_live()));
+  t.one("mmo_worker_slice_seconds", "gauge", "Scheduler slice the workers hold, as the kernel reports it (the least of theirs; 0 where it reports none).",
+        static_cast<double>(s.worker_slice_us_held()) / 1e6);
   t.header("mmo_drops_total", "counter", "Datagrams dropped before the engine, by reason (docs/protocol.md).");
   for (size_t r = 0; r < kDropReasonCount; ++r) {
     t.sample("mmo_drops_total", std::string("reason=\"") + drop_reason_name(static_cast<DropReason>(r)) + "\"",
