@@ -12,20 +12,25 @@
 //! ## Layout (structure of arrays, entities contiguous by cell)
 //! The snapshot has its own fine grid ([`crate::CoreConfig::snapshot_cell_m`], 5 m by
 //! default: a crowded raid cell of the collision grid holds a thousand entities, a snapshot
-//! cell about twenty). Entities are sorted by snapshot cell (an LSD radix sort on the cell key)
-//! into parallel arrays `xs`, `ys`, `ids`, `kinds`; the occupied cells are listed in key order
-//! with their first entity, and `row_start` gives each row's first occupied cell, so a query
-//! finds a row's cells with one slice and a binary search. Nothing is stored for empty cells:
-//! a 4 km world costs a row index, not a cell index.
+//! cell about twenty). Entities are sorted by snapshot cell and, within a cell, from west to
+//! east (an LSD radix sort on [`SnapshotGeometry::sort_key`]: the cell key, then the place in
+//! the cell's width in steps of about a millimetre) into parallel arrays `xs`, `ys`, `ids`,
+//! `kinds`, so each row's entities run west to east; the occupied cells are listed in key
+//! order with their first entity, and `row_start` gives each row's first occupied cell, so a
+//! query finds where a row's entities pass the viewer's column with one slice and a binary
+//! search. Nothing is stored for empty cells: a 4 km world costs a row index, not a cell
+//! index.
 //!
 //! ## Nearest K
 //! [`WorldSnapshot::nearest`] returns the `k` entities nearest the viewer within
 //! [`crate::CoreConfig::aoi_radius_m`], nearest first, ties broken by id (both by squared
 //! distance in `f32`, as the C++ baseline computes it). It visits the viewer's row first and
-//! then rows outward, and skips any row or cell whose nearest point is farther than the current
-//! `k`-th candidate (or the radius while fewer than `k` are known); members are read
-//! contiguously. In a raid crowd a query reads a handful of cells, not the thousands of
-//! entities in the collision grid's 3x3 cells. [`WorldSnapshot::nearest_hinted`] first looks
+//! then rows outward, and skips any row whose nearest point is farther than the current `k`-th
+//! candidate (or the radius while fewer than `k` are known). Within a row it reads the members
+//! contiguously from the viewer's column outward, east then west, and ends each direction at
+//! the first member whose distance in `x` alone is past that bound: a band about as wide as
+//! the bound, where a scan by cells read every cell the band touches. In a raid crowd a query
+//! reads a few dozen entities, not the thousands in the collision grid's 3x3 cells. [`WorldSnapshot::nearest_hinted`] first looks
 //! only as far as the caller's hint and looks again over the whole radius only if fewer than
 //! `k` lie within it; the answer is the same for any hint. The engine's hint is where last
 //! tick's answer can be now ([`hint_reach_m`]: raid objects where they were, players up to a
@@ -358,12 +363,25 @@ pub struct SnapshotGeometry {
     pub side: u32,
     /// Area-of-interest radius, metres.
     pub radius_m: f32,
+    /// Bits of a sort key ([`Self::sort_key`]) below the cell key: where in its cell's width
+    /// an entity stands, in `1 << column_bits` steps (12 bits, about 1 mm, for the default
+    /// world and cells; fewer when the cell key needs more than 20 of the 32).
+    column_bits: u32,
 }
+
+/// The most bits a sort key spends on an entity's place within its cell: 16 bits of a cell a
+/// few metres wide are already finer than an `f32` position far from the world's origin.
+const COLUMN_BITS_MAX: u32 = 16;
 
 impl SnapshotGeometry {
     /// The geometry for a world of `world_size_m` with `cell_m` cells and an AoI `radius_m`.
     pub fn new(world_size_m: f32, cell_m: f32, radius_m: f32) -> Self {
-        Self { cell_m, inv_cell: 1.0 / cell_m, side: (world_size_m / cell_m).ceil().max(1.0) as u32, radius_m }
+        let side = (world_size_m / cell_m).ceil().max(1.0) as u32;
+        // Cell keys run to `side * side - 1` (at most `u32::MAX`: at most 65,536 cells a side,
+        // `CoreConfig::validate`); the rest of a 32-bit sort key places the entity in its cell.
+        let cell_bits = u64::BITS - (u64::from(side) * u64::from(side) - 1).leading_zeros();
+        assert!(cell_bits <= 32, "a snapshot has at most 65,536 cells a side");
+        Self { cell_m, inv_cell: 1.0 / cell_m, side, radius_m, column_bits: (32 - cell_bits).min(COLUMN_BITS_MAX) }
     }
 
     #[inline]
@@ -375,6 +393,35 @@ impl SnapshotGeometry {
     #[inline]
     pub fn key(&self, x: f32, y: f32) -> u32 {
         self.coord(y) * self.side + self.coord(x)
+    }
+
+    /// The key a build sorts entities by: the cell key, then where in the cell's width the
+    /// entity stands, so that a row's entities (its cells in column order, each cell's members
+    /// by `x`) run from west to east. `x * inv_cell` only grows with `x`, and so do its whole
+    /// part (the column) and its fraction's steps: an entity later in a row is never west of
+    /// an earlier one by more than one step of its cell ([`Self::row_disorder_m`]).
+    #[inline]
+    pub fn sort_key(&self, x: f32, y: f32) -> u32 {
+        let fx = x * self.inv_cell;
+        let cx = (fx as u32).min(self.side - 1);
+        let steps = 1u32 << self.column_bits;
+        // The clamp keeps an `x` on the world's far edge (or beyond it) in its cell's last step.
+        let step = (((fx - cx as f32) * steps as f32) as u32).min(steps - 1);
+        ((self.coord(y) * self.side + cx) << self.column_bits) | step
+    }
+
+    /// The cell key of a sort key.
+    #[inline]
+    fn cell_of_sort_key(&self, sort_key: u32) -> u32 {
+        sort_key >> self.column_bits
+    }
+
+    /// How far west of an earlier member of its row a later one can stand, metres: one step
+    /// of a cell ([`Self::sort_key`]), plus a few units of the last place of the world's
+    /// largest coordinate for the rounding of `x * inv_cell`.
+    #[inline]
+    fn row_disorder_m(&self) -> f32 {
+        self.cell_m / (1u32 << self.column_bits) as f32 + self.side as f32 * self.cell_m * 4.0 * f32::EPSILON
     }
 }
 
@@ -532,14 +579,82 @@ impl WorldSnapshot {
         let before = |a: u64, b: u64| {
             if a >> 32 != b >> 32 { a < b } else { self.ids[(a & 0xFFFF_FFFF) as usize] < self.ids[(b & 0xFFFF_FFFF) as usize] }
         };
-        // Pruning bound: a cell whose nearest point is farther cannot hold a candidate.
+        // Pruning bound: a row or member whose nearest point is farther cannot be a candidate.
         let bound = |best: &[u64], n: usize| if n < k { r2 } else { d2_of(best[k - 1]) };
-        // A cell's key was computed from rounded products; widen its bounds by this much so a
+        // A row's key was computed from rounded products; widen its bounds by this much so a
         // pruning test never skips an entity that sits exactly on an edge.
         const EDGE_SLACK_M: f32 = 1e-3;
+        let disorder_m = g.row_disorder_m();
         let reach = ((reach_m + EDGE_SLACK_M) * g.inv_cell).ceil() as i64 + 1;
         let (vcx, vcy) = (g.coord(vx) as i64, g.coord(vy) as i64);
         let side = i64::from(g.side);
+        // Tests members `run` (at most `SCAN_LANES`, consecutive) against the farthest kept
+        // (or the radius) and keeps the nearer ones. The members come in chunks of
+        // `SCAN_LANES`: each chunk's distances and its mask of members not farther than `worst`
+        // come from `lanes_not_farther` (two SSE2 quads and a `movemask` on x86-64), and only
+        // the set bits are looked at one by one, against `worst` as it is by then (it only
+        // falls, so the mask is a superset and the answer is the scalar loop's). A run shorter
+        // than the lanes is read as a whole chunk that starts at it or, at the arrays' end, one
+        // that ends at it (the arrays are contiguous), with the lanes outside the run masked
+        // off. A run of fewer than half the lanes takes the same test one member at a time:
+        // there the vector form measured slower (`benches/README.md`).
+        let scan = |run: std::ops::Range<usize>, best: &mut [u64; AOI_K_MAX as usize], n: &mut usize| {
+            let lanes = run.len();
+            debug_assert!(lanes <= SCAN_LANES);
+            let mut worst = if *n == k { d2_of(best[k - 1]) } else { r2 };
+            let mut d2s = [0f32; SCAN_LANES];
+            let run_lanes = (1u32 << lanes) - 1;
+            let (base, mut mask) = if lanes < SCAN_LANES / 2 {
+                (run.start, members_not_farther(&self.xs[run.clone()], &self.ys[run.clone()], (vx, vy), worst, &mut d2s))
+            } else if let Some((xs, ys)) =
+                self.xs[run.start..].first_chunk::<SCAN_LANES>().zip(self.ys[run.start..].first_chunk::<SCAN_LANES>())
+            {
+                (run.start, lanes_not_farther(xs, ys, (vx, vy), worst, &mut d2s) & run_lanes)
+            } else {
+                // The arrays' last members: the chunk that ends with the run (the snapshot
+                // holds at least the run's `SCAN_LANES / 2`; fewer than `SCAN_LANES` in all
+                // takes the scalar test).
+                match run.end.checked_sub(SCAN_LANES) {
+                    Some(base) => {
+                        let (xs, ys) = (self.xs[base..].first_chunk::<SCAN_LANES>(), self.ys[base..].first_chunk::<SCAN_LANES>());
+                        let (xs, ys) = xs.zip(ys).expect("a chunk ending in the arrays");
+                        (base, lanes_not_farther(xs, ys, (vx, vy), worst, &mut d2s) & (run_lanes << (SCAN_LANES - lanes)))
+                    }
+                    None => (run.start, members_not_farther(&self.xs[run.clone()], &self.ys[run.clone()], (vx, vy), worst, &mut d2s)),
+                }
+            };
+            while mask != 0 {
+                let l = mask.trailing_zeros() as usize;
+                mask &= mask - 1;
+                let (d2, i) = (d2s[l], base + l);
+                // The viewer is skipped by index.
+                if d2 > worst || i == viewer {
+                    continue;
+                }
+                let candidate = key(d2, i);
+                if *n < k {
+                    // Filling: append unsorted, and sort once when the k-th arrives.
+                    best[*n] = candidate;
+                    *n += 1;
+                    if *n == k {
+                        sort_candidates(&mut best[..k], &before);
+                        worst = d2_of(best[k - 1]);
+                    }
+                    continue;
+                }
+                if !before(candidate, best[k - 1]) {
+                    continue;
+                }
+                // Insert into the sorted candidates, dropping the farthest.
+                let mut to = k - 1;
+                while to > 0 && before(candidate, best[to - 1]) {
+                    best[to] = best[to - 1];
+                    to -= 1;
+                }
+                best[to] = candidate;
+                worst = d2_of(best[k - 1]);
+            }
+        };
         // Rows: the viewer's, then alternately one further up and down.
         for step in 0..=(2 * reach) {
             let dy_rows = if step % 2 == 0 { step / 2 } else { -(step + 1) / 2 };
@@ -548,100 +663,41 @@ impl WorldSnapshot {
                 continue;
             }
             let row_gap = axis_gap(vy, cy, g.cell_m, EDGE_SLACK_M);
-            if row_gap * row_gap > bound(&best, n) {
+            let row_gap2 = row_gap * row_gap;
+            if row_gap2 > bound(&best, n) {
                 continue;
             }
             let cells = self.row_start[cy as usize] as usize..self.row_start[cy as usize + 1] as usize;
-            let row_cx = &self.cell_cx[cells.clone()];
-            let lo = (vcx - reach).max(0) as u32;
-            let hi = (vcx + reach).min(side - 1) as u32;
-            // The row's cells from the viewer's column outward, right then left: the gap only
-            // grows in each direction, so the first cell past the bound ends that direction.
-            let mid = row_cx.partition_point(|&cx| i64::from(cx) < vcx);
-            let row_gap2 = row_gap * row_gap;
-            // Scans one cell of the row; `false` once the cell is past the bound. `col_gap`:
-            // the cell's horizontal distance from the viewer (see `gap_right` and `gap_left`).
-            let scan = |c: usize, col_gap: f32, best: &mut [u64; AOI_K_MAX as usize], n: &mut usize| -> bool {
-                if col_gap * col_gap + row_gap2 > bound(best, *n) {
-                    return false;
-                }
-                let cell = cells.start + c;
-                let members = self.cell_start[cell] as usize..self.cell_start[cell + 1] as usize;
-                // The farthest kept (or the radius): most members stop at this one comparison.
-                // Held in a local and renewed only when the candidates change.
-                let mut worst = if *n == k { d2_of(best[k - 1]) } else { r2 };
-                // Members in chunks of `SCAN_LANES`: each chunk's distances and its mask of
-                // members not farther than `worst` come from `lanes_not_farther` (two SSE2
-                // quads and a `movemask` on x86-64), and only the set bits are looked at one
-                // by one, against `worst` as it is by then (it only falls, so the mask is a
-                // superset and the answer is the scalar loop's). A chunk may read past the cell
-                // into the next cell's members (the arrays are contiguous); those lanes are
-                // masked off. A chunk of fewer than half the lanes (most cells of a thin crowd
-                // hold one or two entities) and the snapshot's last few entities take the same
-                // test one member at a time: there the vector form measured slower
-                // (`benches/README.md`).
-                let mut at = members.start;
-                while at < members.end {
-                    let lanes = (members.end - at).min(SCAN_LANES);
-                    let mut d2s = [0f32; SCAN_LANES];
-                    let whole = if lanes >= SCAN_LANES / 2 {
-                        self.xs[at..].first_chunk::<SCAN_LANES>().zip(self.ys[at..].first_chunk::<SCAN_LANES>())
-                    } else {
-                        None
-                    };
-                    let mut mask = match whole {
-                        Some((xs, ys)) => lanes_not_farther(xs, ys, (vx, vy), worst, &mut d2s) & ((1u32 << lanes) - 1),
-                        None => members_not_farther(&self.xs[at..at + lanes], &self.ys[at..at + lanes], (vx, vy), worst, &mut d2s),
-                    };
-                    while mask != 0 {
-                        let l = mask.trailing_zeros() as usize;
-                        mask &= mask - 1;
-                        let (d2, i) = (d2s[l], at + l);
-                        // The viewer is skipped by index.
-                        if d2 > worst || i == viewer {
-                            continue;
-                        }
-                        let candidate = key(d2, i);
-                        if *n < k {
-                            // Filling: append unsorted, and sort once when the k-th arrives.
-                            best[*n] = candidate;
-                            *n += 1;
-                            if *n == k {
-                                sort_candidates(&mut best[..k], &before);
-                                worst = d2_of(best[k - 1]);
-                            }
-                            continue;
-                        }
-                        if !before(candidate, best[k - 1]) {
-                            continue;
-                        }
-                        // Insert into the sorted candidates, dropping the farthest.
-                        let mut to = k - 1;
-                        while to > 0 && before(candidate, best[to - 1]) {
-                            best[to] = best[to - 1];
-                            to -= 1;
-                        }
-                        best[to] = candidate;
-                        worst = d2_of(best[k - 1]);
-                    }
-                    at += lanes;
-                }
-                true
-            };
-            // A cell right of the viewer's column (or in it) is `cx * cell - vx` away, one left
-            // of it `vx - (cx + 1) * cell`; 0 when that is negative (the viewer's own column).
-            // One formula per direction, so no branch on where the viewer sits in the cell.
-            let gap_right = |cx: u32| (cx as f32 * g.cell_m - vx - EDGE_SLACK_M).max(0.0);
-            let gap_left = |cx: u32| (vx - (cx + 1) as f32 * g.cell_m - EDGE_SLACK_M).max(0.0);
-            for c in (mid..row_cx.len()).take_while(|&c| row_cx[c] <= hi) {
-                if !scan(c, gap_right(row_cx[c]), &mut best, &mut n) {
-                    break;
-                }
+            if cells.is_empty() {
+                continue;
             }
-            for c in (0..mid).rev().take_while(|&c| row_cx[c] >= lo) {
-                if !scan(c, gap_left(row_cx[c]), &mut best, &mut n) {
+            // The row's members run from west to east (`SnapshotGeometry::sort_key`). They are
+            // read from the viewer's column outward, east then west, one chunk at a time; a
+            // direction ends at the first chunk whose nearest member (by `x`, less the row's
+            // disorder) is past the bound, as every member after it is farther still. So a
+            // query reads a band about the bound's width in each row, not whole cells.
+            let mid = cells.start + self.cell_cx[cells.clone()].partition_point(|&cx| i64::from(cx) < vcx);
+            let (first, split, end) =
+                (self.cell_start[cells.start] as usize, self.cell_start[mid] as usize, self.cell_start[cells.end] as usize);
+            let mut at = split;
+            while at < end {
+                let gap = (self.xs[at] - vx - disorder_m).max(0.0);
+                if gap * gap + row_gap2 > bound(&best, n) {
                     break;
                 }
+                let to = (at + SCAN_LANES).min(end);
+                scan(at..to, &mut best, &mut n);
+                at = to;
+            }
+            let mut at = split;
+            while at > first {
+                let gap = (vx - self.xs[at - 1] - disorder_m).max(0.0);
+                if gap * gap + row_gap2 > bound(&best, n) {
+                    break;
+                }
+                let from = at.saturating_sub(SCAN_LANES).max(first);
+                scan(from..at, &mut best, &mut n);
+                at = from;
             }
         }
         if n < k {
@@ -813,15 +869,16 @@ impl SnapshotBuilder {
         self.kinds.push(kind as u8);
     }
 
-    /// Sorts what was added by cell and writes it into `out` for `tick` at `now_ms`, with the
-    /// index of its players by id.
+    /// Sorts what was added by cell, and each cell's entities from west to east
+    /// ([`SnapshotGeometry::sort_key`]), and writes it into `out` for `tick` at `now_ms`, with
+    /// the index of its players by id.
     pub fn build_into(&mut self, out: &mut WorldSnapshot, tick: u32, now_ms: u64) {
         let g = out.geometry;
         let n = self.pending.len();
         assert!(u32::try_from(n).is_ok(), "a snapshot's entities are indexed by u32");
         self.order.clear();
         self.order.reserve_exact(n);
-        self.order.extend(self.pending.iter().enumerate().map(|(i, e)| (u64::from(g.key(e.x, e.y)) << 32) | i as u64));
+        self.order.extend(self.pending.iter().enumerate().map(|(i, e)| (u64::from(g.sort_key(e.x, e.y)) << 32) | i as u64));
         // The ids are rewritten below; until then they are the sort's second buffer.
         out.ids.clear();
         out.ids.reserve_exact(n);
@@ -850,10 +907,10 @@ impl SnapshotBuilder {
         let (index_bits, index_mask) = (index_len.trailing_zeros(), index_len.wrapping_sub(1));
         let mut last_key = u32::MAX;
         for (i, &word) in self.order.iter().enumerate() {
-            let key = (word >> 32) as u32;
+            let key = g.cell_of_sort_key((word >> 32) as u32);
             let from = (word & 0xFFFF_FFFF) as usize;
             let e = &self.pending[from];
-            debug_assert_eq!(key, g.key(e.x, e.y), "the sort's key is the entity's cell");
+            debug_assert_eq!(key, g.key(e.x, e.y), "the sort's key starts with the entity's cell");
             if key != last_key {
                 // A new occupied cell; rows up to and including its row start here.
                 let cy = (key / g.side) as usize;
@@ -887,22 +944,29 @@ impl SnapshotBuilder {
     }
 }
 
-/// Sorts `words` stably by their high 32 bits (an LSD radix sort, 3 passes of [`RADIX_BITS`];
-/// a pass whose digit is the same for every word is skipped), using `spare` (as long as
-/// `words`) as the second buffer. Returns whether the sorted words ended in `spare`.
+/// Passes of the radix sort: 3 of [`RADIX_BITS`] cover a 32-bit key.
+const RADIX_PASSES: usize = 3;
+const _: () = assert!(RADIX_PASSES as u32 * RADIX_BITS >= 32);
+
+/// Sorts `words` stably by their high 32 bits (an LSD radix sort, [`RADIX_PASSES`] passes of
+/// [`RADIX_BITS`]; a pass whose digit is the same for every word is skipped), using `spare`
+/// (as long as `words`) as the second buffer. Returns whether the sorted words ended in
+/// `spare`. Every pass's counts come from one read of the words before the first pass (a pass
+/// moves words, it does not change them), so the sort reads the words once more than it
+/// moves them, not twice per pass.
 fn radix_sort_by_key(words: &mut [u64], spare: &mut [u64]) -> bool {
     assert_eq!(words.len(), spare.len(), "the spare buffer is as long as the words");
     let n = words.len();
+    let digit = |word: u64, pass: usize| ((word >> (32 + pass as u32 * RADIX_BITS)) as usize) & (RADIX_BUCKETS - 1);
+    let mut all_counts = [[0u32; RADIX_BUCKETS]; RADIX_PASSES];
+    for &word in words.iter() {
+        for (pass, counts) in all_counts.iter_mut().enumerate() {
+            counts[digit(word, pass)] += 1;
+        }
+    }
     let (mut from, mut to) = (words, spare);
     let mut in_spare = false;
-    let mut counts = [0u32; RADIX_BUCKETS];
-    for pass in 0..3 {
-        let shift = 32 + pass * RADIX_BITS;
-        let digit = |word: u64| ((word >> shift) as usize) & (RADIX_BUCKETS - 1);
-        counts.fill(0);
-        for &word in from.iter() {
-            counts[digit(word)] += 1;
-        }
+    for (pass, counts) in all_counts.iter_mut().enumerate() {
         if counts.iter().any(|&c| c as usize == n) {
             continue;
         }
@@ -913,7 +977,7 @@ fn radix_sort_by_key(words: &mut [u64], spare: &mut [u64]) -> bool {
             sum += here;
         }
         for &word in from.iter() {
-            let bucket = digit(word);
+            let bucket = digit(word, pass);
             to[counts[bucket] as usize] = word;
             counts[bucket] += 1;
         }
@@ -948,7 +1012,10 @@ mod tests {
     }
 
     fn build(entities: &[(u64, f32, f32)]) -> WorldSnapshot {
-        let g = geometry();
+        build_in(geometry(), entities)
+    }
+
+    fn build_in(g: SnapshotGeometry, entities: &[(u64, f32, f32)]) -> WorldSnapshot {
         let mut b = SnapshotBuilder::default();
         b.clear(entities.len());
         for (slot, &(id, x, y)) in entities.iter().enumerate() {
@@ -1049,6 +1116,44 @@ mod tests {
             let n = s.nearest(index, &mut out);
             let got: Vec<(u64, f32)> = out[..n].iter().map(|e| (e.entity_id, e.distance_m)).collect();
             assert_eq!(got, brute(&entities, viewer, 32, 48.0), "viewer {viewer}");
+        }
+    }
+
+    /// A query reads each row from the viewer's column outward and stops a direction at the
+    /// first member past the bound, trusting the row's west-to-east order only to within one
+    /// step of a cell ([`SnapshotGeometry::row_disorder_m`]). Held against brute force where
+    /// that order is coarse (a world of 65,536 cells a side leaves the sort key no bits for
+    /// the place in a cell, so a cell's members are in any order; 40,000 a side leaves one
+    /// bit) as well as fine (14 bits), with members on shared `x` values, on cell edges, and
+    /// viewers placed so that neighbours straddle the split between the row's two directions.
+    #[test]
+    fn nearest_matches_brute_force_however_coarse_the_rows_order() {
+        for (world_m, cell_m, bits) in [(4096.0f32, 8.0f32, 14u32), (40_000.0, 1.0, 1), (131_072.0, 2.0, 0)] {
+            let g = SnapshotGeometry::new(world_m, cell_m, 48.0);
+            assert_eq!(g.column_bits, bits, "world {world_m} m, cells {cell_m} m");
+            let origin = 1_000.0f32;
+            let mut seed = 5u64;
+            let mut entities = vec![];
+            for id in 1..=1_500u64 {
+                let x = match id % 4 {
+                    // A few shared columns of members, some on a cell's west edge.
+                    0 => origin + (id % 7) as f32 * cell_m,
+                    1 => origin + (id % 5) as f32 * 0.25 * cell_m + 0.001,
+                    _ => origin + lcg(&mut seed) * 60.0,
+                };
+                entities.push((id, x, origin + lcg(&mut seed) * 60.0));
+            }
+            let s = build_in(g, &entities);
+            let mut out = [AoiEntry::default(); 32];
+            for viewer in (0..entities.len()).step_by(3) {
+                let (id, _, _) = entities[viewer];
+                let index = s.entity_of_slot(viewer as u32, id).unwrap();
+                for k in [1usize, 8, 32] {
+                    let n = s.nearest(index, &mut out[..k]);
+                    let got: Vec<(u64, f32)> = out[..n].iter().map(|e| (e.entity_id, e.distance_m)).collect();
+                    assert_eq!(got, brute(&entities, viewer, k, 48.0), "world {world_m} m, viewer {viewer}, k {k}");
+                }
+            }
         }
     }
 
@@ -1234,8 +1339,14 @@ mod tests {
             b.build_into(&mut s, round as u32 + 1, 0);
             let got: Vec<(u64, f32, f32, u8)> = (0..s.len()).map(|i| (s.ids[i], s.xs[i], s.ys[i], s.kinds[i])).collect();
             let mut expected = added.clone();
-            expected.sort_by_key(|e| g.key(e.1, e.2));
-            assert_eq!(got, expected, "round {round}: the added entities, stably in cell order");
+            expected.sort_by_key(|e| g.sort_key(e.1, e.2));
+            assert_eq!(got, expected, "round {round}: the added entities, stably in cell order, each cell west to east");
+            for row in 0..g.side as usize {
+                let members = s.cell_start[s.row_start[row] as usize] as usize..s.cell_start[s.row_start[row + 1] as usize] as usize;
+                for i in members.start + 1..members.end {
+                    assert!(s.xs[i] >= s.xs[i - 1] - g.row_disorder_m(), "round {round}: row {row} runs west to east");
+                }
+            }
             for cell in 0..s.cell_cx.len() {
                 let (first, end) = (s.cell_start[cell] as usize, s.cell_start[cell + 1] as usize);
                 assert!(first < end, "an occupied cell holds entities");
