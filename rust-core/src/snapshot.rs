@@ -399,7 +399,7 @@ impl SnapshotGeometry {
     /// entity stands, so that a row's entities (its cells in column order, each cell's members
     /// by `x`) run from west to east. `x * inv_cell` only grows with `x`, and so do its whole
     /// part (the column) and its fraction's steps: an entity later in a row is never west of
-    /// an earlier one by more than one step of its cell ([`Self::row_disorder_m`]).
+    /// an earlier one by more than one step of its cell (see `row_disorder_m`).
     #[inline]
     pub fn sort_key(&self, x: f32, y: f32) -> u32 {
         let fx = x * self.inv_cell;
