@@ -425,7 +425,7 @@ impl SnapshotGeometry {
     }
 }
 
-/// One entity on its way into a snapshot (the build's scratch). Its cell key is not kept with
+/// One entity on its way into a snapshot (the build's scratch). Its sort key is not kept with
 /// it: the build computes the key once from the position, into the entity's sort word, and
 /// reads it from there. Its kind and (for a player) its slot are kept beside it, in
 /// [`SnapshotBuilder`]'s `kinds` and `slots`, so the entity itself stays 16 bytes.
@@ -818,7 +818,7 @@ fn axis_gap(v: f32, c: i64, cell_m: f32, slack: f32) -> f32 {
 }
 
 /// The tick's scratch for building snapshots: grows to the world's size once, then reused.
-/// The radix sort moves 8-byte `(cell key << 32) | index` words, not the entities themselves,
+/// The radix sort moves 8-byte `(sort key << 32) | index` words, not the entities themselves,
 /// and borrows the snapshot's own `ids` (about to be rewritten, and as long) as its second
 /// buffer, so the scratch is 25 bytes per entity (the pending entity, its kind and its sort
 /// word) and 4 per player (its slot).
@@ -830,12 +830,12 @@ pub struct SnapshotBuilder {
     /// The slot of each player added. Players come first, so entity `i` of `pending` is a
     /// player if `i < slots.len()`, and its slot is `slots[i]`.
     slots: Vec<u32>,
-    /// One `(cell key << 32) | index into pending` word per entity, made and sorted by
+    /// One `(sort key << 32) | index into pending` word per entity, made and sorted by
     /// [`SnapshotBuilder::build_into`].
     order: Vec<u64>,
 }
 
-/// Digits of the radix sort on cell keys: 3 passes of 11 bits cover every `u32` key.
+/// Digits of the radix sort on sort keys ([`SnapshotGeometry::sort_key`]): 11 bits each.
 const RADIX_BITS: u32 = 11;
 const RADIX_BUCKETS: usize = 1 << RADIX_BITS;
 
