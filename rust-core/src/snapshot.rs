@@ -30,11 +30,12 @@
 //! contiguously from the viewer's column outward, east then west, and ends each direction at
 //! the first member whose distance in `x` alone is past that bound: a band about as wide as
 //! the bound, where a scan by cells read every cell the band touches. In a raid crowd a query
-//! reads a few dozen entities, not the thousands in the collision grid's 3x3 cells. [`WorldSnapshot::nearest_hinted`] first looks
-//! only as far as the caller's hint and looks again over the whole radius only if fewer than
-//! `k` lie within it; the answer is the same for any hint. The engine's hint is where last
-//! tick's answer can be now ([`hint_reach_m`]: raid objects where they were, players up to a
-//! tick's walk farther) plus how far the viewer itself has moved since.
+//! reads a few dozen entities, not the thousands in the collision grid's 3x3 cells.
+//! [`WorldSnapshot::nearest_hinted`] first looks only as far as the caller's hint and looks
+//! again over the whole radius only if fewer than `k` lie within it; the answer is the same
+//! for any hint. The engine's hint is where last tick's answer can be now ([`hint_reach_m`]:
+//! raid objects where they were, players up to a tick's walk farther) plus how far the viewer
+//! itself has moved since.
 //!
 //! ## Publication: [`SnapshotBoard`]
 //! Three snapshot buffers are allocated once and reused forever: publishing never allocates
@@ -402,12 +403,10 @@ impl SnapshotGeometry {
     /// an earlier one by more than one step of its cell (see `row_disorder_m`).
     #[inline]
     pub fn sort_key(&self, x: f32, y: f32) -> u32 {
-        let fx = x * self.inv_cell;
-        let cx = (fx as u32).min(self.side - 1);
         let steps = 1u32 << self.column_bits;
         // The clamp keeps an `x` on the world's far edge (or beyond it) in its cell's last step.
-        let step = (((fx - cx as f32) * steps as f32) as u32).min(steps - 1);
-        ((self.coord(y) * self.side + cx) << self.column_bits) | step
+        let step = (((x * self.inv_cell - self.coord(x) as f32) * steps as f32) as u32).min(steps - 1);
+        (self.key(x, y) << self.column_bits) | step
     }
 
     /// The cell key of a sort key.
