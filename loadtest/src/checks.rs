@@ -327,7 +327,8 @@ pub fn token_attacks(before: &ServerStats, after: &ServerStats, tally: &TokenAtt
 /// - the bots attacked, and landed attacks and killed adds (a raid nobody fights proves
 ///   nothing);
 /// - every attack answered was landed or refused for a reason a legitimate bot can meet
-///   (never unknown player, wrong session or attacker dead), and no answer was unexpected;
+///   (never unknown player, wrong session or attacker dead), and no answer was unexpected (a
+///   late answer to an attack given up is not: see `combat`);
 /// - the server's landed attacks, kills and refusals are at least what the bots were told and
 ///   at most that plus the attacks whose answer never arrived (a lost reply is the only slack).
 pub fn combat(before: &ServerStats, after: &ServerStats, tally: &CombatTally) -> Vec<Check> {

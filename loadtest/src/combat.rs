@@ -15,6 +15,13 @@
 //!   already credited is answered again as a `repeat`), given up after [`CLAIM_ATTEMPTS`].
 //!   Each loot is counted once, on its first answer that says it is the bot's, so the gold and
 //!   items the bots counted must equal what the server credited.
+//! - **An attack given up is still counted when its answer comes.** An attack whose result has
+//!   not come after two intervals is given up so the next may go; the last
+//!   [`GIVEN_UP_REMEMBERED`] given up are remembered, and a result that echoes one of them
+//!   (once) is a late answer: counted as answered, with what it says (a kill queues its loot),
+//!   and in `late_answers`. A tester that falls behind reads its sockets late, so on a loaded
+//!   machine an answer sent in time can be read after its attack was given up; only a result
+//!   that echoes no attack of the bot's, or one already answered, is `unexpected`.
 //! - **Sequences between moves.** `ATTACK` shares the session's sequence space (and replay
 //!   window) with `MOVE`: moves carry even sequences (`2 * (k + 1)` for move `k`), and an
 //!   attack sent after move `k` carries the odd one after it, so both stay strictly increasing
@@ -28,6 +35,8 @@ use std::time::{Duration, Instant};
 
 /// Targets a bot remembers seeing die (killed, or refused as already dead).
 pub const DEAD_REMEMBERED: usize = 32;
+/// Attacks given up without an answer that a bot remembers, so their late answers count.
+pub const GIVEN_UP_REMEMBERED: usize = 4;
 /// Kills whose loot waits for its claim, at most (a kill beyond it is counted, not claimed).
 pub const LOOT_QUEUE: usize = 8;
 /// An unanswered claim is resent after this long.
@@ -59,8 +68,12 @@ pub struct CombatTally {
     pub damage: u64,
     /// Answers refusing the attack, by `ATTACK_RESULT.refusal` (index 0 unused).
     pub refused: [u64; 9],
-    /// Results for no attack in flight, or echoing another sequence or target.
+    /// Results for no attack of the bot's (none in flight or given up echoes their sequence and
+    /// target), or for one already answered.
     pub unexpected: u64,
+    /// Of the answers, those that came after their attack was given up (counted in `answers`
+    /// and by what they say).
+    pub late_answers: u64,
     /// `KILL_NOTICE`s received: kills by other players in this bot's area of interest.
     pub kill_notices: u64,
     /// `LOOT_CLAIM`s sent, resends included.
@@ -97,6 +110,7 @@ impl CombatTally {
             *a += b;
         }
         self.unexpected += o.unexpected;
+        self.late_answers += o.late_answers;
         self.kill_notices += o.kill_notices;
         self.claims_sent += o.claims_sent;
         self.claim_resends += o.claim_resends;
@@ -163,6 +177,10 @@ pub struct CombatAgent {
     next_at: Instant,
     /// The attack awaiting its result: (sequence, target).
     in_flight: Option<(u32, u64)>,
+    /// The last attacks given up without a result, (sequence, target), a ring; a slot is
+    /// cleared when its late answer comes, so each is answered once.
+    given_up: [Option<(u32, u64)>; GIVEN_UP_REMEMBERED],
+    given_up_next: usize,
     /// The last sequence an attack used (never reused).
     last_sequence: u32,
     /// When [`CombatAgent::poll`] last ran: a deadline not after it is no reason to wake.
@@ -188,6 +206,8 @@ impl CombatAgent {
             target: None,
             next_at: start,
             in_flight: None,
+            given_up: [None; GIVEN_UP_REMEMBERED],
+            given_up_next: 0,
             last_sequence: 0,
             polled_at: start,
             dead: [0; DEAD_REMEMBERED],
@@ -245,13 +265,19 @@ impl CombatAgent {
         Some(AttackOrder { target_id, sequence })
     }
 
-    /// An `ATTACK_RESULT` that arrived at `now`.
+    /// An `ATTACK_RESULT` that arrived at `now`: the answer to the attack in flight, or a late
+    /// one to an attack given up (see the module doc), or unexpected.
     pub fn on_result(&mut self, r: &AttackResult, now: Instant) {
-        if self.in_flight != Some((r.sequence, r.target_id)) {
+        let echo = Some((r.sequence, r.target_id));
+        if self.in_flight == echo {
+            self.in_flight = None;
+        } else if let Some(slot) = self.given_up.iter_mut().find(|g| **g == echo) {
+            *slot = None;
+            self.tally.late_answers += 1;
+        } else {
             self.tally.unexpected += 1;
             return;
         }
-        self.in_flight = None;
         self.tally.answers += 1;
         match r.refusal {
             AttackRefusal::Landed => {
@@ -349,10 +375,12 @@ impl CombatAgent {
         }
     }
 
-    /// Forgets an attack whose result never came (lost), so the next may go.
+    /// Gives up an attack whose result has not come in two intervals (lost, or not read yet),
+    /// so the next may go; it is remembered in case its answer comes late.
     pub fn on_timeout(&mut self, now: Instant) {
         if self.in_flight.is_some() && now >= self.next_at + self.plan.interval {
-            self.in_flight = None;
+            self.given_up[self.given_up_next] = self.in_flight.take();
+            self.given_up_next = (self.given_up_next + 1) % GIVEN_UP_REMEMBERED;
         }
     }
 
@@ -436,6 +464,53 @@ mod tests {
         a.on_timeout(t0 + Duration::from_millis(2_000));
         assert!(a.in_flight.is_none());
         assert_eq!((a.tally.attacks_sent, a.tally.answers), (2, 1));
+    }
+
+    #[test]
+    fn an_answer_after_its_attack_was_given_up_is_late_not_unexpected() {
+        let t0 = Instant::now();
+        let mut a = CombatAgent::new(plan(), t0);
+        let entries = [add(7, 101.0, 100.0), add(8, 100.0, 101.5)];
+        a.on_snapshot((100.0, 100.0), &WireList::from_items(&entries));
+        assert_eq!(a.poll(t0, Some(2)).map(|o| (o.sequence, o.target_id)), Some((3, 7)));
+        a.on_timeout(t0 + Duration::from_secs(1));
+        assert!(a.in_flight.is_none(), "given up after two intervals");
+        // The next attack goes, and the first one's answer comes while it is in flight.
+        a.on_snapshot((100.0, 100.0), &WireList::from_items(&entries[1..]));
+        assert_eq!(a.poll(t0 + Duration::from_secs(1), Some(4)).map(|o| (o.sequence, o.target_id)), Some((5, 8)));
+        a.on_result(&result(3, 7, AttackRefusal::Landed, true), t0 + Duration::from_millis(1_100));
+        assert_eq!((a.tally.answers, a.tally.late_answers, a.tally.unexpected), (1, 1, 0));
+        assert_eq!((a.tally.landed, a.tally.kills), (1, 1), "what a late answer says is counted");
+        assert_eq!(a.poll_claim(t0 + Duration::from_millis(1_100)), Some(7), "its kill's loot is claimed");
+        assert_eq!(a.in_flight, Some((5, 8)), "the attack in flight is still awaited");
+        // The same answer again, and one that echoes no attack of the bot's, are unexpected.
+        a.on_result(&result(3, 7, AttackRefusal::Landed, true), t0 + Duration::from_millis(1_200));
+        a.on_result(&result(1, 7, AttackRefusal::Landed, false), t0 + Duration::from_millis(1_200));
+        assert_eq!((a.tally.answers, a.tally.unexpected), (1, 2));
+        a.on_result(&result(5, 8, AttackRefusal::Cooldown, false), t0 + Duration::from_millis(1_300));
+        assert_eq!((a.tally.attacks_sent, a.tally.answers, a.tally.late_answers), (2, 2, 1));
+        assert!(a.in_flight.is_none());
+    }
+
+    #[test]
+    fn only_the_last_attacks_given_up_are_remembered() {
+        let t0 = Instant::now();
+        let mut a = CombatAgent::new(plan(), t0);
+        let entries = [add(7, 101.0, 100.0)];
+        let interval = plan().interval;
+        let mut now = t0;
+        // GIVEN_UP_REMEMBERED + 1 attacks, each given up: the first is forgotten.
+        for k in 0..=GIVEN_UP_REMEMBERED as u32 {
+            a.on_snapshot((100.0, 100.0), &WireList::from_items(&entries));
+            assert_eq!(a.poll(now, Some(2 * (k + 1))).map(|o| o.sequence), Some(2 * (k + 1) + 1));
+            now += 2 * interval;
+            a.on_timeout(now);
+            assert!(a.in_flight.is_none());
+        }
+        a.on_result(&result(3, 7, AttackRefusal::Landed, false), now);
+        assert_eq!((a.tally.late_answers, a.tally.unexpected), (0, 1), "the oldest is forgotten");
+        a.on_result(&result(5, 7, AttackRefusal::Landed, false), now);
+        assert_eq!((a.tally.late_answers, a.tally.unexpected), (1, 1));
     }
 
     fn loot(loot_id: u64, gold: u64, refusal: LootRefusal, repeat: bool) -> LootResult {

@@ -7,10 +7,10 @@
 //! minus before), `server_missing` (expected names the server did not report), `checks` and
 //! `passed`; raid runs add `raid_spawn_ms` {`median`, `max`}, `rtt_us_during_raid`,
 //! `rtt_us_between_raids` and `combat` (the bots' attacks: `attacks_sent`, `answers`,
-//! `landed`, `kills`, `damage`, `refused` by reason, `unexpected`, `kill_notices`, and their
-//! loot: `claims_sent`, `claim_resends`, `loot_claimed`, `loot_gold`, `loot_items`,
-//! `claim_repeats`, `claim_refused` by reason, `claims_unanswered`, `loot_left`,
-//! `claim_late_answers`), and `loot_trades` (the raid bots' trades of their loot: the economy
+//! `late_answers`, `landed`, `kills`, `damage`, `refused` by reason, `unexpected`,
+//! `kill_notices`, and their loot: `claims_sent`, `claim_resends`, `loot_claimed`,
+//! `loot_gold`, `loot_items`, `claim_repeats`, `claim_refused` by reason,
+//! `claims_unanswered`, `loot_left`, `claim_late_answers`), and `loot_trades` (the raid bots' trades of their loot: the economy
 //! ledger below); economy and hostile runs add an `economy` or `hostile` object with
 //! their ledger and their checks.
 
@@ -451,10 +451,10 @@ impl Report {
         }
         if let Some(c) = &self.combat {
             fig(
-                "attacks sent / answered / landed",
+                "attacks sent / answered (late) / landed",
                 format!(
-                    "{} / {} / {} ({} kills, {} hp taken; {} kill notices)",
-                    c.attacks_sent, c.answers, c.landed, c.kills, c.damage, c.kill_notices
+                    "{} / {} ({}) / {} ({} kills, {} hp taken; {} kill notices)",
+                    c.attacks_sent, c.answers, c.late_answers, c.landed, c.kills, c.damage, c.kill_notices
                 ),
             );
             fig(
