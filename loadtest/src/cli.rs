@@ -71,6 +71,13 @@ pub fn parse_u64(s: &str) -> Result<u64, String> {
     parsed.map_err(|e| format!("`{s}` is not a u64 (decimal or 0x hex): {e}"))
 }
 
+fn parse_admin_rate(s: &str) -> Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(r) if r.is_finite() && (1.0..=1_000_000.0).contains(&r) => Ok(r),
+        _ => Err(format!("`{s}`: admin datagrams per second, 1 to 1000000")),
+    }
+}
+
 fn parse_duration(s: &str) -> Result<Duration, String> {
     humantime::parse_duration(s).map_err(|e| format!("`{s}`: {e} (e.g. 20s, 500ms, 2m)"))
 }
@@ -223,6 +230,13 @@ pub struct Cli {
     /// Required by the raid, economy and hostile scenarios.
     #[arg(long, value_parser = parse_u64)]
     pub admin_key: Option<u64>,
+
+    /// Admin datagrams (stats requests, raid triggers, grants) per second at most, in bursts
+    /// of a twentieth of a second's worth: they all come from one socket, and the server
+    /// limits each source address (its `--address-rate`, 400 by default). The economy
+    /// scenario's grants, one per bot, go out at this pace, their answers read in between.
+    #[arg(long, default_value_t = crate::admin::DEFAULT_RATE_PER_S, value_parser = parse_admin_rate)]
+    pub admin_rate: f64,
 
     /// Fail when more than this share of measured moves goes unacknowledged. 1% is generous
     /// for loopback: with 80-byte moves and acks and snapshots of at most 1.3 KB, a datagram

@@ -282,7 +282,7 @@ pub async fn run(cli: Cli, progress: &Progress) -> anyhow::Result<RunResult> {
     }
 
     let mut admin = match admin_key {
-        Some(key) => Some(AdminClient::connect(cli.server, key).context("admin socket")?),
+        Some(key) => Some(AdminClient::connect(cli.server, key, cli.admin_rate).context("admin socket")?),
         None => None,
     };
     let raid_plan = RaidPlan {

@@ -469,7 +469,7 @@ async fn main() -> Result<()> {
             open_ms.push(server.store_open_ms);
         }
         let sessions = Arc::new(join_all(&args, &plan, rng.next_u64()).await?);
-        let mut admin = AdminClient::connect(server_addr, ADMIN_KEY)?;
+        let mut admin = AdminClient::connect(server_addr, ADMIN_KEY, mmo_loadtest::admin::DEFAULT_RATE_PER_S)?;
         if round > 0 {
             let problems = check_after_restart(&sessions, &model, &tally, &mut admin).await?;
             for p in &problems {

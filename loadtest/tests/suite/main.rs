@@ -6,6 +6,7 @@
 //! whole scenarios against the in-process fake server (`tests/fake_server_runs/`) are a
 //! binary of their own, so they never share a process with the tests here.
 
+mod admin_pace;
 mod checks_drops;
 mod checks_economy;
 mod common;
