@@ -623,6 +623,11 @@ impl Player {
     /// Sends everything due at `now`: overdue moves oldest first (each measured from its own
     /// intended time), economy requests and resends, hostile duties.
     pub fn on_wake(&mut self, now: Instant, lat: &mut Latencies) {
+        if now >= self.finish
+            && let Some(agent) = &mut self.economy
+        {
+            agent.end_of_run();
+        }
         let behind = self.moves.behind(now);
         self.report.max_behind = self.report.max_behind.max(behind);
         while let Some((k, intended)) = self.moves.take_due(now) {

@@ -17,7 +17,10 @@
 //! applied. So the agent resends until *some* result arrives (a resend of a decided
 //! transaction returns the recorded outcome with `duplicate = 1`), and every transaction ends
 //! with a known outcome, counted once by transaction id. If one never gets an answer it is
-//! counted as unknown, and the check fails rather than guess. The ledger also catches the
+//! counted as unknown, and the check fails rather than guess. A server that falls behind
+//! (answers seconds late) leaves a bot with transactions due that it could not start during
+//! the run: once the run and its drain are over they are not started but counted
+//! (`not_started`), and the settle time goes to the one in flight. The ledger also catches the
 //! server breaking at-most-once: two first-time (`duplicate = 0`) answers for one transaction,
 //! or a duplicate answer whose status differs from the recorded one.
 //!
@@ -169,6 +172,9 @@ pub struct EconomyTally {
     pub refused: u64,
     /// Transactions that never got any answer (outcome unknown; the check fails on any).
     pub unknown: u64,
+    /// Transactions due by the schedule that were not started by the end of the run and its
+    /// drain (one in flight at a time: the server answered too slowly for the schedule).
+    pub not_started: u64,
     /// Of the applied: trade offers opened.
     pub offers_applied: u64,
     /// Of the applied: accepts (both sides of a trade moved).
@@ -210,6 +216,7 @@ impl EconomyTally {
         self.applied += o.applied;
         self.refused += o.refused;
         self.unknown += o.unknown;
+        self.not_started += o.not_started;
         self.offers_applied += o.offers_applied;
         self.accepts_applied += o.accepts_applied;
         self.declines_applied += o.declines_applied;
@@ -366,6 +373,14 @@ impl EconomyAgent {
 
     /// Starts no new transaction (an early stop); the one in flight is still resent.
     pub fn stop_starting(&mut self) {
+        self.pacer.stop();
+    }
+
+    /// The run and its drain are over: the transactions the schedule still has are not
+    /// started, and counted in `not_started`; the one in flight and the answers owed to other
+    /// bots' offers are still sent.
+    pub fn end_of_run(&mut self) {
+        self.tally.not_started += self.pacer.left();
         self.pacer.stop();
     }
 

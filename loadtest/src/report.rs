@@ -246,6 +246,17 @@ fn warnings(r: &RunResult) -> Vec<String> {
             h.steal_ms
         ));
     }
+    let economy = &r.totals.economy;
+    if economy.not_started > 0 {
+        let rtt = r.totals.latencies.economy_rtt.summary();
+        w.push(format!(
+            "{} of {} economy transactions the schedule had due were not started by the run's end: a bot keeps one in flight, and the answers came too slowly (economy round trip p50 {:.1} ms, p99 {:.1} ms); the checks cover those started. Fewer --players or a longer --economy-interval-ms fit the server",
+            economy.not_started,
+            economy.started + economy.not_started,
+            rtt.p50 as f64 / 1e3,
+            rtt.p99 as f64 / 1e3
+        ));
+    }
     if let Some(after) = &r.server_after {
         let missing = after.missing();
         if !missing.is_empty() {
@@ -498,8 +509,8 @@ impl Report {
             fig(
                 "economy transactions",
                 format!(
-                    "{} started, {} applied, {} refused, {} unknown; {} resends, {} duplicates",
-                    l.started, l.applied, l.refused, l.unknown, l.retransmits, l.deliberate_duplicates
+                    "{} started, {} applied, {} refused, {} unknown; {} resends, {} duplicates; {} due but not started by the run's end",
+                    l.started, l.applied, l.refused, l.unknown, l.retransmits, l.deliberate_duplicates, l.not_started
                 ),
             );
         }

@@ -158,6 +158,11 @@ impl Pacer {
         self.next >= self.end
     }
 
+    /// Messages not handed out yet.
+    pub fn left(&self) -> u64 {
+        self.end.saturating_sub(self.next)
+    }
+
     /// Hands out nothing more (an early stop).
     pub fn stop(&mut self) {
         self.end = self.next;

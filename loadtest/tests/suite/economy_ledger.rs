@@ -217,3 +217,31 @@ fn a_looting_bot_offers_only_what_it_looted_and_takes_back_what_comes_back() {
     assert!(matches!(sends(&mut a, t0 + 300 * MS, &mut rng)[0].request, Request::Offer(_)));
     assert_eq!((a.tally.offers_applied, a.tally.refused), (1, 1));
 }
+
+#[test]
+fn at_the_end_of_the_run_the_transactions_still_due_are_counted_not_started() {
+    // A schedule of 10 (one per 100 ms until 1 s); the server answers slowly, so at the end of
+    // the run the bot has started 3, one of them still in flight.
+    let t0 = Instant::now();
+    let mut rng = Rng::new(9);
+    let mut a = agent(t0, 0.0);
+    let mut in_flight = None;
+    for k in 0..3u32 {
+        let now = t0 + 350 * MS * k;
+        if let Some(txn) = in_flight.take() {
+            a.on_result(now, &result(txn, EconomyStatus::Applied, false));
+        }
+        let s = sends(&mut a, now, &mut rng);
+        in_flight = Some(s[0].request.transaction_id());
+    }
+    let end = t0 + 1100 * MS;
+    a.end_of_run();
+    assert_eq!((a.tally.started, a.tally.not_started), (3, 7), "the 7 still due are not started");
+    assert!(!a.settled(), "the one in flight is still owed its answer");
+    a.on_result(end, &result(in_flight.unwrap(), EconomyStatus::Applied, false));
+    assert!(a.settled());
+    assert!(sends(&mut a, end + 100 * MS, &mut rng).is_empty(), "nothing new starts");
+    assert_eq!((a.tally.applied, a.tally.unknown), (3, 0));
+    a.end_of_run();
+    assert_eq!(a.tally.not_started, 7, "counted once");
+}
