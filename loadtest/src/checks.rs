@@ -448,6 +448,22 @@ pub fn raid(summary: &RaidSummary) -> Vec<Check> {
             summary.triggers > 0 && summary.results == summary.triggers,
             format!("{} of {} triggers answered", summary.results, summary.triggers),
         ),
-        Check::new("raid_spawns_complete", summary.failed == 0, format!("{} bursts failed or spawned short", summary.failed)),
+        Check::new(
+            "raid_spawns_complete",
+            summary.failed == 0,
+            format!(
+                "{} bursts failed or spawned short{}",
+                summary.failed,
+                if summary.refused_capacity > 0 {
+                    format!(
+                        ", {} of them refused as past the server's raid object capacity (the objects alive at once: \
+                         fewer per burst, a shorter --raid-lifetime-ms or a longer --raid-every fit)",
+                        summary.refused_capacity
+                    )
+                } else {
+                    String::new()
+                }
+            ),
+        ),
     ]
 }

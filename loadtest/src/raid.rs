@@ -104,6 +104,12 @@ pub struct Burst {
     pub spawn_ms: Option<f64>,
 }
 
+/// `RAID_RESULT.status` of a burst refused because the objects alive with it would pass the
+/// server's raid object capacity, or the bursts alive its burst capacity (`MMO_ERR_CAPACITY`;
+/// the server's `raid_object_capacity`, 32,768 objects by default, and `raid_burst_capacity`,
+/// 256).
+pub const STATUS_CAPACITY: u32 = 1011;
+
 /// The bursts of a run, summarised.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct RaidSummary {
@@ -113,6 +119,9 @@ pub struct RaidSummary {
     pub results: u64,
     /// Results with a non-zero status or fewer objects than asked for.
     pub failed: u64,
+    /// Of those, bursts the server refused as past its raid object capacity
+    /// ([`STATUS_CAPACITY`]): the load asked for more live objects than the server holds.
+    pub refused_capacity: u64,
     /// Median and largest engine spawn time (server-measured), milliseconds.
     pub spawn_ms: SpawnMs,
     /// Every burst.
@@ -143,6 +152,7 @@ impl RaidSummary {
             results: bursts.iter().filter(|b| b.status.is_some()).count() as u64,
             failed: bursts.iter().filter(|b| b.status.is_some_and(|s| s != 0) || (b.status.is_some() && b.spawned != objects)).count()
                 as u64,
+            refused_capacity: bursts.iter().filter(|b| b.status == Some(STATUS_CAPACITY)).count() as u64,
             spawn_ms: SpawnMs { median, max: spawn.last().copied().unwrap_or(0.0) },
             bursts,
         }

@@ -1,7 +1,7 @@
 //! Raid windows split move round trips into during-raid and between-raids by overlap, and
 //! the burst summary's spawn-time median and max.
 
-use mmo_loadtest::raid::{Burst, RaidSummary, RaidWindows};
+use mmo_loadtest::raid::{Burst, RaidSummary, RaidWindows, STATUS_CAPACITY};
 
 #[test]
 fn a_move_overlapping_a_window_counts_as_during_the_raid() {
@@ -44,11 +44,21 @@ fn spawn_summary_uses_successful_bursts() {
         ],
         100,
     );
-    assert_eq!((s.triggers, s.results, s.failed), (5, 4, 1));
+    assert_eq!((s.triggers, s.results, s.failed, s.refused_capacity), (5, 4, 1, 0));
     assert_eq!(s.spawn_ms.median, 0.5);
     assert_eq!(s.spawn_ms.max, 0.9);
     let even = RaidSummary::new(vec![burst(Some(0), 100, Some(1.0)), burst(Some(0), 90, Some(2.0))], 100);
     assert_eq!(even.spawn_ms.median, 1.5);
     assert_eq!(even.failed, 1, "a short burst is a failure");
     assert_eq!(RaidSummary::new(Vec::new(), 1).spawn_ms.max, 0.0);
+}
+
+#[test]
+fn bursts_refused_for_capacity_are_failures_named_as_such() {
+    let s = RaidSummary::new(vec![burst(Some(0), 100, Some(0.4)), burst(Some(STATUS_CAPACITY), 0, Some(0.0)), burst(Some(1005), 0, None)], 100);
+    assert_eq!((s.failed, s.refused_capacity), (2, 1));
+    let checks = mmo_loadtest::checks::raid(&s);
+    let complete = checks.iter().find(|c| c.name == "raid_spawns_complete").expect("the check");
+    assert!(!complete.passed);
+    assert!(complete.detail.contains("1 of them refused as past the server's raid object capacity"), "{}", complete.detail);
 }
