@@ -267,31 +267,98 @@ pub const EXACT_DROPS: [DropReason; 17] = [
     DropReason::Replayed,
 ];
 
+/// Reasons the server checks after the two rate limits of step 9 (the source address's
+/// bucket, then, for joins, the source host's), the per-player limit apart: a datagram dropped
+/// at a limit is never looked at by them. The cookie checks see only joins, which the host
+/// limit also sees.
+pub const COOKIE_REASONS: [DropReason; 2] = [DropReason::BadCookie, DropReason::CookieExpired];
+/// As [`COOKIE_REASONS`], for the session and admin checks (steps 12 to 16), which only the
+/// address limit sees before them.
+pub const SESSION_REASONS: [DropReason; 5] =
+    [DropReason::BadAdminKey, DropReason::UnknownPlayer, DropReason::BadSession, DropReason::AddressMismatch, DropReason::Replayed];
+
 /// The server's drop counters against what the hostile scenario sent (`sent`, per expected
 /// reason): every reason but `rate_limited_player` must have grown by exactly what was sent
-/// for it (0 for reasons nothing was sent for). Flooding is checked with a bound: every flood
-/// move without an ack was dropped, so `rate_limited_player` grew by at least
-/// `sent - acked - max_loss * sent` (and at least 1 if anything was sent), and by at most the
-/// moves the flood bot sent.
+/// for it (0 for reasons nothing was sent for), with one allowance, which must add up: a
+/// source sending past a rate limit of step 9 (hostile traffic spread over too few sockets, a
+/// flood faster than `--address-rate`) has datagrams dropped at that limit that the later
+/// steps would have counted. So `rate_limited_host` may exceed what was sent for it by what
+/// the cookie checks ([`COOKIE_REASONS`]) fall short, and `rate_limited_address` by what
+/// every later reason falls short (the host limit's included) plus flood moves; never by
+/// more, and a reason before step 9 is exact whatever its source's rate.
+///
+/// Flooding is checked with bounds: every flood move the server dropped went unacknowledged,
+/// so the flood's drops (`rate_limited_player`, plus its moves counted at the address limit)
+/// are at least `sent - acked - max_loss * sent` (at least 1 if anything was sent), and
+/// `rate_limited_player` alone is at most `sent - acked` (more means the server limited moves
+/// it also acknowledged, or limited legitimate bots).
 pub fn drops(before: &ServerStats, after: &ServerStats, sent: &BTreeMap<DropReason, u64>, flood: &FloodTally, max_loss: f64) -> Vec<Check> {
+    let expected = |reason: DropReason| i128::from(sent.get(&reason).copied().unwrap_or(0));
+    let counted = |reason: DropReason| delta(before, after, &drop_counter(reason));
+    // How far below what was sent each group of later reasons fell, the limits' counts beyond
+    // their own datagrams, and what that leaves for the flood at the address limit (negative:
+    // a shortfall no limit explains).
+    let short = |reasons: &[DropReason]| -> i128 { reasons.iter().filter_map(|&r| counted(r).ok().map(|d| (expected(r) - d).max(0))).sum() };
+    let (cookie_short, session_short) = (short(&COOKIE_REASONS), short(&SESSION_REASONS));
+    let host_excess = counted(DropReason::RateLimitedHost).map(|d| d - expected(DropReason::RateLimitedHost)).unwrap_or(0);
+    let (host_short, host_surplus) = ((-host_excess).max(0), host_excess.max(0));
+    let cookie_left = (cookie_short - host_surplus).max(0);
+    let host_unexplained = (host_surplus - cookie_short).max(0);
+    let address_surplus = counted(DropReason::RateLimitedAddress).map(|d| d - expected(DropReason::RateLimitedAddress)).unwrap_or(0);
+    let explained_at_address = host_short + cookie_left + session_short;
+    let flood_at_address = address_surplus - explained_at_address;
+    let unacked = i128::from(flood.sent.saturating_sub(flood.acked));
+    let player = counted(DropReason::RateLimitedPlayer).unwrap_or(0);
+
     let mut checks = Vec::new();
     for reason in EXACT_DROPS {
         let name = drop_counter(reason);
-        let expected = sent.get(&reason).copied().unwrap_or(0);
-        checks.push(match delta(before, after, &name) {
-            Ok(d) => Check::new(name, d == i128::from(expected), format!("sent {expected}, server counted {d}")),
+        let e = expected(reason);
+        let later = COOKIE_REASONS.contains(&reason) || SESSION_REASONS.contains(&reason);
+        checks.push(match counted(reason) {
             Err(c) => c,
+            Ok(d) if reason == DropReason::RateLimitedAddress => {
+                let room = (unacked - player).max(0);
+                Check::new(
+                    name,
+                    d >= e && flood_at_address <= room,
+                    format!(
+                        "sent {e}, server counted {d}; beyond what was sent, {} datagrams the later steps fall short by and {flood_at_address} flood moves (at most the {room} unacked ones the per-player limit did not count)",
+                        explained_at_address.min(d - e).max(0)
+                    ),
+                )
+            }
+            Ok(d) if reason == DropReason::RateLimitedHost => Check::new(
+                name,
+                host_unexplained == 0 && (d >= e || flood_at_address >= 0),
+                format!(
+                    "sent {e}, server counted {d}; joins past the host limit the cookie checks fall short by: {}",
+                    cookie_short.min(host_surplus)
+                ),
+            ),
+            Ok(d) if later && d < e => Check::new(
+                name,
+                flood_at_address >= 0 || (COOKIE_REASONS.contains(&reason) && cookie_left == 0),
+                format!("sent {e}, server counted {d}; the {} short must have come from a source past a rate limit and been counted there", e - d),
+            ),
+            Ok(d) => Check::new(name, d == e, format!("sent {e}, server counted {d}")),
         });
     }
     let name = drop_counter(DropReason::RateLimitedPlayer);
-    let tolerance = (max_loss * flood.sent as f64).ceil() as u64;
-    let lower = flood.sent.saturating_sub(flood.acked).saturating_sub(tolerance).max(u64::from(flood.sent > 0));
-    checks.push(match delta(before, after, &name) {
-        Ok(d) => Check::new(
-            name,
-            d >= i128::from(lower) && d <= i128::from(flood.sent),
-            format!("flood sent {}, {} acked; server counted {d} (expected {lower}..={})", flood.sent, flood.acked, flood.sent),
-        ),
+    let tolerance = i128::from((max_loss * flood.sent as f64).ceil() as u64);
+    let lower = (unacked - tolerance).max(i128::from(flood.sent > 0));
+    checks.push(match counted(DropReason::RateLimitedPlayer) {
+        Ok(d) => {
+            let at_address = flood_at_address.max(0);
+            Check::new(
+                name,
+                d + at_address >= lower && d <= unacked,
+                format!(
+                    "flood sent {}, {} acked; server counted {d}, and {at_address} at the address limit (expected {lower}..={unacked} together, at most {unacked} here)",
+                    flood.sent, flood.acked
+                ),
+            )
+        }
         Err(c) => c,
     });
     checks

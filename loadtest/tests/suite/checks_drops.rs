@@ -1,5 +1,6 @@
 //! The hostile scenario's drop check against fake server figures: exact counts per reason,
-//! nothing where nothing was sent, the flood's lower bound, and a missing counter failing.
+//! nothing where nothing was sent, the flood's bounds, datagrams of a source past the address
+//! limit counted there, and a missing counter failing.
 
 use mmo_loadtest::bot::FloodTally;
 use mmo_loadtest::checks::{self, EXACT_DROPS, all_passed};
@@ -77,8 +78,8 @@ fn the_flood_bound_allows_loss_but_not_a_missing_rate_limit() {
     assert!(verdict(700));
     assert!(verdict(690));
     assert!(!verdict(689));
-    assert!(verdict(1000));
-    assert!(!verdict(1001), "more than the flood sent means legitimate bots were limited");
+    assert!(!verdict(701), "more than the flood's unacked moves: acked moves or legitimate bots were limited");
+    assert!(!verdict(1000));
     // Nothing flooded: nothing may be limited, and the bound is 0.
     let none = FloodTally::default();
     let c = checks::drops(&before, &figures(0, &sent()), &sent(), &none, 0.01);
@@ -110,4 +111,71 @@ fn loss_and_refusal_bounds() {
     assert_eq!(checks::loss_ratio(200, 150), 0.25);
     assert!(checks::replies(0, 0, 0).passed);
     assert!(!checks::replies(1, 0, 0).passed && !checks::replies(0, 1, 0).passed && !checks::replies(0, 0, 1).passed);
+}
+
+#[test]
+fn a_flood_past_the_address_limit_is_counted_there_and_still_bounded() {
+    // The flood's 700 unacked moves: 500 dropped at the address limit, 200 at the player limit.
+    let before = figures(0, &BTreeMap::new());
+    let mut added = sent();
+    added.insert(DropReason::RateLimitedPlayer, 200);
+    added.insert(DropReason::RateLimitedAddress, 500);
+    let c = checks::drops(&before, &figures(0, &added), &sent(), &FLOOD, 0.01);
+    assert!(all_passed(&c), "{c:#?}");
+    // Too few dropped anywhere: the flood was not limited.
+    added.insert(DropReason::RateLimitedAddress, 400);
+    let c = checks::drops(&before, &figures(0, &added), &sent(), &FLOOD, 0.01);
+    let failed: Vec<&str> = c.iter().filter(|c| !c.passed).map(|c| c.name.as_str()).collect();
+    assert_eq!(failed, vec!["drop_rate_limited_player"]);
+    // More at the address limit than the flood left unacked: legitimate traffic was limited.
+    added.insert(DropReason::RateLimitedAddress, 501);
+    let c = checks::drops(&before, &figures(0, &added), &sent(), &FLOOD, 0.01);
+    let failed: Vec<&str> = c.iter().filter(|c| !c.passed).map(|c| c.name.as_str()).collect();
+    assert_eq!(failed, vec!["drop_rate_limited_address"]);
+}
+
+#[test]
+fn hostile_datagrams_from_a_source_past_the_address_limit_are_counted_there() {
+    // 6 of the bad-session datagrams came from a source past its limit: counted at the
+    // address limit instead. Exact elsewhere.
+    let before = figures(0, &BTreeMap::new());
+    let mut added = sent();
+    added.insert(DropReason::RateLimitedPlayer, 700);
+    *added.get_mut(&DropReason::BadSession).unwrap() -= 6;
+    added.insert(DropReason::RateLimitedAddress, 6);
+    let c = checks::drops(&before, &figures(0, &added), &sent(), &FLOOD, 0.01);
+    assert!(all_passed(&c), "{c:#?}");
+    // Short with nothing at the address limit to explain it: that reason fails.
+    added.insert(DropReason::RateLimitedAddress, 0);
+    let c = checks::drops(&before, &figures(0, &added), &sent(), &FLOOD, 0.01);
+    let failed: Vec<&str> = c.iter().filter(|c| !c.passed).map(|c| c.name.as_str()).collect();
+    assert_eq!(failed, vec!["drop_bad_session"]);
+    // A step before the address limit is never excused: a malformed datagram is counted under
+    // its own reason whatever its source's rate (and the address limit's extra one is then
+    // unexplained too).
+    let mut added = sent();
+    added.insert(DropReason::RateLimitedPlayer, 700);
+    *added.get_mut(&DropReason::BadMagic).unwrap() -= 1;
+    added.insert(DropReason::RateLimitedAddress, 1);
+    let c = checks::drops(&before, &figures(0, &added), &sent(), &FLOOD, 0.01);
+    let failed: Vec<&str> = c.iter().filter(|c| !c.passed).map(|c| c.name.as_str()).collect();
+    assert_eq!(failed, vec!["drop_bad_magic", "drop_rate_limited_address"]);
+}
+
+#[test]
+fn joins_past_the_host_limit_are_counted_there_and_must_add_up() {
+    let before = figures(0, &BTreeMap::new());
+    let verdict = |cookie_short: u64, host_extra: u64, address_extra: u64| {
+        let mut added = sent();
+        added.insert(DropReason::RateLimitedPlayer, 700);
+        *added.get_mut(&DropReason::BadCookie).unwrap() -= cookie_short;
+        *added.get_mut(&DropReason::RateLimitedHost).unwrap() += host_extra;
+        added.insert(DropReason::RateLimitedAddress, address_extra);
+        let c = checks::drops(&before, &figures(0, &added), &sent(), &FLOOD, 0.01);
+        c.iter().filter(|c| !c.passed).map(|c| c.name.clone()).collect::<Vec<String>>()
+    };
+    assert!(verdict(10, 10, 0).is_empty(), "all ten joins stopped at the host limit");
+    assert!(verdict(10, 4, 6).is_empty(), "four at the host limit, six at the address limit");
+    assert_eq!(verdict(10, 11, 0), vec!["drop_rate_limited_host"], "one more at the host limit than the joins it could have stopped");
+    assert_eq!(verdict(10, 4, 5), vec!["drop_bad_cookie"], "one short that no limit counted");
 }
