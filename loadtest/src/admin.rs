@@ -128,7 +128,7 @@ pub struct AdminClient {
 
 impl AdminClient {
     /// An admin client for `server` using `key`, sending at most `rate_per_s` datagrams a
-    /// second (after a burst of twice that). Must be called inside the tokio runtime.
+    /// second ([`AdminPace`]). Must be called inside the tokio runtime.
     pub fn connect(server: SocketAddrV4, key: u64, rate_per_s: f64) -> std::io::Result<AdminClient> {
         Ok(AdminClient {
             socket: connected_socket(server)?,
