@@ -623,10 +623,13 @@ impl Player {
     /// Sends everything due at `now`: overdue moves oldest first (each measured from its own
     /// intended time), economy requests and resends, hostile duties.
     pub fn on_wake(&mut self, now: Instant, lat: &mut Latencies) {
-        if now >= self.finish
-            && let Some(agent) = &mut self.economy
-        {
-            agent.end_of_run();
+        if now >= self.finish {
+            if let Some(agent) = &mut self.economy {
+                agent.end_of_run();
+            }
+            if let Some(agent) = &mut self.combat {
+                agent.end_of_run();
+            }
         }
         let behind = self.moves.behind(now);
         self.report.max_behind = self.report.max_behind.max(behind);
@@ -660,15 +663,17 @@ impl Player {
         }
     }
 
-    fn economy_settled(&self) -> bool {
-        self.economy.as_ref().is_none_or(EconomyAgent::settled)
+    /// Whether nothing the server may have applied awaits its answer: no economy
+    /// transaction, no loot claim.
+    fn settled(&self) -> bool {
+        self.economy.as_ref().is_none_or(EconomyAgent::settled) && self.combat.as_ref().is_none_or(CombatAgent::settled)
     }
 
     /// When the bot next has something to do: its next move exactly, anything else rounded
     /// up onto `grid` (a resend a few hundred microseconds late costs nothing, and sharing
     /// the moves' wake-ups saves one each).
     pub fn next_wake(&self, grid: &SendGrid) -> Instant {
-        let end = if self.economy_settled() { self.finish } else { self.hard_stop };
+        let end = if self.settled() { self.finish } else { self.hard_stop };
         let later = [
             self.economy.as_ref().and_then(EconomyAgent::next_deadline),
             self.duties.as_ref().and_then(Pacer::next_deadline),
@@ -681,10 +686,10 @@ impl Player {
         self.moves.next_deadline().map_or(wake, |m| m.min(wake))
     }
 
-    /// Whether the bot is done at `now`: past its drain with the economy settled, or past
-    /// the hard stop.
+    /// Whether the bot is done at `now`: past its drain with nothing awaiting its answer
+    /// (no economy transaction, no loot claim), or past the hard stop.
     pub fn finished(&self, now: Instant) -> bool {
-        (now >= self.finish && self.economy_settled()) || now >= self.hard_stop
+        (now >= self.finish && self.settled()) || now >= self.hard_stop
     }
 
     /// Stops starting anything new (Ctrl-C): drains for the plan's drain from `now`.
@@ -838,7 +843,8 @@ impl Player {
             agent.abandon_in_flight();
             self.report.economy = agent.tally;
         }
-        if let Some(agent) = &self.combat {
+        if let Some(agent) = &mut self.combat {
+            agent.abandon_claim();
             self.report.combat = agent.tally;
         }
         self.flush_live();

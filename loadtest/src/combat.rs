@@ -14,7 +14,9 @@
 //!   resent every [`CLAIM_RESEND`] until answered (a claim is idempotent: a resend of a claim
 //!   already credited is answered again as a `repeat`), given up after [`CLAIM_ATTEMPTS`].
 //!   Each loot is counted once, on its first answer that says it is the bot's, so the gold and
-//!   items the bots counted must equal what the server credited.
+//!   items the bots counted must equal what the server credited. Once the run and its drain
+//!   are over no new claim starts (queued loot is counted as left), and the bot waits for the
+//!   answer to the claim in flight, which the server may already have credited.
 //! - **An attack given up is still counted when its answer comes.** An attack whose result has
 //!   not come after two intervals is given up so the next may go; the last
 //!   [`GIVEN_UP_REMEMBERED`] given up are remembered, and a result that echoes one of them
@@ -92,7 +94,7 @@ pub struct CombatTally {
     pub claim_refused: [u64; 9],
     /// Claims given up after [`CLAIM_ATTEMPTS`] sends without an answer.
     pub claims_unanswered: u64,
-    /// Kills whose loot was not claimed because the queue was full.
+    /// Kills whose loot was not claimed: the queue was full, or the run had ended.
     pub loot_left: u64,
     /// `LOOT_RESULT`s for no claim in flight: a resend's late answer (a `repeat`), or stray.
     pub claim_late_answers: u64,
@@ -194,6 +196,8 @@ pub struct CombatAgent {
     /// When the oldest queued loot became claimable (a wake-up due at once).
     loot_due: Option<Instant>,
     claim: Option<ClaimInFlight>,
+    /// The run is over ([`CombatAgent::end_of_run`]): no new claim starts.
+    ended: bool,
     /// The bot's tally so far.
     pub tally: CombatTally,
 }
@@ -217,6 +221,7 @@ impl CombatAgent {
             loot_len: 0,
             loot_due: None,
             claim: None,
+            ended: false,
             tally: CombatTally::default(),
         }
     }
@@ -302,6 +307,10 @@ impl CombatAgent {
     }
 
     fn queue_loot(&mut self, loot_id: u64, now: Instant) {
+        if self.ended {
+            self.tally.loot_left += 1;
+            return;
+        }
         if self.loot_len == LOOT_QUEUE {
             self.tally.loot_left += 1;
             return;
@@ -315,6 +324,9 @@ impl CombatAgent {
     /// [`CLAIM_RESEND`] passed without an answer, else the oldest queued loot when no claim is
     /// in flight.
     pub fn poll_claim(&mut self, now: Instant) -> Option<u64> {
+        if self.ended && self.claim.is_none() {
+            return None;
+        }
         if let Some(c) = &mut self.claim {
             if now < c.sent_at + CLAIM_RESEND {
                 return None;
@@ -372,6 +384,31 @@ impl CombatAgent {
         self.remember_dead(target_id);
         if self.target == Some(target_id) {
             self.target = None;
+        }
+    }
+
+    /// The run and its drain are over: no new claim starts (the loot still queued, and any a
+    /// late answer's kill would queue, is counted in `loot_left`); the claim in flight is still
+    /// resent until answered ([`CombatAgent::settled`]).
+    pub fn end_of_run(&mut self) {
+        if !self.ended {
+            self.ended = true;
+            self.tally.loot_left += self.loot_len as u64;
+            self.loot_len = 0;
+            self.loot_due = None;
+        }
+    }
+
+    /// Whether no claim awaits its answer: the server may have credited a claim in flight,
+    /// so a bot waits for its answer before it stops.
+    pub fn settled(&self) -> bool {
+        self.claim.is_none()
+    }
+
+    /// The bot stops (its hard stop): a claim still in flight is counted unanswered.
+    pub fn abandon_claim(&mut self) {
+        if self.claim.take().is_some() {
+            self.tally.claims_unanswered += 1;
         }
     }
 
@@ -577,4 +614,34 @@ mod tests {
         assert_eq!(a.poll_claim(t), Some(12), "11 given up, the next one goes");
         assert_eq!(a.tally.claims_unanswered, 1);
     }
+
+    #[test]
+    fn at_the_end_of_the_run_no_claim_starts_and_the_one_in_flight_is_awaited() {
+        let t0 = Instant::now();
+        let mut a = CombatAgent::new(plan(), t0);
+        // Two kills: the first claimed, the second queued.
+        for (k, id) in [(0u32, 7u64), (1, 8)] {
+            a.on_snapshot((100.0, 100.0), &WireList::from_items(&[add(id, 101.0, 100.0)]));
+            let now = t0 + Duration::from_secs(u64::from(k));
+            let order = a.poll(now, Some(2 * (k + 1))).expect("an attack");
+            a.on_result(&result(order.sequence, id, AttackRefusal::Landed, true), now);
+        }
+        assert_eq!(a.poll_claim(t0 + Duration::from_secs(1)), Some(7));
+        assert!(!a.settled(), "claim 7 awaits its answer");
+        a.end_of_run();
+        assert_eq!(a.tally.loot_left, 1, "loot 8 stays unclaimed");
+        // Claim 7 is still resent, and nothing new starts once it is answered.
+        assert_eq!(a.poll_claim(t0 + Duration::from_secs(2)), Some(7));
+        a.on_loot_result(&LootResult { loot_id: 7, gold: 10, item_count: 0, item_kind: 0, refusal: LootRefusal::Claimed, repeat: false });
+        assert!(a.settled());
+        assert_eq!(a.poll_claim(t0 + Duration::from_secs(3)), None);
+        // A kill told after the end (a late answer) is not claimed either.
+        a.given_up[0] = Some((9, 9));
+        a.on_result(&result(9, 9, AttackRefusal::Landed, true), t0 + Duration::from_secs(3));
+        assert_eq!((a.tally.kills, a.tally.loot_left), (3, 2));
+        assert_eq!(a.poll_claim(t0 + Duration::from_secs(4)), None);
+        a.abandon_claim();
+        assert_eq!(a.tally.claims_unanswered, 0, "nothing was in flight");
+    }
+
 }
