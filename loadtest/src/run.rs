@@ -244,13 +244,7 @@ pub async fn run(cli: Cli, progress: &Progress) -> anyhow::Result<RunResult> {
     let players = cli.players as usize;
     let hostile = scenario == Scenario::Hostile;
     let total_bots = players + usize::from(hostile);
-    let hostile_plan = HostilePlan {
-        rate: cli.hostile_rate,
-        flood_rate: cli.flood_rate,
-        pool_sockets: cli.hostile_sockets as usize,
-        max_probes: 32,
-        want_spoofers: 4,
-    };
+    let hostile_plan = HostilePlan::from_cli(&cli);
     let fds = total_bots as u64 + hostile_plan.pool_sockets as u64 + hostile_plan.max_probes as u64 + 64;
     raise_nofile(fds)?;
     let usage0 = ProcessUsage::now();
@@ -635,7 +629,9 @@ pub fn judge(r: &RunResult) -> Vec<Check> {
             let h = r.hostile.clone().unwrap_or_default();
             let mut by_reason = h.sent.by_reason();
             by_reason.remove(&DropReason::RateLimitedPlayer);
-            checks.extend(checks::drops(before, after, &by_reason, &h.flood, cli.max_loss));
+            let plan = HostilePlan::from_cli(cli);
+            let spoofers = usize::try_from(h.probe.found).unwrap_or(usize::MAX).min(plan.want_spoofers);
+            checks.extend(checks::drops(before, after, &by_reason, &h.flood, cli.max_loss, plan.sources_past_limits(spoofers)));
             checks.extend(checks::token_attacks(before, after, &h.token_attacks));
             checks.push(Check::new(
                 "address_mismatch_tested",

@@ -35,11 +35,21 @@ fn the_pace_allows_its_burst_then_its_rate() {
 }
 
 /// A server that answers every GRANT as applied, but drops what one source sends past
-/// `rate_per_s` (the real server's address limit, scaled).
-/// Returns its address, the grants it answered, and a stop flag.
+/// `rate_per_s` after a burst of half a second's worth (the real server's address limit,
+/// scaled; the burst lets this thread be descheduled for a while on a busy machine without
+/// dropping what queued meanwhile). Returns its address, the grants it answered, and a stop
+/// flag.
 fn rate_limited_granter(rate_per_s: f64) -> (SocketAddrV4, Arc<AtomicU64>, Arc<AtomicBool>) {
     let socket = UdpSocket::bind(SocketAddrV4::new(Ipv4Addr::LOCALHOST, 0)).unwrap();
     socket.set_read_timeout(Some(Duration::from_millis(20))).unwrap();
+    // Room for what queues while this thread waits for a core (the kernel caps it at
+    // net.core.rmem_max).
+    let bytes: libc::c_int = 4 << 20;
+    // SAFETY: a valid socket and a c_int option value of the size given.
+    unsafe {
+        use std::os::fd::AsRawFd;
+        libc::setsockopt(socket.as_raw_fd(), libc::SOL_SOCKET, libc::SO_RCVBUF, (&raw const bytes).cast(), size_of::<libc::c_int>() as libc::socklen_t);
+    }
     let addr = match socket.local_addr().unwrap() {
         std::net::SocketAddr::V4(a) => a,
         other => panic!("not IPv4: {other}"),
@@ -47,13 +57,18 @@ fn rate_limited_granter(rate_per_s: f64) -> (SocketAddrV4, Arc<AtomicU64>, Arc<A
     let (answered, stop) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicBool::new(false)));
     let (answered_in, stop_in) = (answered.clone(), stop.clone());
     std::thread::spawn(move || {
-        let mut limit = AdminPace::new(rate_per_s, Instant::now());
+        let burst = rate_per_s / 2.0;
+        let (mut tokens, mut at) = (burst, Instant::now());
         let (mut buf, mut out) = (vec![0u8; 2048], vec![0u8; STATS_REPLY_MAX]);
         while !stop_in.load(Ordering::Relaxed) {
             let Ok((len, from)) = socket.recv_from(&mut buf) else { continue };
-            if !limit.try_take(Instant::now()) {
+            let now = Instant::now();
+            tokens = (tokens + (now - at).as_secs_f64() * rate_per_s).min(burst);
+            at = now;
+            if tokens < 1.0 {
                 continue;
             }
+            tokens -= 1.0;
             if let Ok(d) = protocol::decode(&buf[..len])
                 && let Message::Grant(g) = d.message
             {

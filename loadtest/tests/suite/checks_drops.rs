@@ -31,7 +31,7 @@ fn exact_counts_pass() {
     let mut added = sent();
     added.insert(DropReason::RateLimitedPlayer, 700);
     let after = figures(7, &added);
-    let c = checks::drops(&before, &after, &sent(), &FLOOD, 0.01);
+    let c = checks::drops(&before, &after, &sent(), &FLOOD, 0.01, false);
     assert_eq!(c.len(), 18);
     assert!(all_passed(&c), "{c:#?}");
 }
@@ -48,7 +48,7 @@ fn one_off_in_any_reason_fails_that_reason_only() {
                 continue;
             }
             *v = (*v as i64 + delta) as u64;
-            let c = checks::drops(&before, &figures(0, &added), &sent(), &FLOOD, 0.01);
+            let c = checks::drops(&before, &figures(0, &added), &sent(), &FLOOD, 0.01, false);
             let failed: Vec<&str> = c.iter().filter(|c| !c.passed).map(|c| c.name.as_str()).collect();
             assert_eq!(failed, vec![drop_counter(reason).as_str()], "{reason} {delta:+}");
         }
@@ -61,7 +61,7 @@ fn legitimate_traffic_rate_limited_by_address_or_an_expired_cookie_fails() {
     let mut added = sent();
     added.insert(DropReason::RateLimitedPlayer, 700);
     added.insert(DropReason::RateLimitedAddress, 3);
-    let c = checks::drops(&before, &figures(0, &added), &sent(), &FLOOD, 0.01);
+    let c = checks::drops(&before, &figures(0, &added), &sent(), &FLOOD, 0.01, false);
     assert!(!c.iter().find(|c| c.name == "drop_rate_limited_address").unwrap().passed);
 }
 
@@ -71,7 +71,7 @@ fn the_flood_bound_allows_loss_but_not_a_missing_rate_limit() {
     let verdict = |limited: u64| {
         let mut added = sent();
         added.insert(DropReason::RateLimitedPlayer, limited);
-        let c = checks::drops(&before, &figures(0, &added), &sent(), &FLOOD, 0.01);
+        let c = checks::drops(&before, &figures(0, &added), &sent(), &FLOOD, 0.01, false);
         c.iter().find(|c| c.name == "drop_rate_limited_player").unwrap().passed
     };
     // 700 unacked; 1% of 1000 sent may be lost on the way: 690..=1000.
@@ -82,11 +82,11 @@ fn the_flood_bound_allows_loss_but_not_a_missing_rate_limit() {
     assert!(!verdict(1000));
     // Nothing flooded: nothing may be limited, and the bound is 0.
     let none = FloodTally::default();
-    let c = checks::drops(&before, &figures(0, &sent()), &sent(), &none, 0.01);
+    let c = checks::drops(&before, &figures(0, &sent()), &sent(), &none, 0.01, false);
     assert!(all_passed(&c));
     // Something flooded and all acked (no limit at all): at least one drop is required.
     let all_acked = FloodTally { sent: 10, acked: 10, send_errors: 0 };
-    let c = checks::drops(&before, &figures(0, &sent()), &sent(), &all_acked, 0.01);
+    let c = checks::drops(&before, &figures(0, &sent()), &sent(), &all_acked, 0.01, false);
     assert!(!c.iter().find(|c| c.name == "drop_rate_limited_player").unwrap().passed);
 }
 
@@ -94,7 +94,7 @@ fn the_flood_bound_allows_loss_but_not_a_missing_rate_limit() {
 fn a_counter_the_server_did_not_report_fails() {
     let before = figures(0, &BTreeMap::new());
     let after = ServerStats::from_pairs([("drop_truncated", 10)]);
-    let c = checks::drops(&before, &after, &sent(), &FLOOD, 0.01);
+    let c = checks::drops(&before, &after, &sent(), &FLOOD, 0.01, false);
     let replayed = c.iter().find(|c| c.name == "drop_replayed").unwrap();
     assert!(!replayed.passed);
     assert!(replayed.detail.contains("did not report"), "{}", replayed.detail);
@@ -120,16 +120,16 @@ fn a_flood_past_the_address_limit_is_counted_there_and_still_bounded() {
     let mut added = sent();
     added.insert(DropReason::RateLimitedPlayer, 200);
     added.insert(DropReason::RateLimitedAddress, 500);
-    let c = checks::drops(&before, &figures(0, &added), &sent(), &FLOOD, 0.01);
+    let c = checks::drops(&before, &figures(0, &added), &sent(), &FLOOD, 0.01, false);
     assert!(all_passed(&c), "{c:#?}");
     // Too few dropped anywhere: the flood was not limited.
     added.insert(DropReason::RateLimitedAddress, 400);
-    let c = checks::drops(&before, &figures(0, &added), &sent(), &FLOOD, 0.01);
+    let c = checks::drops(&before, &figures(0, &added), &sent(), &FLOOD, 0.01, false);
     let failed: Vec<&str> = c.iter().filter(|c| !c.passed).map(|c| c.name.as_str()).collect();
     assert_eq!(failed, vec!["drop_rate_limited_player"]);
     // More at the address limit than the flood left unacked: legitimate traffic was limited.
     added.insert(DropReason::RateLimitedAddress, 501);
-    let c = checks::drops(&before, &figures(0, &added), &sent(), &FLOOD, 0.01);
+    let c = checks::drops(&before, &figures(0, &added), &sent(), &FLOOD, 0.01, false);
     let failed: Vec<&str> = c.iter().filter(|c| !c.passed).map(|c| c.name.as_str()).collect();
     assert_eq!(failed, vec!["drop_rate_limited_address"]);
 }
@@ -143,11 +143,15 @@ fn hostile_datagrams_from_a_source_past_the_address_limit_are_counted_there() {
     added.insert(DropReason::RateLimitedPlayer, 700);
     *added.get_mut(&DropReason::BadSession).unwrap() -= 6;
     added.insert(DropReason::RateLimitedAddress, 6);
-    let c = checks::drops(&before, &figures(0, &added), &sent(), &FLOOD, 0.01);
+    let c = checks::drops(&before, &figures(0, &added), &sent(), &FLOOD, 0.01, true);
     assert!(all_passed(&c), "{c:#?}");
+    // A plan that keeps every source under the limits gets no such allowance.
+    let c = checks::drops(&before, &figures(0, &added), &sent(), &FLOOD, 0.01, false);
+    let failed: Vec<&str> = c.iter().filter(|c| !c.passed).map(|c| c.name.as_str()).collect();
+    assert_eq!(failed, vec!["drop_rate_limited_address", "drop_bad_session"]);
     // Short with nothing at the address limit to explain it: that reason fails.
     added.insert(DropReason::RateLimitedAddress, 0);
-    let c = checks::drops(&before, &figures(0, &added), &sent(), &FLOOD, 0.01);
+    let c = checks::drops(&before, &figures(0, &added), &sent(), &FLOOD, 0.01, true);
     let failed: Vec<&str> = c.iter().filter(|c| !c.passed).map(|c| c.name.as_str()).collect();
     assert_eq!(failed, vec!["drop_bad_session"]);
     // A step before the address limit is never excused: a malformed datagram is counted under
@@ -157,7 +161,7 @@ fn hostile_datagrams_from_a_source_past_the_address_limit_are_counted_there() {
     added.insert(DropReason::RateLimitedPlayer, 700);
     *added.get_mut(&DropReason::BadMagic).unwrap() -= 1;
     added.insert(DropReason::RateLimitedAddress, 1);
-    let c = checks::drops(&before, &figures(0, &added), &sent(), &FLOOD, 0.01);
+    let c = checks::drops(&before, &figures(0, &added), &sent(), &FLOOD, 0.01, true);
     let failed: Vec<&str> = c.iter().filter(|c| !c.passed).map(|c| c.name.as_str()).collect();
     assert_eq!(failed, vec!["drop_bad_magic", "drop_rate_limited_address"]);
 }
@@ -171,7 +175,7 @@ fn joins_past_the_host_limit_are_counted_there_and_must_add_up() {
         *added.get_mut(&DropReason::BadCookie).unwrap() -= cookie_short;
         *added.get_mut(&DropReason::RateLimitedHost).unwrap() += host_extra;
         added.insert(DropReason::RateLimitedAddress, address_extra);
-        let c = checks::drops(&before, &figures(0, &added), &sent(), &FLOOD, 0.01);
+        let c = checks::drops(&before, &figures(0, &added), &sent(), &FLOOD, 0.01, true);
         c.iter().filter(|c| !c.passed).map(|c| c.name.clone()).collect::<Vec<String>>()
     };
     assert!(verdict(10, 10, 0).is_empty(), "all ten joins stopped at the host limit");

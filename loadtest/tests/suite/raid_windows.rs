@@ -60,5 +60,5 @@ fn bursts_refused_for_capacity_are_failures_named_as_such() {
     let checks = mmo_loadtest::checks::raid(&s);
     let complete = checks.iter().find(|c| c.name == "raid_spawns_complete").expect("the check");
     assert!(!complete.passed);
-    assert!(complete.detail.contains("1 of them refused as past the server's raid object capacity"), "{}", complete.detail);
+    assert!(complete.detail.contains("1 of them refused as past the server's raid capacity"), "{}", complete.detail);
 }
