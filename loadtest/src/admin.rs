@@ -104,11 +104,7 @@ impl AdminPace {
     /// When the next send is allowed (`now` if it is already).
     pub fn next_at(&self, now: Instant) -> Instant {
         let tokens = self.tokens + now.saturating_duration_since(self.at).as_secs_f64() * self.rate_per_s;
-        if tokens >= 1.0 - Self::EPSILON {
-            now
-        } else {
-            now + Duration::from_nanos(((1.0 - tokens) / self.rate_per_s * 1e9).ceil() as u64)
-        }
+        if tokens >= 1.0 - Self::EPSILON { now } else { now + Duration::from_nanos(((1.0 - tokens) / self.rate_per_s * 1e9).ceil() as u64) }
     }
 }
 

@@ -338,8 +338,7 @@ pub fn drops(
     };
     let (cookie_short, session_short) = (short(&COOKIE_REASONS), short(&SESSION_REASONS));
     let host_excess = counted(DropReason::RateLimitedHost).map(|d| d - expected(DropReason::RateLimitedHost)).unwrap_or(0);
-    let (host_short, host_surplus) =
-        if sources_past_limits { ((-host_excess).max(0), host_excess.max(0)) } else { (0, 0) };
+    let (host_short, host_surplus) = if sources_past_limits { ((-host_excess).max(0), host_excess.max(0)) } else { (0, 0) };
     let cookie_left = (cookie_short - host_surplus).max(0);
     let host_unexplained = (host_surplus - cookie_short).max(0);
     let address_surplus = counted(DropReason::RateLimitedAddress).map(|d| d - expected(DropReason::RateLimitedAddress)).unwrap_or(0);

@@ -643,5 +643,4 @@ mod tests {
         a.abandon_claim();
         assert_eq!(a.tally.claims_unanswered, 0, "nothing was in flight");
     }
-
 }

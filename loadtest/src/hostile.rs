@@ -554,5 +554,4 @@ mod tests {
         assert!(!plan(host_edge, 1).sources_past_limits(1));
         assert!(plan(20_000.0, 8).sources_past_limits(4));
     }
-
 }

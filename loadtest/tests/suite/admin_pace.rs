@@ -48,7 +48,13 @@ fn rate_limited_granter(rate_per_s: f64) -> (SocketAddrV4, Arc<AtomicU64>, Arc<A
     // SAFETY: a valid socket and a c_int option value of the size given.
     unsafe {
         use std::os::fd::AsRawFd;
-        libc::setsockopt(socket.as_raw_fd(), libc::SOL_SOCKET, libc::SO_RCVBUF, (&raw const bytes).cast(), size_of::<libc::c_int>() as libc::socklen_t);
+        libc::setsockopt(
+            socket.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_RCVBUF,
+            (&raw const bytes).cast(),
+            size_of::<libc::c_int>() as libc::socklen_t,
+        );
     }
     let addr = match socket.local_addr().unwrap() {
         std::net::SocketAddr::V4(a) => a,
@@ -72,7 +78,8 @@ fn rate_limited_granter(rate_per_s: f64) -> (SocketAddrV4, Arc<AtomicU64>, Arc<A
             if let Ok(d) = protocol::decode(&buf[..len])
                 && let Message::Grant(g) = d.message
             {
-                let result = EconomyResult { transaction_id: g.grant_id, gold_balance: 0, status: EconomyStatus::Applied, duplicate: false };
+                let result =
+                    EconomyResult { transaction_id: g.grant_id, gold_balance: 0, status: EconomyStatus::Applied, duplicate: false };
                 let n = protocol::encode(&result.into(), Flags::NONE, &mut out).unwrap();
                 let _ = socket.send_to(&out[..n], from);
                 answered_in.fetch_add(1, Ordering::Relaxed);

@@ -55,7 +55,8 @@ fn spawn_summary_uses_successful_bursts() {
 
 #[test]
 fn bursts_refused_for_capacity_are_failures_named_as_such() {
-    let s = RaidSummary::new(vec![burst(Some(0), 100, Some(0.4)), burst(Some(STATUS_CAPACITY), 0, Some(0.0)), burst(Some(1005), 0, None)], 100);
+    let s =
+        RaidSummary::new(vec![burst(Some(0), 100, Some(0.4)), burst(Some(STATUS_CAPACITY), 0, Some(0.0)), burst(Some(1005), 0, None)], 100);
     assert_eq!((s.failed, s.refused_capacity), (2, 1));
     let checks = mmo_loadtest::checks::raid(&s);
     let complete = checks.iter().find(|c| c.name == "raid_spawns_complete").expect("the check");
