@@ -6,7 +6,7 @@ use mmo_loadtest::admin::{AdminClient, AdminPace};
 use mmo_loadtest::protocol::{self, EconomyResult, EconomyStatus, Flags, Message, STATS_REPLY_MAX, TradeSide};
 use std::net::{Ipv4Addr, SocketAddrV4, UdpSocket};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 #[test]
@@ -37,9 +37,9 @@ fn the_pace_allows_its_burst_then_its_rate() {
 /// A server that answers every GRANT as applied, but drops what one source sends past
 /// `rate_per_s` after a burst of half a second's worth (the real server's address limit,
 /// scaled; the burst lets this thread be descheduled for a while on a busy machine without
-/// dropping what queued meanwhile). Returns its address, the grants it answered, and a stop
-/// flag.
-fn rate_limited_granter(rate_per_s: f64) -> (SocketAddrV4, Arc<AtomicU64>, Arc<AtomicBool>) {
+/// dropping what queued meanwhile). Returns its address, its thread (which returns the grants
+/// it answered once stopped), and the stop flag.
+fn rate_limited_granter(rate_per_s: f64) -> (SocketAddrV4, std::thread::JoinHandle<u64>, Arc<AtomicBool>) {
     let socket = UdpSocket::bind(SocketAddrV4::new(Ipv4Addr::LOCALHOST, 0)).unwrap();
     socket.set_read_timeout(Some(Duration::from_millis(20))).unwrap();
     // Room for what queues while this thread waits for a core (the kernel caps it at
@@ -60,9 +60,10 @@ fn rate_limited_granter(rate_per_s: f64) -> (SocketAddrV4, Arc<AtomicU64>, Arc<A
         std::net::SocketAddr::V4(a) => a,
         other => panic!("not IPv4: {other}"),
     };
-    let (answered, stop) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicBool::new(false)));
-    let (answered_in, stop_in) = (answered.clone(), stop.clone());
-    std::thread::spawn(move || {
+    let stop = Arc::new(AtomicBool::new(false));
+    let stop_in = stop.clone();
+    let granter = std::thread::spawn(move || {
+        let mut answered = 0u64;
         let burst = rate_per_s / 2.0;
         let (mut tokens, mut at) = (burst, Instant::now());
         let (mut buf, mut out) = (vec![0u8; 2048], vec![0u8; STATS_REPLY_MAX]);
@@ -82,16 +83,17 @@ fn rate_limited_granter(rate_per_s: f64) -> (SocketAddrV4, Arc<AtomicU64>, Arc<A
                     EconomyResult { transaction_id: g.grant_id, gold_balance: 0, status: EconomyStatus::Applied, duplicate: false };
                 let n = protocol::encode(&result.into(), Flags::NONE, &mut out).unwrap();
                 let _ = socket.send_to(&out[..n], from);
-                answered_in.fetch_add(1, Ordering::Relaxed);
+                answered += 1;
             }
         }
+        answered
     });
-    (addr, answered, stop)
+    (addr, granter, stop)
 }
 
 #[test]
 fn grants_for_thousands_of_bots_go_out_at_the_pace_and_are_all_answered() {
-    let (server, answered, stop) = rate_limited_granter(1_000.0);
+    let (server, granter, stop) = rate_limited_granter(1_000.0);
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     let players: Vec<u64> = (1..=3_000).collect();
     let stack = TradeSide { gold: 10, item_count: 0, item_kind: 0 };
@@ -100,8 +102,9 @@ fn grants_for_thousands_of_bots_go_out_at_the_pace_and_are_all_answered() {
         admin.grant_all(&players, stack).await.unwrap()
     });
     stop.store(true, Ordering::Relaxed);
+    let answered = granter.join().expect("the granter thread");
     assert_eq!((summary.requested, summary.applied, summary.refused, summary.unanswered), (3_000, 3_000, 0, 0), "{summary:?}");
     assert_eq!(summary.sent, 3_000, "under the server's limit nothing is dropped, so nothing is resent");
     assert_eq!(summary.gold, 30_000);
-    assert_eq!(answered.load(Ordering::Relaxed), 3_000);
+    assert_eq!(answered, 3_000, "each grant answered once");
 }
