@@ -80,10 +80,15 @@ impl AdminPace {
     /// Slack on the token count for the rounding of elapsed times.
     const EPSILON: f64 = 1e-9;
 
-    /// A full bucket at `now`.
+    /// A full bucket at `now`, its bursts [`AdminPace::BURST_S`] of the rate.
     pub fn new(rate_per_s: f64, now: Instant) -> AdminPace {
+        AdminPace::with_burst(rate_per_s, Self::BURST_S * rate_per_s, now)
+    }
+
+    /// A full bucket at `now` holding at most `burst` sends (at least one).
+    pub fn with_burst(rate_per_s: f64, burst: f64, now: Instant) -> AdminPace {
         assert!(rate_per_s.is_finite() && rate_per_s > 0.0, "a positive send rate");
-        let burst = (Self::BURST_S * rate_per_s).max(1.0);
+        let burst = burst.max(1.0);
         AdminPace { rate_per_s, burst, tokens: burst, at: now }
     }
 

@@ -326,10 +326,10 @@ pub fn drops(
 ) -> Vec<Check> {
     let expected = |reason: DropReason| i128::from(sent.get(&reason).copied().unwrap_or(0));
     let counted = |reason: DropReason| delta(before, after, &drop_counter(reason));
-    // How far below what was sent each group of later reasons fell, the limits' counts beyond
-    // their own datagrams, and what that leaves for the flood at the address limit (negative:
-    // a shortfall no limit explains).
-    // Without the allowance no shortfall is excused: each reason is held exact on its own.
+    // How far below what was sent each group of later reasons fell (nothing is excused
+    // without the allowance: each reason is then held exact on its own), the limits' counts
+    // beyond their own datagrams, and what that leaves for the flood at the address limit
+    // (negative: a shortfall no limit explains).
     let short = |reasons: &[DropReason]| -> i128 {
         if !sources_past_limits {
             return 0;

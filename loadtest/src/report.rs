@@ -250,11 +250,12 @@ fn warnings(r: &RunResult) -> Vec<String> {
     if economy.not_started > 0 {
         let rtt = r.totals.latencies.economy_rtt.summary();
         w.push(format!(
-            "{} of {} economy transactions the schedule had due were not started by the run's end: a bot keeps one in flight, and the answers came too slowly (economy round trip p50 {:.1} ms, p99 {:.1} ms); the books are checked on those started, and economy_schedule_kept fails past 1%. Fewer --players or a longer --economy-interval-ms fit the server",
+            "{} of {} economy transactions the schedule had due were not started by the run's end: a bot keeps one in flight, and the answers came too slowly (economy round trip p50 {:.1} ms, p99 {:.1} ms); the books are checked on those started, and economy_schedule_kept fails past {:.0}%. Fewer --players or a longer --economy-interval-ms fit the server",
             economy.not_started,
             economy.started + economy.not_started,
             rtt.p50 as f64 / 1e3,
-            rtt.p99 as f64 / 1e3
+            rtt.p99 as f64 / 1e3,
+            crate::checks::ECONOMY_NOT_STARTED_MAX * 100.0
         ));
     }
     if let Some(after) = &r.server_after {

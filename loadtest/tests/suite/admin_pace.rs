@@ -64,18 +64,13 @@ fn rate_limited_granter(rate_per_s: f64) -> (SocketAddrV4, std::thread::JoinHand
     let stop_in = stop.clone();
     let granter = std::thread::spawn(move || {
         let mut answered = 0u64;
-        let burst = rate_per_s / 2.0;
-        let (mut tokens, mut at) = (burst, Instant::now());
+        let mut limit = AdminPace::with_burst(rate_per_s, rate_per_s / 2.0, Instant::now());
         let (mut buf, mut out) = (vec![0u8; 2048], vec![0u8; STATS_REPLY_MAX]);
         while !stop_in.load(Ordering::Relaxed) {
             let Ok((len, from)) = socket.recv_from(&mut buf) else { continue };
-            let now = Instant::now();
-            tokens = (tokens + (now - at).as_secs_f64() * rate_per_s).min(burst);
-            at = now;
-            if tokens < 1.0 {
+            if !limit.try_take(Instant::now()) {
                 continue;
             }
-            tokens -= 1.0;
             if let Ok(d) = protocol::decode(&buf[..len])
                 && let Message::Grant(g) = d.message
             {
