@@ -116,7 +116,7 @@ void visit_settings(Settings& s, V&& v) {
   v(Number<uint32_t>{"core", "aoi_k", "--aoi-k", s.core.aoi_k, 1, 64, "entities in one area-of-interest snapshot"});
   v(Number<float>{"core", "aoi_radius_m", "--aoi-radius-m", s.core.aoi_radius_m, 0.001, 1e6, "area-of-interest radius, metres (at most world_size_m)"});
   v(Number<float>{"core", "snapshot_cell_m", "--snapshot-cell-m", s.core.snapshot_cell_m, 0.001, 1e6,
-                  "side of a world-snapshot cell, metres (world_size_m / snapshot_cell_m at most 65536)"});
+                  "side of a world-snapshot cell, metres (world_size_m / snapshot_cell_m at most 65536, aoi_radius_m / snapshot_cell_m at most 256)"});
   v(Number<uint32_t>{"core", "raid_object_capacity", "--raid-object-capacity", s.core.raid_object_capacity, 0, 1 << 24,
                      "raid objects alive at once, at most (a burst that would exceed it is refused whole)"});
   v(Number<uint32_t>{"core", "raid_burst_capacity", "--raid-burst-capacity", s.core.raid_burst_capacity, 1, 65536, "raid bursts alive at once, at most"});

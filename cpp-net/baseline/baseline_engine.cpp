@@ -76,7 +76,7 @@ void validate_config(const MmoConfig& c) {
     if (b != 0) refuse("_reserved bytes must be zero");
   }
   const auto finite_positive = [](float v) { return std::isfinite(v) && v > 0.0f; };
-  if (!finite_positive(c.world_size_m) || c.world_size_m > 1'000'000.0f) refuse("world_size_m must be in (0, 1e6]");
+  if (!(std::isfinite(c.world_size_m) && c.world_size_m >= 1.0f) || c.world_size_m > 1'000'000.0f) refuse("world_size_m must be in [1, 1e6]");
   if (!finite_positive(c.cell_size_m) || c.cell_size_m > c.world_size_m) refuse("cell_size_m must be positive and at most world_size_m");
   const float cells_per_side = std::ceil(c.world_size_m / c.cell_size_m);
   if (cells_per_side > 2048.0f) refuse("world_size_m / cell_size_m must be at most MAX_CELLS_PER_SIDE (2048)");
@@ -91,6 +91,8 @@ void validate_config(const MmoConfig& c) {
   if (!finite_positive(c.snapshot_cell_m) || std::ceil(c.world_size_m / c.snapshot_cell_m) > 65'536.0f) {
     refuse("snapshot_cell_m must be positive, with world_size_m / snapshot_cell_m at most 65536");
   }
+  // config.rs MAX_AOI_REACH_CELLS: bounds the rings a query walks.
+  if (c.aoi_radius_m / c.snapshot_cell_m > 256.0f) refuse("aoi_radius_m / snapshot_cell_m must be at most 256");
   if (c.player_capacity == 0 || c.player_capacity > (1u << 24)) refuse("player_capacity must be in 1..=16M");
   if (c.raid_object_capacity > (1u << 24)) refuse("raid_object_capacity must be at most 16M");
   if (c.raid_burst_capacity == 0 || c.raid_burst_capacity > 65'536) refuse("raid_burst_capacity must be in 1..=65536");

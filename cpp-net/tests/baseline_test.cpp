@@ -236,6 +236,14 @@ TEST(BaselineConfig, RefusesExactlyWhatTheRustCoreRefuses) {
       {[](MmoConfig& c) { c.snapshot_cell_m = 0.0f; }, false},
       {[](MmoConfig& c) { c.snapshot_cell_m = 1024.0f / 70'000.0f; }, false},
       {[](MmoConfig& c) { c.snapshot_cell_m = 1.0f; }, true},
+      {[](MmoConfig& c) { c.snapshot_cell_m = 0.25f; }, true},    // the 48 m radius spans 192 cells
+      {[](MmoConfig& c) { c.snapshot_cell_m = 0.18f; }, false},   // 267 cells: past MAX_AOI_REACH_CELLS
+      {[](MmoConfig& c) { c.world_size_m = 0.5f; }, false},
+      {[](MmoConfig& c) {  // a nanometre world, every length scaled with it: each ratio holds
+         c.world_size_m = 1e-9f, c.cell_size_m = 1e-9f / 1024.0f, c.cell_hysteresis_m = 0.0f, c.contact_radius_m = 1e-9f / 2048.0f;
+         c.aoi_radius_m = c.attack_range_m = c.loot_range_m = 1e-9f, c.snapshot_cell_m = 1e-9f / 60'000.0f;
+       },
+       false},
       {[](MmoConfig& c) { c.grid_shards = 100; }, false},
       {[](MmoConfig& c) { c.grid_shards = 1; }, false},
       {[](MmoConfig& c) { c.grid_shards = 8192; }, false},

@@ -77,6 +77,12 @@ pub(crate) fn check_ptr<T>(ptr: *const T, len: usize) -> Result<(), MmoStatus> {
     }
 }
 
+/// The checks [`input`] and [`output`] make, without borrowing: a span of length 0 passes
+/// whatever the pointer.
+pub(crate) fn span_ok<T>(ptr: *const T, len: usize) -> Result<(), MmoStatus> {
+    if len == 0 { Ok(()) } else { check_ptr(ptr, len) }
+}
+
 /// Borrows a `(pointer, length)` input slice for the call. Length 0 is empty whatever the
 /// pointer.
 ///
@@ -144,23 +150,27 @@ pub(crate) unsafe fn batch<I, O>(
     out_written: *mut usize,
     apply: impl FnOnce(&[I], &mut [O]) -> Result<usize, BatchError>,
 ) -> MmoStatus {
-    // SAFETY: forwarded contract.
-    let inputs = match unsafe { input(input_ptr, input_len) } {
-        Ok(s) => s,
-        Err(status) => return status,
-    };
-    // SAFETY: forwarded contract.
-    let outputs = match unsafe { output(output_ptr, output_capacity) } {
-        Ok(s) => s,
-        Err(status) => return status,
-    };
+    // Every pointer is checked, and the spans tested for overlap, before any slice is
+    // borrowed: a `&mut` over bytes a `&` already borrows is undefined behaviour even if
+    // nothing is written through it.
+    if let Err(status) = span_ok(input_ptr, input_len).and(span_ok(output_ptr, output_capacity)) {
+        return status;
+    }
     let written = match out_ptr(out_written) {
         Ok(p) => p,
         Err(status) => return status,
     };
-    if overlaps(inputs, outputs) {
+    if spans_overlap(input_ptr, input_len, output_ptr, output_capacity)
+        || spans_overlap(written, 1, input_ptr, input_len)
+        || spans_overlap(written, 1, output_ptr, output_capacity)
+    {
         return MMO_ERR_INVALID_ARGUMENT;
     }
+    // SAFETY: checked above; validity and exclusivity are the caller's promise.
+    let (inputs, outputs) = match unsafe { input(input_ptr, input_len).and_then(|i| Ok((i, output(output_ptr, output_capacity)?))) } {
+        Ok(pair) => pair,
+        Err(status) => return status,
+    };
     match apply(inputs, outputs) {
         Ok(n) => {
             // SAFETY: checked by out_ptr.
@@ -171,18 +181,13 @@ pub(crate) unsafe fn batch<I, O>(
     }
 }
 
-/// Whether two borrowed slices share any byte.
-pub(crate) fn overlaps<A, B>(a: &[A], b: &[B]) -> bool {
-    spans_overlap(a.as_ptr(), a.len(), b.as_ptr(), b.len())
-}
-
-/// Whether `a_len` `A`s at `a` and `b_len` `B`s at `b` would share any byte: the same test
-/// as [`overlaps`], for a caller that must refuse before it borrows the second slice.
+/// Whether `a_len` `A`s at `a` and `b_len` `B`s at `b` would share any byte (an empty span
+/// shares none, wherever it points). Tested on the raw pointers, before either is borrowed.
 pub(crate) fn spans_overlap<A, B>(a: *const A, a_len: usize, b: *const B, b_len: usize) -> bool {
     let end = |start: usize, len: usize, size: usize| start.saturating_add(len.saturating_mul(size));
     let (a_start, b_start) = (a as usize, b as usize);
     let (a_end, b_end) = (end(a_start, a_len, size_of::<A>()), end(b_start, b_len, size_of::<B>()));
-    a_start < b_end && b_start < a_end
+    a_start < a_end && b_start < b_end && a_start < b_end && b_start < a_end
 }
 
 /// Evaluates a `Result<T, MmoStatus>`, returning the status from the enclosing closure on error.

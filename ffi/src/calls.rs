@@ -864,13 +864,24 @@ pub unsafe extern "C" fn mmo_area_of_interest_batch(
             if k > mmo_core::config::AOI_K_MAX {
                 return MMO_ERR_INVALID_ARGUMENT;
             }
+            // Checked and tested for overlap before any slice is borrowed (see `batch`).
+            check!(span_ok(players, players_len));
+            check!(span_ok(entries, entries_capacity));
+            check!(span_ok(counts, counts_capacity));
+            let info_out = check!(out_ptr(out_info));
+            let info_ptr = info_out.cast_const();
+            if spans_overlap(players, players_len, entries, entries_capacity)
+                || spans_overlap(players, players_len, counts, counts_capacity)
+                || spans_overlap(entries, entries_capacity, counts, counts_capacity)
+                || spans_overlap(info_ptr, 1, players, players_len)
+                || spans_overlap(info_ptr, 1, entries, entries_capacity)
+                || spans_overlap(info_ptr, 1, counts, counts_capacity)
+            {
+                return MMO_ERR_INVALID_ARGUMENT;
+            }
             let players = check!(input(players, players_len));
             let entries = check!(output(entries, entries_capacity));
             let counts = check!(output(counts, counts_capacity));
-            let info_out = check!(out_ptr(out_info));
-            if overlaps(players, entries) || overlaps(players, counts) || overlaps(entries, counts) {
-                return MMO_ERR_INVALID_ARGUMENT;
-            }
             match h.engine.area_of_interest_batch(players, k as usize, entries, counts) {
                 Ok(info) => {
                     info_out.write(MmoAoiBatchInfo { now_ms: info.now_ms, tick: info.tick, found: info.found });

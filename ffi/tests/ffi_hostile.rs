@@ -157,6 +157,17 @@ fn null_and_misaligned_outputs_are_refused_and_nothing_changes() {
         }
         assert!(ops.iter().all(|op| *op == EconomyOp::default()), "the operations are not written");
         assert_eq!(n, 5, "no count written on failure");
+        // A count pointer inside the input or the output is refused too: the count would
+        // overwrite a record or an event.
+        let mut events = [MoveEvent::default(); 4];
+        let in_records = records.as_mut_ptr().cast::<usize>();
+        let in_events = events.as_mut_ptr().cast::<usize>();
+        assert_eq!(mmo_apply_moves(e, records.as_ptr(), 1, 0, events.as_mut_ptr(), 4, in_records), MMO_ERR_INVALID_ARGUMENT);
+        assert_eq!(mmo_apply_moves(e, records.as_ptr(), 1, 0, events.as_mut_ptr(), 4, in_events), MMO_ERR_INVALID_ARGUMENT);
+        assert!(records.iter().all(|r| *r == MoveRecord::default()) && events.iter().all(|ev| *ev == MoveEvent::default()));
+        // Empty spans overlap nothing, wherever they point.
+        assert_eq!(mmo_apply_moves(e, records.as_ptr(), 0, 0, records.as_mut_ptr().cast(), 0, &mut n), MMO_OK);
+        assert_eq!(n, 0);
         mmo_engine_free(e);
     }
 }
@@ -370,6 +381,54 @@ fn config_check_names_the_field_and_writes_only_what_fits() {
         assert_eq!(mmo_engine_new(misaligned(&mut raw), &mut e), MMO_ERR_MISALIGNED_POINTER);
         assert!(raw.iter().all(|&w| w == 0), "nothing written on failure");
         assert!(e.is_null());
+    }
+}
+
+/// Configurations whose lengths are each in range but whose area-of-interest walk would not be
+/// bounded: a world a nanometre wide with every length scaled to it (a millimetre of edge
+/// slack is then some 10^10 snapshot cells), and a radius spanning more snapshot cells than
+/// `MAX_AOI_REACH_CELLS`. Both are refused by the check and by `mmo_engine_new`; a radius at
+/// the limit is accepted and its query answers.
+#[test]
+fn a_config_whose_aoi_walk_is_unbounded_is_refused() {
+    let mut tiny = MmoConfig::from(&mmo_core::CoreConfig::default());
+    tiny.world_size_m = 1e-9;
+    tiny.cell_size_m = 1e-9 / 1024.0;
+    tiny.cell_hysteresis_m = 0.0;
+    tiny.contact_radius_m = 1e-9 / 2048.0;
+    tiny.aoi_radius_m = 1e-9;
+    tiny.attack_range_m = 1e-9;
+    tiny.loot_range_m = 1e-9;
+    tiny.snapshot_cell_m = 1e-9 / 60_000.0;
+    let mut wide = MmoConfig::from(&mmo_core::CoreConfig::default());
+    wide.aoi_radius_m = 1_024.0;
+    wide.snapshot_cell_m = 1.0;
+    let mut at_limit = MmoConfig::from(&mmo_core::CoreConfig::default());
+    at_limit.aoi_radius_m = 256.0;
+    at_limit.snapshot_cell_m = 1.0;
+    // SAFETY: valid pointers throughout; the engine is freed once.
+    unsafe {
+        for (config, field) in [(&tiny, "world_size_m"), (&wide, "aoi_radius_m / snapshot_cell_m")] {
+            let mut message = [0u8; 96];
+            assert_eq!(mmo_config_check(config, message.as_mut_ptr().cast(), message.len()), MMO_ERR_INVALID_CONFIG);
+            let text = std::ffi::CStr::from_bytes_until_nul(&message).unwrap().to_str().unwrap();
+            assert!(text.starts_with(field), "{text}");
+            let mut e = null_mut();
+            assert_eq!(mmo_engine_new(config, &mut e), MMO_ERR_INVALID_CONFIG);
+            assert!(e.is_null());
+        }
+        let mut e = null_mut();
+        assert_eq!(mmo_engine_new(&at_limit, &mut e), MMO_OK);
+        let (mut a, mut b) = (MmoJoinTicket::default(), MmoJoinTicket::default());
+        assert_eq!(mmo_join(e, 0, 100.0, 100.0, 1, &mut a), MMO_OK);
+        assert_eq!(mmo_join(e, 0, 350.0, 100.0, 1, &mut b), MMO_OK);
+        let mut info = MmoTickInfo::default();
+        assert_eq!(mmo_tick(e, 100, &mut info), MMO_OK);
+        let mut entries = [AoiEntry::default(); 4];
+        let mut n = 0usize;
+        assert_eq!(mmo_area_of_interest(e, a.player_id, entries.as_mut_ptr(), entries.len(), &mut n), MMO_OK);
+        assert_eq!((n, entries[0].entity_id, entries[0].distance_m), (1, b.player_id, 250.0), "the other player, 250 m off");
+        mmo_engine_free(e);
     }
 }
 

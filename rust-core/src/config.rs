@@ -13,6 +13,16 @@ pub const RAID_BURST_MAX: u32 = 65_536;
 pub const MAX_CELLS_PER_SIDE: u32 = 2_048;
 /// Most world-snapshot cells along one side of the world (so a cell key fits a `u32`).
 pub const MAX_SNAPSHOT_CELLS_PER_SIDE: u32 = 65_536;
+
+/// The most snapshot cells the AoI radius may span (`aoi_radius_m / snapshot_cell_m`): an
+/// area-of-interest query walks up to twice this many rows (the baseline, this many rings of
+/// cells), so the bound keeps one query's work bounded whatever the configuration. The
+/// default spans 9.6 (48 m over 5 m cells).
+pub const MAX_AOI_REACH_CELLS: f32 = 256.0;
+
+/// The smallest world side, metres: below it the snapshot's fixed edge slack (1 mm) and the
+/// float rounding of cell coordinates stop being small against a cell.
+pub const MIN_WORLD_SIZE_M: f32 = 1.0;
 /// Number of item kinds the economy knows (kinds `0..ITEM_KINDS`).
 pub const ITEM_KINDS: usize = 16;
 /// Largest gold or item amount one economy operation may carry (and the most gold a wallet
@@ -156,8 +166,8 @@ impl CoreConfig {
     /// Checks every field against the limits the core relies on.
     pub fn validate(&self) -> Result<(), ConfigError> {
         let finite_positive = |v: f32| v.is_finite() && v > 0.0;
-        if !finite_positive(self.world_size_m) || self.world_size_m > 1_000_000.0 {
-            return Err(ConfigError("world_size_m must be in (0, 1e6]"));
+        if !(self.world_size_m.is_finite() && self.world_size_m >= MIN_WORLD_SIZE_M) || self.world_size_m > 1_000_000.0 {
+            return Err(ConfigError("world_size_m must be in [1, 1e6]"));
         }
         if !finite_positive(self.cell_size_m) || self.cell_size_m > self.world_size_m {
             return Err(ConfigError("cell_size_m must be positive and at most world_size_m"));
@@ -197,6 +207,9 @@ impl CoreConfig {
         if !finite_positive(self.snapshot_cell_m) || (self.world_size_m / self.snapshot_cell_m).ceil() > MAX_SNAPSHOT_CELLS_PER_SIDE as f32
         {
             return Err(ConfigError("snapshot_cell_m must be positive, with world_size_m / snapshot_cell_m at most 65536"));
+        }
+        if self.aoi_radius_m / self.snapshot_cell_m > MAX_AOI_REACH_CELLS {
+            return Err(ConfigError("aoi_radius_m / snapshot_cell_m must be at most 256"));
         }
         if self.player_capacity == 0 || self.player_capacity > 1 << 24 {
             return Err(ConfigError("player_capacity must be in 1..=16M"));
@@ -264,7 +277,21 @@ mod tests {
 
     #[test]
     fn rejects_each_bad_field() {
-        let bad: [fn(&mut CoreConfig); 30] = [
+        let bad: [fn(&mut CoreConfig); 34] = [
+            |c| c.world_size_m = 0.5,
+            |c| c.world_size_m = 1e-9,
+            |c| c.snapshot_cell_m = c.aoi_radius_m / 257.0,
+            |c| {
+                // A world a nanometre wide, every length scaled down with it: each ratio check passes.
+                c.world_size_m = 1e-9;
+                c.cell_size_m = 1e-9 / 1024.0;
+                c.cell_hysteresis_m = 0.0;
+                c.contact_radius_m = 1e-9 / 2048.0;
+                c.aoi_radius_m = 1e-9;
+                c.attack_range_m = 1e-9;
+                c.loot_range_m = 1e-9;
+                c.snapshot_cell_m = 1e-9 / 60_000.0;
+            },
             |c| c.aoi_radius_m = 0.0,
             |c| c.aoi_radius_m = f32::NAN,
             |c| c.snapshot_cell_m = -8.0,

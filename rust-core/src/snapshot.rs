@@ -584,9 +584,12 @@ impl WorldSnapshot {
         // pruning test never skips an entity that sits exactly on an edge.
         const EDGE_SLACK_M: f32 = 1e-3;
         let disorder_m = g.row_disorder_m();
-        let reach = ((reach_m + EDGE_SLACK_M) * g.inv_cell).ceil() as i64 + 1;
-        let (vcx, vcy) = (g.coord(vx) as i64, g.coord(vy) as i64);
         let side = i64::from(g.side);
+        // Rows beyond the grid's side hold nothing: the walk never needs more than `side` rows
+        // each way (`CoreConfig::validate` keeps a configured radius within
+        // `MAX_AOI_REACH_CELLS` cells; this keeps the loop bounded whatever the geometry).
+        let reach = ((reach_m + EDGE_SLACK_M) * g.inv_cell).ceil().min(side as f32) as i64 + 1;
+        let (vcx, vcy) = (g.coord(vx) as i64, g.coord(vy) as i64);
         // Tests members `run` (at most `SCAN_LANES`, consecutive) against the farthest kept
         // (or the radius) and keeps the nearer ones. The members come in chunks of
         // `SCAN_LANES`: each chunk's distances and its mask of members not farther than `worst`
