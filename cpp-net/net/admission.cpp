@@ -1,6 +1,7 @@
 // admission.cpp: see admission.hpp.
 #include "net/admission.hpp"
 
+#include <arpa/inet.h>
 #include <sys/mman.h>
 #include <sys/random.h>
 
@@ -34,8 +35,15 @@ const char* drop_reason_name(DropReason reason) {
     case DropReason::AddressMismatch: return "address_mismatch";
     case DropReason::Replayed: return "replayed";
     case DropReason::RateLimitedPlayer: return "rate_limited_player";
+    case DropReason::BadSource: return "bad_source";
   }
   return "unknown";
+}
+
+bool answerable_source(SourceAddress source) {
+  const uint32_t ip = ntohl(source.ip_be);
+  const uint32_t first_octet = ip >> 24;
+  return source.port_be != 0 && first_octet != 0 && first_octet < 224;
 }
 
 DropReason drop_reason_of(wire::DecodeError error) {
@@ -450,6 +458,9 @@ Admitted Admission::session_check(uint64_t player_id, uint64_t token, SourceAddr
 }
 
 Admitted Admission::admit(std::span<const uint8_t> datagram, SourceAddress source, uint64_t now_us, wire::Decoded<wire::ClientMessage>& out) {
+  // A source no reply can reach is not a client: whatever it sent is dropped before any work,
+  // and a reply to it never joins a batch (where its failed send would cost a call).
+  if (!answerable_source(source)) return {false, DropReason::BadSource, nullptr};
   if (const auto e = wire::decode_client(datagram, out); e != wire::DecodeError::Ok) return {false, drop_reason_of(e), nullptr};
   if (!addresses_.take(source, now_us)) return {false, DropReason::RateLimitedAddress, nullptr};
   // A join costs a cookie MAC, a challenge and maybe an engine join: one host, whatever its

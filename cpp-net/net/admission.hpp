@@ -42,8 +42,9 @@ enum class DropReason : uint8_t {
   AddressMismatch,
   Replayed,
   RateLimitedPlayer,
+  BadSource,  // checked first (step 0 of docs/protocol.md's table); last here so the others keep their values
 };
-inline constexpr size_t kDropReasonCount = 18;
+inline constexpr size_t kDropReasonCount = 19;
 const char* drop_reason_name(DropReason reason);
 DropReason drop_reason_of(wire::DecodeError error);
 
@@ -55,6 +56,12 @@ struct SourceAddress {
   uint64_t key() const { return (static_cast<uint64_t>(ip_be) << 16) | port_be; }
   bool operator==(const SourceAddress&) const = default;
 };
+
+// Whether a reply to `source` could be delivered: port not 0, and an IPv4 address that can be
+// a datagram's sender (not 0.0.0.0/8, multicast 224.0.0.0/4, or 240.0.0.0/4 with the
+// broadcast address). The kernel delivers datagrams from such sources (a raw socket forges
+// them); a reply to one fails at sendmmsg.
+bool answerable_source(SourceAddress source);
 
 // SplitMix64's finaliser: spreads a key's bits over all 64 (table homes for addresses, player
 // ids, accounts and token ids; an account's place in its starting zone).

@@ -64,14 +64,23 @@ SendOutcome send_datagrams(int fd, std::span<mmsghdr> msgs) {
   size_t done = 0;
   size_t undeliverable = 0;
   size_t calls = 0;
-  for (int attempt = 0; attempt < kSendRetriesMax && done < msgs.size(); ++attempt) {
+  // Only a call that moved nothing for a transient reason (a full socket buffer, a signal)
+  // spends a retry. A datagram the kernel refuses outright is skipped at the cost of its own
+  // call, so one unanswerable destination in a batch (a source port 0 that got through, an
+  // ICMP's ECONNREFUSED, a firewall's EPERM) costs only its own reply, never the replies
+  // queued after it. Bounded: every call either advances `done` or spends a retry, so at
+  // most msgs.size() + kSendRetriesMax calls.
+  int retries_left = kSendRetriesMax;
+  while (done < msgs.size() && retries_left > 0) {
     const int n = sendmmsg(fd, msgs.data() + done, static_cast<unsigned>(msgs.size() - done), MSG_DONTWAIT);
     ++calls;
     if (n > 0) {
       done += static_cast<size_t>(n);
-    } else if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
-      done += 1;  // this datagram cannot be sent (e.g. ECONNREFUSED from an ICMP); skip it
+    } else if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR && errno != ENOBUFS) {
+      done += 1;  // this datagram cannot be sent; skip it
       ++undeliverable;
+    } else {
+      --retries_left;
     }
   }
   return {done - undeliverable, msgs.size() - done + undeliverable, calls};

@@ -21,7 +21,7 @@ constexpr size_t kBatchMax = 64;         // datagrams per recvmmsg / sendmmsg
 constexpr size_t kRxBufferSize = 2048;   // > kClientDatagramMax, so an oversized datagram is seen as such
 constexpr int kDrainRoundsMax = 16;      // recvmmsg calls per epoll wake-up, at most
 constexpr int kEpollTimeoutMs = 100;     // how soon a worker notices stop and runs its idle scan
-constexpr int kSendRetriesMax = 8;       // sendmmsg calls to flush one batch, at most
+constexpr int kSendRetriesMax = 8;       // sendmmsg calls that sent nothing for a transient reason, per batch, at most
 constexpr uint64_t kLatencyHighestUs = 60'000'000;
 // Significant decimal digits of each histogram. Update latency, the product's headline
 // figure, and its service time (the same moves, compared percentile for percentile) keep 3
@@ -54,9 +54,11 @@ struct SendOutcome {
   size_t calls = 0;
 };
 
-// Sends `msgs` with sendmmsg. Retries a partial send a bounded number of times (the socket
-// buffer was momentarily full), then gives up on the rest; a datagram the kernel refuses
-// outright (e.g. ECONNREFUSED from an ICMP) is skipped and counted failed.
+// Sends `msgs` with sendmmsg, continuing after a partial send. A call that sends nothing for a
+// transient reason (EAGAIN, EINTR, ENOBUFS: the socket buffer momentarily full) spends one of
+// kSendRetriesMax retries; once they are spent the rest is given up. A datagram the kernel
+// refuses outright (EINVAL for port 0, ECONNREFUSED from an ICMP, EPERM from a firewall) is
+// skipped and counted failed without spending a retry, so it costs only its own reply.
 SendOutcome send_datagrams(int fd, std::span<mmsghdr> msgs);
 
 // Outgoing datagrams of one batch, flushed with sendmmsg. Preallocated; at most kBatchMax.

@@ -3,8 +3,11 @@
 #include <gtest/gtest.h>
 
 #include <arpa/inet.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <limits>
 #include <map>
 #include <memory>
@@ -85,6 +88,14 @@ TEST_F(Fixture, EveryDropReasonInValidationOrder) {
     EXPECT_EQ(a.reason, reason) << "expected " << drop_reason_name(reason) << ", got " << drop_reason_name(a.reason);
     seen[reason]++;
   };
+  // From a source no reply can reach: dropped first, even a well-formed move of a live session.
+  for (const uint32_t ip : {0x7f000001u, 0x00000000u, 0x00ffffffu, 0xe0000001u, 0xefffffffu, 0xf0000001u, 0xffffffffu}) {
+    const uint16_t port = ip == 0x7f000001u ? 0 : 0x1234;
+    expect_drop(good, DropReason::BadSource, SourceAddress{htonl(ip), htons(port)});
+  }
+  EXPECT_TRUE(answerable_source(kAlice));
+  EXPECT_TRUE(answerable_source(SourceAddress{htonl(0x0a000001u), htons(1)}));
+  EXPECT_TRUE(answerable_source(SourceAddress{htonl(0xdfffffffu), htons(65535)}));
   expect_drop(Bytes(5, 0), DropReason::Truncated);
   expect_drop(Bytes(kClientDatagramMax + 1, 0), DropReason::Oversized);
   Bytes b = good;
@@ -388,6 +399,42 @@ TEST(SendBatchLimits, AFullBatchHandsOutNoSlotAndKeepsItsCount) {
   EXPECT_EQ(encode(Pong{1, 1}, batch->slot()), 0u);
   batch->commit(kAlice, encode(Pong{1, 1}, batch->slot()));
   EXPECT_EQ(batch->size(), kBatchMax);
+}
+
+// A reply the kernel refuses outright (here: to port 0, EINVAL) costs only itself: every other
+// reply of the batch, before and after it, is sent, and the refused ones are counted failed
+// (before, each refusal spent up to two of the batch's eight retries, and a few of them in one
+// batch gave up on every reply queued behind them).
+TEST(SendBatchLimits, AnUnanswerableDestinationCostsOnlyItsOwnReply) {
+  const int receiver = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK, 0);
+  const int sender = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK, 0);
+  ASSERT_GE(receiver, 0);
+  ASSERT_GE(sender, 0);
+  sockaddr_in bound{};
+  bound.sin_family = AF_INET;
+  bound.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(bind(receiver, reinterpret_cast<sockaddr*>(&bound), sizeof(bound)), 0);
+  socklen_t len = sizeof(bound);
+  ASSERT_EQ(getsockname(receiver, reinterpret_cast<sockaddr*>(&bound), &len), 0);
+  const SourceAddress good{bound.sin_addr.s_addr, bound.sin_port};
+  const SourceAddress unanswerable{bound.sin_addr.s_addr, 0};
+  auto batch = std::make_unique<SendBatch>();
+  size_t refused = 0;
+  for (size_t i = 0; i < kBatchMax; ++i) {
+    const bool bad = i % 5 == 2;  // 13 of 64, spread through the batch
+    refused += bad;
+    batch->commit(bad ? unanswerable : good, encode(Pong{i, i}, batch->slot()));
+  }
+  const SendOutcome outcome = batch->flush(sender);
+  EXPECT_EQ(outcome.sent, kBatchMax - refused);
+  EXPECT_EQ(outcome.failed, refused);
+  EXPECT_LE(outcome.calls, kBatchMax + static_cast<size_t>(kSendRetriesMax));
+  std::array<uint8_t, 256> buf{};
+  size_t received = 0;
+  while (recv(receiver, buf.data(), buf.size(), MSG_DONTWAIT) > 0) ++received;
+  EXPECT_EQ(received, kBatchMax - refused) << "every reply to a reachable player arrived";
+  close(sender);
+  close(receiver);
 }
 
 }  // namespace

@@ -499,11 +499,15 @@ pub enum DropReason {
     Replayed,
     /// The player's token bucket was empty.
     RateLimitedPlayer,
+    /// The source no reply can reach (port 0, or an address that cannot send: 0.0.0.0/8,
+    /// multicast, 240.0.0.0/4). Checked before anything else.
+    BadSource,
 }
 
 impl DropReason {
     /// Every reason, in the order of the protocol's validation table.
-    pub const ALL: [DropReason; 18] = [
+    pub const ALL: [DropReason; 19] = [
+        DropReason::BadSource,
         DropReason::Truncated,
         DropReason::Oversized,
         DropReason::BadMagic,
@@ -545,6 +549,7 @@ impl DropReason {
             DropReason::AddressMismatch => "address_mismatch",
             DropReason::Replayed => "replayed",
             DropReason::RateLimitedPlayer => "rate_limited_player",
+            DropReason::BadSource => "bad_source",
         }
     }
 }
