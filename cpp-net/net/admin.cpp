@@ -162,9 +162,14 @@ size_t Server::format_stats(char* out, size_t capacity) const {
     }
     pos += static_cast<size_t>(n);
   };
+  // A poisoned engine answers no call, reads included: its counters and books are then left
+  // out (engine_readable 0) rather than printed as zeros, which would read as a reset and
+  // as books that do not balance.
   MmoStats s{};
-  engine_->stats(s);
-#define MMO_STATS_LINE(f) line("engine_", #f, s.f);
+  const bool engine_readable = engine_->stats(s) == MMO_OK;
+  line("", "engine_readable", engine_readable ? 1 : 0);
+#define MMO_STATS_LINE(f) \
+  if (engine_readable) line("engine_", #f, s.f);
   MMO_STATS_FIELDS(MMO_STATS_LINE)
 #undef MMO_STATS_LINE
   auto total = [&](const Counter WorkerCounters::* field) { return worker_total(field); };
@@ -239,13 +244,14 @@ size_t Server::format_stats(char* out, size_t capacity) const {
   line("", "tick_us_p99", f.tick.p99);
   line("", "tick_us_max", f.tick.max);
   MmoEconomyAudit audit{};
-  engine_->economy_audit(audit);
-  line("", "economy_live_gold", audit.live_gold);
-  line("", "economy_escrowed_gold", audit.escrowed_gold);
-  line("", "economy_departed_gold", audit.departed_gold);
-  line("", "economy_minted_gold", audit.minted_gold);
-  line("", "economy_sunk_gold", audit.sunk_gold);
-  line("", "economy_conserved", audit.conserved);
+  if (engine_->economy_audit(audit) == MMO_OK) {
+    line("", "economy_live_gold", audit.live_gold);
+    line("", "economy_escrowed_gold", audit.escrowed_gold);
+    line("", "economy_departed_gold", audit.departed_gold);
+    line("", "economy_minted_gold", audit.minted_gold);
+    line("", "economy_sunk_gold", audit.sunk_gold);
+    line("", "economy_conserved", audit.conserved);
+  }
   rusage ru{};
   getrusage(RUSAGE_SELF, &ru);
   line("", "cpu_user_us", static_cast<uint64_t>(ru.ru_utime.tv_sec) * 1'000'000 + static_cast<uint64_t>(ru.ru_utime.tv_usec));
@@ -259,20 +265,26 @@ size_t Server::format_stats(char* out, size_t capacity) const {
 
 std::string Server::stats_line() const {
   MmoStats s{};
-  engine_->stats(s);
+  const bool engine_readable = engine_->stats(s) == MMO_OK;
   uint64_t drops = 0;
   for (size_t r = 0; r < kDropReasonCount; ++r) drops += drops_total(r);
   const uint64_t sessions = sessions_live();
   const uint64_t received = worker_total(&WorkerCounters::datagrams_received);
   const LatencyFigures f = merged_latency();
+  // The engine's two counts, or "unreadable" for a poisoned engine (not zeros).
+  char moves[24] = "unreadable", bursts[24] = "unreadable";
+  if (engine_readable) {
+    std::snprintf(moves, sizeof(moves), "%llu", static_cast<unsigned long long>(s.moves_applied));
+    std::snprintf(bursts, sizeof(bursts), "%llu", static_cast<unsigned long long>(s.raid_bursts));
+  }
   char buf[512];
   std::snprintf(buf, sizeof(buf),
-                "uptime_ms=%llu players=%llu datagrams_received=%llu moves_applied=%llu drops=%llu aoi_sent=%llu raid_bursts=%llu "
+                "uptime_ms=%llu players=%llu datagrams_received=%llu moves_applied=%s drops=%llu aoi_sent=%llu raid_bursts=%s "
                 "update_latency_us p50=%llu p99=%llu p999=%llu max=%llu service_us p99=%llu",
                 static_cast<unsigned long long>(now_us() / 1000), static_cast<unsigned long long>(sessions),
-                static_cast<unsigned long long>(received), static_cast<unsigned long long>(s.moves_applied),
-                static_cast<unsigned long long>(drops), static_cast<unsigned long long>(worker_total(&WorkerCounters::aoi_snapshots_sent)),
-                static_cast<unsigned long long>(s.raid_bursts), static_cast<unsigned long long>(f.update.p50),
+                static_cast<unsigned long long>(received), moves, static_cast<unsigned long long>(drops),
+                static_cast<unsigned long long>(worker_total(&WorkerCounters::aoi_snapshots_sent)), bursts,
+                static_cast<unsigned long long>(f.update.p50),
                 static_cast<unsigned long long>(f.update.p99), static_cast<unsigned long long>(f.update.p999),
                 static_cast<unsigned long long>(f.update.max), static_cast<unsigned long long>(f.service.p99));
   return buf;

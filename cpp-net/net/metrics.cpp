@@ -161,10 +161,12 @@ std::string prometheus_text(const Server& s) {
   t.one("mmo_engine_poisoned", "gauge", "1 once a panic inside the engine has poisoned it (the server then stops).",
         s.poisoned_.load(std::memory_order_acquire) ? 1.0 : 0.0);
   // The engine's own counters (MmoStats), each once; lock waits in seconds.
+  // A poisoned engine answers no read: its series are left out rather than reported as 0
+  // (a reset, to a scraper).
   MmoStats st{};
-  s.engine_->stats(st);
+  const bool engine_readable = s.engine_->stats(st) == MMO_OK;
 #define MMO_METRIC(f)                                                                                                \
-  {                                                                                                                  \
+  if (engine_readable) {                                                                                             \
     std::string_view field = #f;                                                                                     \
     if (field.ends_with("_wait_ns")) {                                                                               \
       const std::string name = "mmo_engine_" + std::string(field.substr(0, field.size() - 3)) + "_seconds_total";  \
@@ -176,7 +178,7 @@ std::string prometheus_text(const Server& s) {
   MMO_STATS_FIELDS(MMO_METRIC)
 #undef MMO_METRIC
   MmoEconomyAudit audit{};
-  s.engine_->economy_audit(audit);
+  if (s.engine_->economy_audit(audit) == MMO_OK) {
   t.one("mmo_economy_live_gold", "gauge", "Gold in open wallets.", static_cast<double>(audit.live_gold));
   t.one("mmo_economy_escrowed_gold", "gauge", "Gold in escrow in open trade offers.", static_cast<double>(audit.escrowed_gold));
   t.one("mmo_economy_departed_gold", "gauge", "Gold of players who left.", static_cast<double>(audit.departed_gold));
@@ -184,6 +186,7 @@ std::string prometheus_text(const Server& s) {
   t.one("mmo_economy_sunk_gold", "gauge", "Gold ever sunk.", static_cast<double>(audit.sunk_gold));
   t.one("mmo_economy_conserved", "gauge", "1 while live + escrowed + departed = minted - sunk, for gold and every item kind.", audit.conserved);
   t.one("mmo_economy_open_wallets", "gauge", "Open wallets.", audit.open_wallets);
+  }
   // The process.
   rusage ru{};
   getrusage(RUSAGE_SELF, &ru);

@@ -94,7 +94,12 @@ void Server::on_economy_durable(void* context) {
   auto* server = static_cast<Server*>(context);
   const std::lock_guard lock(server->economy_callback_mutex_);
   if (server->economy_closing_) return;
-  server->economy_durable_through_.store(server->engine_->economy_durable_through(), std::memory_order_seq_cst);
+  // The watermark only grows: an engine that cannot answer (poisoned: its read says 0)
+  // leaves it where it was.
+  const uint64_t through = server->engine_->economy_durable_through();
+  uint64_t was = server->economy_durable_through_.load(std::memory_order_seq_cst);
+  while (through > was && !server->economy_durable_through_.compare_exchange_weak(was, through, std::memory_order_seq_cst)) {
+  }
   for (auto& w : server->workers_) w->release_durable();
 }
 

@@ -340,6 +340,12 @@ TEST(ServerOperations, APoisonedEngineStopsTheServerWithItsReason) {
   EXPECT_NE(rest.find("mmo-server: stopping: the engine is poisoned (debug_inject_panic returned MMO_ERR_PANIC)"), std::string::npos) << rest;
   EXPECT_NE(rest.find("engine_status_err_panic 1"), std::string::npos) << rest;
   EXPECT_NE(rest.find("engine_poisoned 1"), std::string::npos) << rest;
+  // The final counters say the engine could not be read, instead of printing its counters
+  // and books as zeros (which would read as a reset and as books that do not balance).
+  EXPECT_NE(rest.find("engine_readable 0"), std::string::npos) << rest;
+  EXPECT_EQ(rest.find("engine_moves_applied "), std::string::npos) << rest;
+  EXPECT_EQ(rest.find("economy_conserved "), std::string::npos) << rest;
+  EXPECT_NE(rest.find("moves_applied=unreadable"), std::string::npos) << rest;
 }
 
 // The server's threads by name (/proc/PID/task/*/comm), name -> thread id.
