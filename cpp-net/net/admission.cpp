@@ -10,6 +10,7 @@
 #include <cstring>
 #include <mutex>
 #include <stdexcept>
+#include <string>
 
 #include "highwayhash/sip_hash.h"
 
@@ -119,15 +120,33 @@ namespace {
 constexpr size_t kAddressProbes = 8;
 
 bool is_pow2(size_t n) { return n != 0 && (n & (n - 1)) == 0; }
+
+// 128 bits from the OS's random source. A bounded loop: getrandom returns at most the request
+// and fails only on EINTR early at boot.
+std::array<uint64_t, 2> random_secret(const char* what) {
+  std::array<uint64_t, 2> secret{};
+  size_t got = 0;
+  auto* bytes = reinterpret_cast<uint8_t*>(secret.data());
+  for (int attempt = 0; attempt < 16 && got < sizeof(secret); ++attempt) {
+    const ssize_t n = getrandom(bytes + got, sizeof(secret) - got, 0);
+    if (n > 0) got += static_cast<size_t>(n);
+  }
+  if (got < sizeof(secret)) throw std::runtime_error(std::string("getrandom failed: no secret for ") + what);
+  return secret;
+}
 }  // namespace
 
-AddressRateLimiter::AddressRateLimiter(RateLimit limit, size_t slots_pow2) : limit_(limit), slots_(slots_pow2), mask_(slots_pow2 - 1) {
+AddressRateLimiter::AddressRateLimiter(RateLimit limit, size_t slots_pow2)
+    : limit_(limit), home_key_(random_secret("the address limiter's table")), slots_(slots_pow2), mask_(slots_pow2 - 1) {
   if (!is_pow2(slots_pow2)) throw std::invalid_argument("address limiter slots must be a power of two");
 }
 
 bool AddressRateLimiter::take(SourceAddress source, uint64_t now_us) {
   const uint64_t key = source.key();
-  const size_t home = mix(key) & mask_;
+  // Homes from a keyed hash: which sources share probes cannot be worked out offline, so a
+  // flood cannot be aimed at one source's slot.
+  const highwayhash::HH_U64 home_key[2] = {home_key_[0], home_key_[1]};
+  const size_t home = highwayhash::SipHash(home_key, reinterpret_cast<const char*>(&key), sizeof(key)) & mask_;
   Slot* victim = nullptr;
   for (size_t i = 0; i < kAddressProbes; ++i) {
     Slot& slot = slots_[(home + i) & mask_];
@@ -141,26 +160,21 @@ bool AddressRateLimiter::take(SourceAddress source, uint64_t now_us) {
     }
     if (victim == nullptr || slot.last_us < victim->last_us) victim = &slot;
   }
+  // Taking over a slot whose bucket may not have refilled yet (its source was seen within the
+  // time a full refill takes) forgets a debt: the newcomer then starts with one token, not the
+  // burst, so a source that is pushed out by a flood and comes back does not come back full.
+  // A slot that was empty, or idle long enough to be full again, gives the whole burst.
+  const double refill_us = limit_.rate_per_s > 0 ? limit_.burst / limit_.rate_per_s * 1e6 : 0.0;
+  const bool forgets_debt = victim->key != 0 && static_cast<double>(now_us - std::min(now_us, victim->last_us)) < refill_us;
   victim->key = key;
   victim->last_us = now_us;
-  victim->bucket = TokenBucket(limit_.rate_per_s, limit_.burst, now_us);
+  victim->bucket = TokenBucket(limit_.rate_per_s, forgets_debt ? std::min(1.0, limit_.burst) : limit_.burst, limit_.burst, now_us);
   return victim->bucket.take(now_us);
 }
 
 // ---- JoinCookies ----
 
-JoinCookies JoinCookies::with_random_secret() {
-  std::array<uint64_t, 2> secret{};
-  size_t got = 0;
-  auto* bytes = reinterpret_cast<uint8_t*>(secret.data());
-  // A bounded loop: getrandom returns at most the request and fails only on EINTR early at boot.
-  for (int attempt = 0; attempt < 16 && got < sizeof(secret); ++attempt) {
-    const ssize_t n = getrandom(bytes + got, sizeof(secret) - got, 0);
-    if (n > 0) got += static_cast<size_t>(n);
-  }
-  if (got < sizeof(secret)) throw std::runtime_error("getrandom failed: no secret for join cookies");
-  return JoinCookies(secret);
-}
+JoinCookies JoinCookies::with_random_secret() { return JoinCookies(random_secret("join cookies")); }
 
 uint64_t JoinCookies::mac(SourceAddress source, uint64_t nonce, uint32_t period) const {
   // 24 bytes: ip (4, network order), port (2, network order), 2 zero, nonce (8 LE),
@@ -352,8 +366,10 @@ DirectoryAdd SessionDirectory::check_locked(SourceAddress source, uint64_t accou
     const uint32_t n = hosts_.find(host_key(source));
     if (n != KeyIndex::kNone && n >= max_per_host_) return DirectoryAdd::HostFull;
   }
-  if (account_id != 0 && accounts_.find(account_id) != KeyIndex::kNone) return DirectoryAdd::AccountLiveElsewhere;
+  // A spent token first: a token that can no longer admit a session must not end one either
+  // (AccountLiveElsewhere from the same host asks the live session to end).
   if (token_id != 0 && used_tokens_.used(token_id, now_unix_ms)) return DirectoryAdd::TokenUsed;
+  if (account_id != 0 && accounts_.find(account_id) != KeyIndex::kNone) return DirectoryAdd::AccountLiveElsewhere;
   return DirectoryAdd::Added;
 }
 

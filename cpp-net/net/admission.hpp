@@ -8,6 +8,7 @@
 // so a session lives in exactly one worker's table. Nothing allocates after construction.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -87,7 +88,10 @@ class ReplayWindow {
 class TokenBucket {
  public:
   TokenBucket() = default;
-  TokenBucket(double rate_per_s, double burst, uint64_t now_us) : rate_per_us_(rate_per_s / 1e6), burst_(burst), tokens_(burst), last_us_(now_us) {}
+  TokenBucket(double rate_per_s, double burst, uint64_t now_us) : TokenBucket(rate_per_s, burst, burst, now_us) {}
+  // A bucket holding `tokens` (at most `burst`) now.
+  TokenBucket(double rate_per_s, double tokens, double burst, uint64_t now_us)
+      : rate_per_us_(rate_per_s / 1e6), burst_(burst), tokens_(std::min(tokens, burst)), last_us_(now_us) {}
   // Takes one token if there is one.
   bool take(uint64_t now_us);
 
@@ -103,10 +107,12 @@ struct RateLimit {
   double burst = 0;
 };
 
-// Per-source-address token buckets in a fixed table (open addressing, 8 probes). When every
-// probed slot belongs to another address, the least recently used one is taken over: the
-// table bounds memory under a flood of spoofed sources, at the price of forgetting the
-// quietest ones.
+// Per-source-address token buckets in a fixed table (open addressing, 8 probes, homes from a
+// SipHash under a per-process random key). When every probed slot belongs to another address,
+// the least recently used one is taken over: the table bounds memory under a flood of spoofed
+// sources, at the price of forgetting the quietest ones. A newcomer that takes over a slot
+// seen within one refill time starts with one token, not the burst, so being pushed out by a
+// flood never refills a source.
 class AddressRateLimiter {
  public:
   AddressRateLimiter(RateLimit limit, size_t slots_pow2);
@@ -119,6 +125,7 @@ class AddressRateLimiter {
     TokenBucket bucket;
   };
   RateLimit limit_;
+  std::array<uint64_t, 2> home_key_;
   std::vector<Slot> slots_;
   size_t mask_;
 };

@@ -323,6 +323,30 @@ TEST(AddressRateLimiter, ATableFullOfSpoofedSourcesStaysBounded) {
   EXPECT_FALSE(limiter.take({20000, 1}, 20000)) << "a remembered source spends its bucket";
 }
 
+// A source that spent its bucket and is then pushed out of the table by a flood of other
+// sources comes back with one token, not a full burst: eviction forgets the quiet, it does not
+// refill the busy. (Before, the newcomer's bucket started full, so a host out of join tokens
+// could spoof a few sources at its own slot and get the whole burst back.) While a flood
+// churns the table every newcomer starts that way; once the slots have been quiet for a
+// refill time, a newcomer gets the whole burst.
+TEST(AddressRateLimiter, AFloodNeverRefillsASourceItPushesOut) {
+  AddressRateLimiter limiter({1, 100}, 64);
+  const SourceAddress busy{0x0100007f, 7};
+  const uint64_t t = 1'000'000;
+  int taken = 0;
+  for (int i = 0; i < 200; ++i) taken += limiter.take(busy, t);
+  EXPECT_EQ(taken, 100);
+  for (uint32_t i = 1; i <= 10'000; ++i) limiter.take(SourceAddress{htonl(0x0a000000u + i), 9}, t + i);
+  taken = 0;
+  for (int i = 0; i < 200; ++i) taken += limiter.take(busy, t + 20'000);
+  EXPECT_LE(taken, 1) << "pushed out and back within a refill time: one token at most";
+  // Once the flood's sources have been quiet for a whole refill time (100 tokens at 1/s), a
+  // newcomer that takes over one of their slots owes nothing: it starts with the burst.
+  taken = 0;
+  for (int i = 0; i < 200; ++i) taken += limiter.take(SourceAddress{0x0200007f, 7}, t + 200'000'000);
+  EXPECT_EQ(taken, 100);
+}
+
 TEST(SessionTable, InsertFindRemoveAcrossManyChurns) {
   SessionTable table(100);
   std::mt19937_64 rng(3);

@@ -576,7 +576,8 @@ TEST_P(ServerEndToEndEngines, ARestartedClientOnAnotherPortReplacesItsSession) {
   ServerProcess server({"--engine", GetParam(), "--spawn-points", "1500,1500,0"});
   const uint16_t port = server.port();
   Client first(port, 0x7F000060);
-  const auto joined = join_with(first, 1, mint_token({.account_id = 888}, port));
+  const auto first_token = mint_token({.account_id = 888}, port);
+  const auto joined = join_with(first, 1, first_token);
   ASSERT_TRUE(joined && joined->status == JoinStatus::Joined);
   first.send(move({joined->player_id, joined->session_token}, 1, 100, 1502, 1500));
   const auto ack = first.wait_for<MoveAck>();
@@ -605,6 +606,16 @@ TEST_P(ServerEndToEndEngines, ARestartedClientOnAnotherPortReplacesItsSession) {
   // The old session is gone: its moves are dropped, no ack.
   first.send(move({joined->player_id, joined->session_token}, 2, 200, 1503, 1500));
   EXPECT_FALSE(first.wait_for<MoveAck>(std::chrono::milliseconds(300)));
+  // The first session's token, replayed from a third port of the same host (whoever saw it
+  // in the clear): spent, so it is refused, and it does not end the live session.
+  Client replayer(port, 0x7F000060);
+  const auto replayed = join_with(replayer, 4, first_token);
+  ASSERT_TRUE(replayed);
+  EXPECT_EQ(replayed->status, JoinStatus::TokenUsed);
+  restarted.send(move({accept->player_id, accept->session_token}, 1, 300, 1503, 1500));
+  const auto still = restarted.wait_for<MoveAck>();
+  ASSERT_TRUE(still) << "the live session was not ended by a spent token";
+  EXPECT_EQ(still->result, 0);
   // Another host still cannot take the account while it plays.
   Client elsewhere(port, 0x7F000061);
   const auto refused = join_with(elsewhere, 3, mint_token({.account_id = 888}, port));
