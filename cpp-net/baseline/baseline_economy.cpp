@@ -166,20 +166,62 @@ bool Audit::conserved() const {
   return true;
 }
 
+namespace {
+WalletPtr new_wallet(uint64_t owner, uint64_t account, uint64_t starting_gold) {
+  return std::make_shared<Wallet>(owner, account, std::hash<uint64_t>{}(owner) % kEconomyStripes, starting_gold);
+}
+}  // namespace
+
 WalletPtr Economy::open_wallet(uint64_t owner, uint64_t starting_gold) {
-  const size_t index = std::hash<uint64_t>{}(owner) % kEconomyStripes;
-  auto wallet = std::make_shared<Wallet>(owner, index, starting_gold);
-  Stripe& stripe = stripes_[index];
+  auto wallet = new_wallet(owner, 0, starting_gold);
+  Stripe& stripe = stripes_[wallet->stripe];
   std::lock_guard lock(stripe.mutex);
   stripe.open.emplace(owner, wallet);
   stripe.minted.gold += starting_gold;
   return wallet;
 }
 
+AccountOpen Economy::open_account(uint64_t account, uint64_t owner, uint64_t starting_gold, WalletPtr& out) {
+  if (account == 0) {
+    out = open_wallet(owner, starting_gold);
+    return AccountOpen::kCreated;
+  }
+  // The index is held while the wallet is found or made, so two joins of one account cannot
+  // both create it, nor both bind it.
+  std::lock_guard index_lock(accounts_mutex_);
+  auto [it, inserted] = accounts_.try_emplace(account);
+  AccountEntry& entry = it->second;
+  if (!inserted) {
+    if (entry.bound) return AccountOpen::kInSession;
+    entry.bound = true;
+    out = entry.wallet;
+    return AccountOpen::kResumed;
+  }
+  auto wallet = new_wallet(owner, account, starting_gold);
+  {
+    Stripe& stripe = stripes_[wallet->stripe];
+    std::lock_guard lock(stripe.mutex);
+    stripe.open.emplace(owner, wallet);
+    stripe.minted.gold += starting_gold;
+  }
+  entry = AccountEntry{wallet, true};
+  out = std::move(wallet);
+  return AccountOpen::kCreated;
+}
+
+bool Economy::release(const WalletPtr& wallet) {
+  if (wallet->account == 0) return close_wallet(wallet);
+  std::lock_guard index_lock(accounts_mutex_);
+  const auto it = accounts_.find(wallet->account);
+  if (it == accounts_.end() || it->second.wallet != wallet || !it->second.bound) return false;
+  it->second.bound = false;
+  return true;
+}
+
 bool Economy::close_wallet(const WalletPtr& wallet) {
   Stripe& stripe = stripes_[wallet->stripe];
   std::lock_guard lock(stripe.mutex);
-  if (!wallet->open) return false;
+  if (!wallet->open || wallet->account != 0) return false;
   // An open offer closes with its maker: the escrow goes back into the wallet first.
   if (return_escrow(*wallet)) --stripe.open_offers;
   add_wallet(stripe.departed, *wallet);

@@ -76,8 +76,9 @@ struct OpenOffer {
 };
 
 struct Wallet {
-  Wallet(uint64_t owner_, size_t stripe_, uint64_t gold_) : owner(owner_), stripe(stripe_), gold(gold_) {}
-  const uint64_t owner;  // the player id
+  Wallet(uint64_t owner_, uint64_t account_, size_t stripe_, uint64_t gold_) : owner(owner_), account(account_), stripe(stripe_), gold(gold_) {}
+  const uint64_t owner;    // the id of the player whose join opened it (its key in its stripe)
+  const uint64_t account;  // the account it belongs to for good; 0: one session's wallet
   const size_t stripe;   // which stripe's mutex guards the fields below
   // Guarded by the stripe's mutex:
   bool open = true;
@@ -130,11 +131,24 @@ struct Audit {
   bool conserved() const;
 };
 
+// Economy::open_account's answer.
+enum class AccountOpen { kCreated, kResumed, kInSession };
+
 class Economy {
  public:
-  // Opens a wallet for `owner` holding `starting_gold` (minted).
+  // Opens a wallet for `owner` holding `starting_gold` (minted), for one session.
   WalletPtr open_wallet(uint64_t owner, uint64_t starting_gold);
-  // Moves a wallet's holdings to its stripe's departed totals and closes it; false if closed.
+  // economy.rs open_account: the wallet of `account` for a joining session (player `owner`):
+  // the account's own, resumed, or a new one with `starting_gold` made by its first join;
+  // kInSession (and no wallet) while another session holds it. Account 0: a wallet for this
+  // session only. `out` is written unless kInSession.
+  AccountOpen open_account(uint64_t account, uint64_t owner, uint64_t starting_gold, WalletPtr& out);
+  // economy.rs release: the session using `wallet` ended. An account's wallet stays, unbound,
+  // its open offer too (until it times out), its decisions with it; a session's own wallet
+  // closes (close_wallet). False if it was not open.
+  bool release(const WalletPtr& wallet);
+  // Moves a session wallet's holdings to its stripe's departed totals and closes it; false if
+  // closed, or if it belongs to an account (those never close: see release).
   bool close_wallet(const WalletPtr& wallet);
   std::optional<Balance> balance(const Wallet& wallet) const;
   // Decides one operation whose player id and session the caller has checked.
@@ -173,6 +187,14 @@ class Economy {
     uint64_t next_expiry_ms = UINT64_MAX;  // no open offer here times out before this
   };
   std::array<Stripe, kEconomyStripes> stripes_;
+  // The account index (economy.rs `accounts`), one mutex, taken at joins and leaves only:
+  // account -> its wallet and whether a session holds it.
+  struct AccountEntry {
+    WalletPtr wallet;
+    bool bound = false;
+  };
+  std::mutex accounts_mutex_;
+  std::unordered_map<uint64_t, AccountEntry> accounts_;  // guarded by accounts_mutex_
 };
 
 template <typename Take>

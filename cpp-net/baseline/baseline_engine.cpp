@@ -143,7 +143,7 @@ std::shared_ptr<RaidObject> BaselineEngine::find_object(uint64_t object_id) cons
   return it == objects_.end() ? nullptr : it->second;
 }
 
-MmoStatus BaselineEngine::join(uint64_t /*account_id*/, float x_m, float y_m, uint8_t faction, MmoJoinTicket& out) {
+MmoStatus BaselineEngine::join(uint64_t account_id, float x_m, float y_m, uint8_t faction, MmoJoinTicket& out) {
   if (!grid_.in_world(x_m, y_m)) {
     stats_.bump(Counter::joins_refused_bounds);
     return MMO_ERR_OUT_OF_BOUNDS;
@@ -153,6 +153,14 @@ MmoStatus BaselineEngine::join(uint64_t /*account_id*/, float x_m, float y_m, ui
     return MMO_ERR_SERVER_FULL;
   }
   const uint64_t id = next_player_id_.fetch_add(1, std::memory_order_relaxed);
+  WalletPtr wallet;
+  const AccountOpen opened = economy_.open_account(account_id, id, config_.starting_gold, wallet);
+  if (opened == AccountOpen::kInSession) {
+    players_live_.fetch_sub(1, std::memory_order_acq_rel);
+    stats_.bump(Counter::joins_refused_account);
+    return MMO_ERR_ACCOUNT_IN_SESSION;
+  }
+  if (account_id != 0) stats_.bump(opened == AccountOpen::kCreated ? Counter::accounts_created : Counter::accounts_resumed);
   const uint64_t token = new_session_token();
   const CellKey cell = grid_.cell_of(x_m, y_m);
   BodyState body;
@@ -160,7 +168,6 @@ MmoStatus BaselineEngine::join(uint64_t /*account_id*/, float x_m, float y_m, ui
   body.y_m = y_m;
   body.cell = cell;
   auto entity = std::make_shared<GridEntity>(id, MMO_ENTITY_KIND_PLAYER, Vec2{x_m, y_m}, kNeverExpires);
-  auto wallet = economy_.open_wallet(id, config_.starting_gold);
   auto player = std::make_shared<Player>(id, token, faction, config_.player_hp, entity, std::move(wallet), body);
   // In the grid before the player can be found, so the first move finds its registration.
   LockWaits grid_waits;
@@ -197,7 +204,7 @@ MmoStatus BaselineEngine::leave(uint64_t player_id, uint64_t session_token) {
   }
   add_lock_waits(Counter::lock_grid_contended, Counter::lock_grid_wait_ns, grid_waits);
   add_lock_waits(Counter::lock_body_contended, Counter::lock_body_wait_ns, body_waits);
-  economy_.close_wallet(player->wallet);  // holdings go to the departed totals
+  economy_.release(player->wallet);  // an account's stays; a session's goes to the departed totals
   {
     std::unique_lock lock(players_mutex_);
     players_.erase(player_id);

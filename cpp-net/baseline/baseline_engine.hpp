@@ -130,7 +130,8 @@ class BaselineEngine final : public Engine {
 
   std::string_view name() const override { return "baseline"; }
   using Engine::join;
-  // The baseline keeps wallets per session, in memory: `account_id` is not used.
+  // As the Rust core: an account's wallet (in memory here) outlives its sessions and is
+  // resumed by its next join; one live session per account (MMO_ERR_ACCOUNT_IN_SESSION).
   MmoStatus join(uint64_t account_id, float x_m, float y_m, uint8_t faction, MmoJoinTicket& out) override;
   MmoStatus leave(uint64_t player_id, uint64_t session_token) override;
   size_t move_events_required(size_t moves) const override;

@@ -343,14 +343,15 @@ class Runner {
   }
 
   void join(const std::vector<std::string>& cmd, const std::vector<std::string>& expect) {
-    if (cmd.size() < 2) throw ScenarioError("join <alias> x= y= faction=");
+    if (cmd.size() < 2) throw ScenarioError("join <alias> x= y= [faction=] [account=]");
     Args a(cmd, 2);
     const float x = static_cast<float>(a.number("x"));
     const float y = static_cast<float>(a.number("y"));
     const auto faction = static_cast<uint8_t>(a.integer_or("faction", 1));
+    const auto account = static_cast<uint64_t>(a.integer_or("account", 0));
     a.finish();
     MmoJoinTicket t{};
-    const MmoStatus s = engine().join(x, y, faction, t);
+    const MmoStatus s = engine().join(account, x, y, faction, t);
     expect_status(expect, s, "join " + cmd[1]);
     if (s == MMO_OK) {
       check(t.player_id != 0 && t.session_token != 0, "join: id and token must be non-zero");
