@@ -67,7 +67,7 @@ void visit_settings(Settings& s, V&& v) {
   v(Number<double>{"server", "address_rate", "--address-rate", s.server.per_address.rate_per_s, 1, 1e7, "datagrams per second per source address"});
   v(Number<double>{"server", "address_burst", "--address-burst", s.server.per_address.burst, 1, 1e7, "burst allowance per source address"});
   v(Number<double>{"server", "host_join_rate", "--host-join-rate", s.server.per_host_joins.rate_per_s, 1, 1e7,
-                   "JOIN_REQUESTs and JOIN_CONFIRMs per second per source IP address, whatever the port (per worker)"});
+                   "JOIN_CONFIRMs with a valid cookie per second per source IP address, whatever the port (per worker)"});
   v(Number<double>{"server", "join_rate", "--join-rate", s.server.joins.rate_per_s, 1, 1e7,
                    "sessions the whole server creates per second, all hosts together (past it a join is answered try later)"});
   v(Number<double>{"server", "join_burst", "--join-burst", s.server.joins.burst, 1, 1e7, "burst allowance of join_rate"});

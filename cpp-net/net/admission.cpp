@@ -479,10 +479,6 @@ Admitted Admission::admit(std::span<const uint8_t> datagram, SourceAddress sourc
   if (!answerable_source(source)) return {false, DropReason::BadSource, nullptr};
   if (const auto e = wire::decode_client(datagram, out); e != wire::DecodeError::Ok) return {false, drop_reason_of(e), nullptr};
   if (!addresses_.take(source, now_us)) return {false, DropReason::RateLimitedAddress, nullptr};
-  // A join costs a cookie MAC, a challenge and maybe an engine join: one host, whatever its
-  // ports, gets only so many a second.
-  const bool joining = std::holds_alternative<wire::JoinRequest>(out.message) || std::holds_alternative<wire::JoinConfirm>(out.message);
-  if (joining && !host_joins_.take(SourceAddress{source.ip_be, 0}, now_us)) return {false, DropReason::RateLimitedHost, nullptr};
   const uint64_t now_ms = now_us / 1000;
   if (const auto* m = std::get_if<wire::JoinConfirm>(&out.message)) {
     switch (cookies_.verify(source, m->nonce, m->period, m->cookie, now_ms)) {
@@ -490,6 +486,12 @@ Admitted Admission::admit(std::span<const uint8_t> datagram, SourceAddress sourc
       case JoinCookies::Verdict::Expired: return {false, DropReason::CookieExpired, nullptr};
       case JoinCookies::Verdict::Valid: break;
     }
+    // A confirm with a valid cookie costs a token's signature check and maybe an engine join:
+    // one host, whatever its ports, gets only so many a second. Charged only once the cookie
+    // proves the source receives at its address, so a party spoofing a victim's address
+    // cannot spend the victim's joins (a JOIN_REQUEST, one MAC and a challenge no larger than
+    // itself, is held to the per-address limit alone, as a PING is).
+    if (!host_joins_.take(SourceAddress{source.ip_be, 0}, now_us)) return {false, DropReason::RateLimitedHost, nullptr};
     return {true, DropReason::Truncated, nullptr};
   }
   const auto* raid = std::get_if<wire::RaidTrigger>(&out.message);

@@ -303,17 +303,38 @@ TEST_F(Fixture, PerAddressRateLimitComesBeforeSessionChecks) {
 TEST_F(Fixture, JoinsPerHostAreLimitedWhateverThePortOtherMessagesAreNot) {
   config.per_host_joins = {1, 3};
   admission = std::make_unique<Admission>(config, cookies);
+  const uint32_t period = JoinCookies::period_at(50'000);
+  auto confirm_from = [&](SourceAddress from, uint64_t now_us = 50 * kSecondUs) {
+    return admit(encoded(JoinConfirm{from.port_be, period, cookies.mac(from, from.port_be, period), {}}), from, now_us);
+  };
   int limited = 0;
-  // Ten joins from ten ports of one host: the host's bucket holds three.
-  for (uint16_t port = 1; port <= 10; ++port) {
-    limited += admit(encoded(JoinRequest{port}), SourceAddress{0x0200007f, port}).reason == DropReason::RateLimitedHost;
-  }
+  // Ten confirms with valid cookies from ten ports of one host: the host's bucket holds three.
+  for (uint16_t port = 1; port <= 10; ++port) limited += confirm_from(SourceAddress{0x0200007f, port}).reason == DropReason::RateLimitedHost;
   EXPECT_EQ(limited, 7);
-  EXPECT_TRUE(admit(encoded(JoinRequest{1}), SourceAddress{0x0300007f, 1}).ok) << "another host has its own bucket";
+  EXPECT_TRUE(confirm_from(SourceAddress{0x0300007f, 1}).ok) << "another host has its own bucket";
   EXPECT_TRUE(admit(encoded(Ping{1}), SourceAddress{0x0200007f, 11}).ok) << "only joins draw on the host's bucket";
-  EXPECT_EQ(admit(encoded(JoinConfirm{1, 0, 0, {}}), SourceAddress{0x0200007f, 12}).reason, DropReason::RateLimitedHost)
-      << "the confirm too, before its cookie is checked";
-  EXPECT_TRUE(admit(encoded(JoinRequest{1}), SourceAddress{0x0200007f, 13}, 60 * kSecondUs).ok) << "the bucket refills";
+  EXPECT_TRUE(admit(encoded(JoinRequest{1}), SourceAddress{0x0200007f, 12}).ok)
+      << "a join request is held to the address limit only: it proves nothing about its source";
+  EXPECT_EQ(admit(encoded(JoinConfirm{1, period, 0, {}}), SourceAddress{0x0200007f, 13}).reason, DropReason::BadCookie)
+      << "a confirm with a bad cookie is refused for it, and spends none of the host's joins";
+  EXPECT_TRUE(confirm_from(SourceAddress{0x0200007f, 14}, 60 * kSecondUs).ok) << "the bucket refills";
+}
+
+// A party that can spoof a host's address, but never receives there, floods join requests and
+// confirms with made-up cookies from that address's ports: none of it reaches the host's join
+// bucket, so the host's own confirm still joins.
+TEST_F(Fixture, SpoofedJoinsCannotSpendAHostsJoinBucket) {
+  config.per_host_joins = {1, 3};
+  config.address_slots_pow2 = 4096;  // room for every spoofed port: this is about the host's bucket
+  admission = std::make_unique<Admission>(config, cookies);
+  const uint32_t period = JoinCookies::period_at(50'000);
+  for (uint16_t port = 100; port < 1100; ++port) {
+    const SourceAddress spoofed{0x0200007f, port};
+    EXPECT_TRUE(admit(encoded(JoinRequest{port}), spoofed).ok);
+    EXPECT_EQ(admit(encoded(JoinConfirm{port, period, port * 7919ULL, {}}), spoofed).reason, DropReason::BadCookie);
+  }
+  const SourceAddress victim{0x0200007f, 7};
+  EXPECT_TRUE(admit(encoded(JoinConfirm{5, period, cookies.mac(victim, 5, period), {}}), victim).ok);
 }
 
 TEST(AddressRateLimiter, ATableFullOfSpoofedSourcesStaysBounded) {

@@ -800,26 +800,45 @@ TEST_P(ServerEndToEndEngines, OneHostCannotFillTheServerFromManyPorts) {
   server.terminate();
 }
 
-// One host's join messages are rate limited whatever its ports: 2,000 JOIN_REQUESTs from 20
-// ports of 127.0.0.2 get only the host's burst and rate answered, the rest dropped
-// rate_limited_host, while a join from another address succeeds at once.
+// One host's ports flood JOIN_CONFIRMs with valid cookies (each a token to verify): held to
+// --host-join-rate, dropped rate_limited_host past it, while another host joins. Join requests
+// from that host's address, as a spoofer of it can send, spend none of its joins: after 2,000
+// of them, each challenged, the host itself still joins.
 TEST_P(ServerEndToEndEngines, OneHostsJoinFloodIsRateLimitedAndOthersStillJoin) {
   ServerProcess server({"--engine", GetParam(), "--host-join-rate", "50", "--host-join-burst", "100"});
   size_t challenged = 0;
   for (uint32_t s = 0; s < 20; ++s) {
-    Client flood(server.port(), 0x7F000002);
-    for (uint64_t n = 0; n < 100; ++n) flood.send(JoinRequest{s * 1000 + n + 1});
-    while (flood.wait_for<JoinChallenge>(std::chrono::milliseconds(50))) ++challenged;
+    Client spoof(server.port(), 0x7F000002);
+    for (uint64_t n = 0; n < 100; ++n) spoof.send(JoinRequest{s * 1000 + n + 1});
+    while (spoof.wait_for<JoinChallenge>(std::chrono::milliseconds(50))) ++challenged;
+  }
+  EXPECT_GE(challenged, 1'900u) << "join requests are held to the address limit only";
+  Client host(server.port(), 0x7F000002);
+  const auto own = join_with(host, 7, mint_token({}, server.port()));
+  ASSERT_TRUE(own);
+  EXPECT_EQ(own->status, JoinStatus::Joined) << "the spoofed requests spent none of the host's joins";
+
+  size_t answered = 0;
+  for (uint32_t s = 0; s < 20; ++s) {
+    Client flood(server.port(), 0x7F000004);
+    flood.send(JoinRequest{s + 1});
+    const auto challenge = flood.wait_for<JoinChallenge>();
+    ASSERT_TRUE(challenge);
+    // A malformed token: each confirm that passes the host's bucket costs a verification and
+    // is answered token_malformed.
+    const JoinConfirm confirm{s + 1, challenge->period, challenge->cookie, std::array<uint8_t, kConnectTokenSize>{}};
+    for (int n = 0; n < 100; ++n) flood.send(confirm, kFlagRetransmit);
+    while (flood.wait_for<JoinAccept>(std::chrono::milliseconds(50))) ++answered;
   }
   Client other(server.port(), 0x7F000003);
   EXPECT_NE(join(other, 5).player_id, 0u) << "another host joins during the flood";
   Client admin(server.port());
   const auto stats = server_stats(admin, 1);
-  std::cout << "  " << GetParam() << ": 2,000 join requests from one host: " << challenged << " challenged, " << stats.at("drop_rate_limited_host")
-            << " dropped rate_limited_host\n";
-  EXPECT_EQ(challenged + stats.at("drop_rate_limited_host"), 2'000u) << "each request answered or dropped for the host's rate";
+  std::cout << "  " << GetParam() << ": 2,000 join requests from one host: " << challenged << " challenged; 2,000 confirms from another: " << answered
+            << " answered, " << stats.at("drop_rate_limited_host") << " dropped rate_limited_host\n";
+  EXPECT_EQ(answered + stats.at("drop_rate_limited_host"), 2'000u) << "each confirm answered or dropped for the host's rate";
   // Two workers, each with its own bucket for the host (its ports hash across them).
-  EXPECT_LE(challenged, 2u * (100u + 50u * 3u)) << "the burst and at most a few seconds of the rate";
+  EXPECT_LE(answered, 2u * (100u + 50u * 3u)) << "the burst and at most a few seconds of the rate";
   EXPECT_GE(stats.at("drop_rate_limited_host"), 1'000u);
   server.terminate();
 }

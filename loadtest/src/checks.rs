@@ -284,15 +284,20 @@ pub const EXACT_DROPS: [DropReason; 17] = [
     DropReason::Replayed,
 ];
 
-/// Reasons the server checks after the two rate limits of step 9 (the source address's
-/// bucket, then, for joins, the source host's), the per-player limit apart: a datagram dropped
-/// at a limit is never looked at by them. The cookie checks see only joins, which the host
-/// limit also sees.
-pub const COOKIE_REASONS: [DropReason; 2] = [DropReason::BadCookie, DropReason::CookieExpired];
-/// As [`COOKIE_REASONS`], for the session and admin checks (steps 12 to 16), which only the
-/// address limit sees before them.
-pub const SESSION_REASONS: [DropReason; 5] =
-    [DropReason::BadAdminKey, DropReason::UnknownPlayer, DropReason::BadSession, DropReason::AddressMismatch, DropReason::Replayed];
+/// Reasons the server checks after the source address's rate limit (step 9): a datagram
+/// dropped at that limit is never looked at by them. The cookie checks (steps 10 and 11), then
+/// the session and admin checks (12 to 16). The host's join limit comes after the cookie
+/// checks and sees only confirms whose cookie is valid, which the hostile scenario never
+/// sends, so it hides none of these.
+pub const LATER_REASONS: [DropReason; 7] = [
+    DropReason::BadCookie,
+    DropReason::CookieExpired,
+    DropReason::BadAdminKey,
+    DropReason::UnknownPlayer,
+    DropReason::BadSession,
+    DropReason::AddressMismatch,
+    DropReason::Replayed,
+];
 
 /// The server's drop counters against what the hostile scenario sent (`sent`, per expected
 /// reason): every reason but `rate_limited_player` must have grown by exactly what was sent
@@ -301,15 +306,14 @@ pub const SESSION_REASONS: [DropReason; 5] =
 /// `rate_limited_address` counts beyond what was sent for it must be flood moves, within the
 /// flood's bounds below.
 ///
-/// When the plan itself sends past half of a default step-9 limit from one source
+/// When the plan itself sends past half of the default per-address limit from one source
 /// (`sources_past_limits`, [`crate::hostile::HostilePlan::sources_past_limits`]: hostile
 /// traffic over too few sockets), the server may drop some of it at that limit instead of
 /// for the reason it was built for, so one more allowance, which must add up:
-/// `rate_limited_host` may exceed what was sent for it by what the cookie checks
-/// ([`COOKIE_REASONS`]) fall short, and `rate_limited_address` by what every later reason
-/// falls short (the host limit's included) plus flood moves; never by more. A reason before
-/// step 9 is exact whatever its source's rate. This allowance shares the flood's loss bound,
-/// so it is granted only to such a plan, and the detail says so.
+/// `rate_limited_address` may exceed what was sent for it by what the later reasons
+/// ([`LATER_REASONS`]) fall short plus flood moves; never by more. A reason before step 9 is
+/// exact whatever its source's rate, and so is `rate_limited_host`. This allowance shares the
+/// flood's loss bound, so it is granted only to such a plan, and the detail says so.
 ///
 /// Flooding is checked with bounds: every flood move the server dropped went unacknowledged,
 /// so the flood's drops (`rate_limited_player`, plus its moves counted at the address limit)
@@ -336,13 +340,8 @@ pub fn drops(
         }
         reasons.iter().filter_map(|&r| counted(r).ok().map(|d| (expected(r) - d).max(0))).sum()
     };
-    let (cookie_short, session_short) = (short(&COOKIE_REASONS), short(&SESSION_REASONS));
-    let host_excess = counted(DropReason::RateLimitedHost).map(|d| d - expected(DropReason::RateLimitedHost)).unwrap_or(0);
-    let (host_short, host_surplus) = if sources_past_limits { ((-host_excess).max(0), host_excess.max(0)) } else { (0, 0) };
-    let cookie_left = (cookie_short - host_surplus).max(0);
-    let host_unexplained = (host_surplus - cookie_short).max(0);
     let address_surplus = counted(DropReason::RateLimitedAddress).map(|d| d - expected(DropReason::RateLimitedAddress)).unwrap_or(0);
-    let explained_at_address = host_short + cookie_left + session_short;
+    let explained_at_address = short(&LATER_REASONS);
     let flood_at_address = address_surplus - explained_at_address;
     let unacked = i128::from(flood.sent.saturating_sub(flood.acked));
     let player = counted(DropReason::RateLimitedPlayer).unwrap_or(0);
@@ -351,7 +350,7 @@ pub fn drops(
     for reason in EXACT_DROPS {
         let name = drop_counter(reason);
         let e = expected(reason);
-        let later = COOKIE_REASONS.contains(&reason) || SESSION_REASONS.contains(&reason);
+        let later = LATER_REASONS.contains(&reason);
         checks.push(match counted(reason) {
             Err(c) => c,
             Ok(d) if reason == DropReason::RateLimitedAddress => {
@@ -365,19 +364,11 @@ pub fn drops(
                     ),
                 )
             }
-            Ok(d) if reason == DropReason::RateLimitedHost && sources_past_limits => Check::new(
-                name,
-                host_unexplained == 0 && (d >= e || flood_at_address >= 0),
-                format!(
-                    "sent {e}, server counted {d}; joins past the host limit the cookie checks fall short by: {}",
-                    cookie_short.min(host_surplus)
-                ),
-            ),
             Ok(d) if later && d < e && sources_past_limits => Check::new(
                 name,
-                flood_at_address >= 0 || (COOKIE_REASONS.contains(&reason) && cookie_left == 0),
+                flood_at_address >= 0,
                 format!(
-                    "sent {e}, server counted {d}; the {} short must have come from a source past a rate limit and been counted there (the plan sends past half a default limit from one source)",
+                    "sent {e}, server counted {d}; the {} short must have come from a source past the address limit and been counted there (the plan sends past half the default limit from one source)",
                     e - d
                 ),
             ),

@@ -316,8 +316,6 @@ pub struct HostilePlan {
 
 /// The server's default per-address rate limit (`--address-rate`), datagrams a second.
 pub const SERVER_ADDRESS_RATE_DEFAULT: f64 = 400.0;
-/// The server's default per-host join limit (`--host-join-rate`, per worker), joins a second.
-pub const SERVER_HOST_JOIN_RATE_DEFAULT: f64 = 100.0;
 
 impl HostilePlan {
     /// The plan the command line asks for.
@@ -336,20 +334,21 @@ impl HostilePlan {
         self.rate / HostileKind::RATED as f64
     }
 
-    /// Whether some hostile source sends more than half a default step-9 rate limit of the
-    /// server, so that the server may drop some of its datagrams at that limit rather than
-    /// for the reason they were built for: a pool socket (the bad-cookie, bad-admin-key and
-    /// unknown-player kinds, each datagram from a random one of them) past half of
-    /// [`SERVER_ADDRESS_RATE_DEFAULT`], a spoofer (`spoofers` found share the address-mismatch
-    /// kind) likewise, or the pool's host (every bad-cookie join comes from it) past half of
-    /// [`SERVER_HOST_JOIN_RATE_DEFAULT`]. The bots' own duties (bad session, replayed) are
-    /// spread over every bot and stay far below. The drop check counts exactly when this is
-    /// false, and lets the limits count the shortfall (and says so) when it is true.
+    /// Whether some hostile source sends more than half the server's default per-address
+    /// limit (step 9), so that the server may drop some of its datagrams at that limit rather
+    /// than for the reason they were built for: a pool socket (the bad-cookie, bad-admin-key
+    /// and unknown-player kinds, each datagram from a random one of them) past half of
+    /// [`SERVER_ADDRESS_RATE_DEFAULT`], or a spoofer (`spoofers` found share the
+    /// address-mismatch kind) likewise. The host's join limit is not one of them: it is
+    /// charged only for confirms with a valid cookie, which no hostile kind sends. The bots'
+    /// own duties (bad session, replayed) are spread over every bot and stay far below. The
+    /// drop check counts exactly when this is false, and lets the address limit count the
+    /// shortfall (and says so) when it is true.
     pub fn sources_past_limits(&self, spoofers: usize) -> bool {
         let k = self.per_kind_rate();
         let pool = 3.0 * k / self.pool_sockets.max(1) as f64;
         let spoofer = if spoofers > 0 { k / spoofers as f64 } else { 0.0 };
-        pool.max(spoofer) > SERVER_ADDRESS_RATE_DEFAULT / 2.0 || k > SERVER_HOST_JOIN_RATE_DEFAULT / 2.0
+        pool.max(spoofer) > SERVER_ADDRESS_RATE_DEFAULT / 2.0
     }
 
     /// The interval between one bot's hostile duties when `bots` bots share the two duty kinds.
@@ -544,14 +543,15 @@ mod tests {
         // The default: 200/s over 14 kinds, 8 pool sockets, 4 spoofers: about 14 a second from
         // the busiest source.
         assert!(!plan(200.0, 8).sources_past_limits(4));
-        // The pool's host sends every bad-cookie join: one kind's rate against half of 100/s.
-        let host_edge = SERVER_HOST_JOIN_RATE_DEFAULT / 2.0 * HostileKind::RATED as f64;
-        assert!(!plan(host_edge, 64).sources_past_limits(4));
-        assert!(plan(host_edge + 1.0, 64).sources_past_limits(4));
-        // With the default limits the host's joins bind first (a pool socket carries three
-        // kinds spread over the pool, a spoofer one kind over the spoofers): one pool socket
-        // at 700/s is still under; 20,000/s over 8 sockets is far past.
-        assert!(!plan(host_edge, 1).sources_past_limits(1));
+        // A pool socket carries three kinds spread over the pool: with one socket, the edge is
+        // where three kinds' rate reaches half of 400/s. Bad-cookie joins, however many, spend
+        // nothing of the host's join limit (only valid cookies do), so a wide pool at a high
+        // rate stays under.
+        let pool_edge = SERVER_ADDRESS_RATE_DEFAULT / 2.0 / 3.0 * HostileKind::RATED as f64;
+        assert!(!plan(pool_edge, 1).sources_past_limits(64));
+        assert!(plan(pool_edge + 1.0, 1).sources_past_limits(64));
+        assert!(!plan(10_000.0, 256).sources_past_limits(256), "39/s per kind: past half the old host limit, far under the address limit");
+        // 20,000/s over 8 sockets is far past.
         assert!(plan(20_000.0, 8).sources_past_limits(4));
     }
 }

@@ -481,7 +481,7 @@ pub enum DropReason {
     BadField,
     /// The source address's token bucket was empty.
     RateLimitedAddress,
-    /// Too many join messages from the source's IP address (whatever the port).
+    /// Too many join confirms with a valid cookie from the source's IP address (whatever the port).
     RateLimitedHost,
     /// `JOIN_CONFIRM` cookie does not match the source and nonce (or is from the future).
     BadCookie,
@@ -517,9 +517,9 @@ impl DropReason {
         DropReason::BadLength,
         DropReason::BadField,
         DropReason::RateLimitedAddress,
-        DropReason::RateLimitedHost,
         DropReason::BadCookie,
         DropReason::CookieExpired,
+        DropReason::RateLimitedHost,
         DropReason::BadAdminKey,
         DropReason::UnknownPlayer,
         DropReason::BadSession,

@@ -167,7 +167,7 @@ fn hostile_datagrams_from_a_source_past_the_address_limit_are_counted_there() {
 }
 
 #[test]
-fn joins_past_the_host_limit_are_counted_there_and_must_add_up() {
+fn joins_with_bad_cookies_are_counted_at_the_address_limit_never_the_host_limit() {
     let before = figures(0, &BTreeMap::new());
     let verdict = |cookie_short: u64, host_extra: u64, address_extra: u64| {
         let mut added = sent();
@@ -178,8 +178,8 @@ fn joins_past_the_host_limit_are_counted_there_and_must_add_up() {
         let c = checks::drops(&before, &figures(0, &added), &sent(), &FLOOD, 0.01, true);
         c.iter().filter(|c| !c.passed).map(|c| c.name.clone()).collect::<Vec<String>>()
     };
-    assert!(verdict(10, 10, 0).is_empty(), "all ten joins stopped at the host limit");
-    assert!(verdict(10, 4, 6).is_empty(), "four at the host limit, six at the address limit");
-    assert_eq!(verdict(10, 11, 0), vec!["drop_rate_limited_host"], "one more at the host limit than the joins it could have stopped");
-    assert_eq!(verdict(10, 4, 5), vec!["drop_bad_cookie"], "one short that no limit counted");
+    assert!(verdict(10, 0, 10).is_empty(), "ten bad-cookie joins from a source past the address limit, counted there");
+    // The host limit is charged after the cookie: it cannot have stopped a bad-cookie join.
+    assert_eq!(verdict(10, 10, 0), vec!["drop_rate_limited_host", "drop_bad_cookie"]);
+    assert_eq!(verdict(10, 0, 9), vec!["drop_bad_cookie"], "one short that no limit counted");
 }
