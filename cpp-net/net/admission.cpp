@@ -9,8 +9,11 @@
 #include <cassert>
 #include <cstring>
 #include <mutex>
+#include <optional>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
+#include <variant>
 
 #include "highwayhash/sip_hash.h"
 
@@ -466,6 +469,10 @@ Admitted Admission::session_check(uint64_t player_id, uint64_t token, SourceAddr
   }
   if (s->session_token != token) return {false, DropReason::BadSession, nullptr};
   if (!(s->source == source)) return {false, DropReason::AddressMismatch, nullptr};
+  return own_session_check(s, sequence, now_us);
+}
+
+Admitted Admission::own_session_check(Session* s, const uint32_t* sequence, uint64_t now_us) {
   if (sequence != nullptr && !s->replay.acceptable(*sequence)) return {false, DropReason::Replayed, nullptr};
   if (!s->bucket.take(now_us)) return {false, DropReason::RateLimitedPlayer, nullptr};
   if (sequence != nullptr) s->replay.record(*sequence);
@@ -473,11 +480,45 @@ Admitted Admission::session_check(uint64_t player_id, uint64_t token, SourceAddr
   return {true, DropReason::Truncated, s};
 }
 
+namespace {
+// The session a session message names: player, token and (for MOVE, ATTACK and LEAVE) its
+// sequence. Nothing for other messages.
+struct SessionClaim {
+  uint64_t player_id = 0;
+  uint64_t token = 0;
+  const uint32_t* sequence = nullptr;
+};
+std::optional<SessionClaim> session_claim(const wire::ClientMessage& message) {
+  return std::visit(
+      [](const auto& m) -> std::optional<SessionClaim> {
+        using M = std::decay_t<decltype(m)>;
+        if constexpr (std::is_same_v<M, wire::Move> || std::is_same_v<M, wire::Leave> || std::is_same_v<M, wire::Attack>) {
+          return SessionClaim{m.player_id, m.session_token, &m.sequence};
+        } else if constexpr (std::is_same_v<M, wire::EconomyRequest> || std::is_same_v<M, wire::LootClaim> || std::is_same_v<M, wire::TradeOffer> ||
+                             std::is_same_v<M, wire::TradeAnswer>) {
+          return SessionClaim{m.player_id, m.session_token, nullptr};
+        } else {
+          return std::nullopt;
+        }
+      },
+      message);
+}
+}  // namespace
+
 Admitted Admission::admit(std::span<const uint8_t> datagram, SourceAddress source, uint64_t now_us, wire::Decoded<wire::ClientMessage>& out) {
   // A source no reply can reach is not a client: whatever it sent is dropped before any work,
   // and a reply to it never joins a batch (where its failed send would cost a call).
   if (!answerable_source(source)) return {false, DropReason::BadSource, nullptr};
   if (const auto e = wire::decode_client(datagram, out); e != wire::DecodeError::Ok) return {false, drop_reason_of(e), nullptr};
+  // A session message whose player, token and source all match a live session of this worker
+  // draws on that player's bucket alone, not its address's: otherwise anyone who could spoof
+  // the player's address and port could empty the address's bucket with PINGs, drop every
+  // datagram of the session, and let it expire idle.
+  const std::optional<SessionClaim> claim = session_claim(out.message);
+  if (claim) {
+    Session* s = sessions_.find_player(claim->player_id);
+    if (s != nullptr && s->session_token == claim->token && s->source == source) return own_session_check(s, claim->sequence, now_us);
+  }
   if (!addresses_.take(source, now_us)) return {false, DropReason::RateLimitedAddress, nullptr};
   const uint64_t now_ms = now_us / 1000;
   if (const auto* m = std::get_if<wire::JoinConfirm>(&out.message)) {
@@ -502,27 +543,7 @@ Admitted Admission::admit(std::span<const uint8_t> datagram, SourceAddress sourc
     if (!admin_key_matches(config_.admin_key, presented)) return {false, DropReason::BadAdminKey, nullptr};
     return {true, DropReason::Truncated, nullptr};
   }
-  if (const auto* m = std::get_if<wire::Move>(&out.message)) {
-    return session_check(m->player_id, m->session_token, source, &m->sequence, now_us);
-  }
-  if (const auto* m = std::get_if<wire::EconomyRequest>(&out.message)) {
-    return session_check(m->player_id, m->session_token, source, nullptr, now_us);
-  }
-  if (const auto* m = std::get_if<wire::Leave>(&out.message)) {
-    return session_check(m->player_id, m->session_token, source, &m->sequence, now_us);
-  }
-  if (const auto* m = std::get_if<wire::Attack>(&out.message)) {
-    return session_check(m->player_id, m->session_token, source, &m->sequence, now_us);
-  }
-  if (const auto* m = std::get_if<wire::LootClaim>(&out.message)) {
-    return session_check(m->player_id, m->session_token, source, nullptr, now_us);
-  }
-  if (const auto* m = std::get_if<wire::TradeOffer>(&out.message)) {
-    return session_check(m->player_id, m->session_token, source, nullptr, now_us);
-  }
-  if (const auto* m = std::get_if<wire::TradeAnswer>(&out.message)) {
-    return session_check(m->player_id, m->session_token, source, nullptr, now_us);
-  }
+  if (claim) return session_check(claim->player_id, claim->token, source, claim->sequence, now_us);
   // JOIN_REQUEST and PING need no session.
   return {true, DropReason::Truncated, nullptr};
 }

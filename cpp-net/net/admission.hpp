@@ -397,6 +397,9 @@ class Admission {
 
  private:
   Admitted session_check(uint64_t player_id, uint64_t token, SourceAddress source, const uint32_t* sequence, uint64_t now_us);
+  // The checks left once a message is known to be session `s`'s (player, token and source
+  // matched): the replay window, then the player's bucket.
+  Admitted own_session_check(Session* s, const uint32_t* sequence, uint64_t now_us);
   AdmissionConfig config_;
   const JoinCookies& cookies_;
   const SessionDirectory* directory_;

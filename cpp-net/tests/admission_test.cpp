@@ -300,6 +300,21 @@ TEST_F(Fixture, PerAddressRateLimitComesBeforeSessionChecks) {
   EXPECT_EQ(admit(Bytes(3, 0), kAlice).reason, DropReason::Truncated);
 }
 
+// Someone spoofing a player's exact address and port empties that address's bucket with PINGs
+// and bad-token moves: the player's own session messages (player, token and source matching
+// its session) draw on its player bucket alone and are still admitted; the spoofer's are not.
+TEST_F(Fixture, ASpooferOfAPlayersAddressCannotSpendItsSessionsTraffic) {
+  config.per_address = {1, 3};
+  admission = std::make_unique<Admission>(config, cookies);
+  join(7, 77);
+  int limited = 0;
+  for (int i = 0; i < 10; ++i) limited += admit(encoded(Ping{1})).reason == DropReason::RateLimitedAddress;
+  EXPECT_EQ(limited, 7) << "the spoofed PINGs empty Alice's address bucket";
+  EXPECT_EQ(admit(encoded(move(7, 78, 1))).reason, DropReason::RateLimitedAddress) << "a wrong token is held to the address's bucket";
+  for (uint32_t seq = 1; seq <= 20; ++seq) EXPECT_TRUE(admit(encoded(move(7, 77, seq))).ok) << "Alice's move " << seq;
+  EXPECT_EQ(admit(encoded(move(7, 77, 20))).reason, DropReason::Replayed) << "her session's own checks still apply";
+}
+
 TEST_F(Fixture, JoinsPerHostAreLimitedWhateverThePortOtherMessagesAreNot) {
   config.per_host_joins = {1, 3};
   admission = std::make_unique<Admission>(config, cookies);

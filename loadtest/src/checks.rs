@@ -301,25 +301,23 @@ pub const LATER_REASONS: [DropReason; 7] = [
 
 /// The server's drop counters against what the hostile scenario sent (`sent`, per expected
 /// reason): every reason but `rate_limited_player` must have grown by exactly what was sent
-/// for it (0 for reasons nothing was sent for), but for the flood, whose moves past the
-/// server's per-address limit are dropped there (a flood faster than `--address-rate`): what
-/// `rate_limited_address` counts beyond what was sent for it must be flood moves, within the
-/// flood's bounds below.
+/// for it (0 for reasons nothing was sent for). The flood's moves carry its session's player,
+/// token and address, so the server holds them to the per-player limit alone, never the
+/// per-address one, however fast they come.
 ///
 /// When the plan itself sends past half of the default per-address limit from one source
 /// (`sources_past_limits`, [`crate::hostile::HostilePlan::sources_past_limits`]: hostile
 /// traffic over too few sockets), the server may drop some of it at that limit instead of
-/// for the reason it was built for, so one more allowance, which must add up:
+/// for the reason it was built for, so one allowance, which must add up exactly:
 /// `rate_limited_address` may exceed what was sent for it by what the later reasons
-/// ([`LATER_REASONS`]) fall short plus flood moves; never by more. A reason before step 9 is
-/// exact whatever its source's rate, and so is `rate_limited_host`. This allowance shares the
-/// flood's loss bound, so it is granted only to such a plan, and the detail says so.
+/// ([`LATER_REASONS`]) fall short, and each shortfall must be met there. A reason before
+/// step 9 is exact whatever its source's rate, and so is `rate_limited_host`. The allowance is
+/// granted only to such a plan, and the detail says so.
 ///
 /// Flooding is checked with bounds: every flood move the server dropped went unacknowledged,
-/// so the flood's drops (`rate_limited_player`, plus its moves counted at the address limit)
-/// are at least `sent - acked - max_loss * sent` (at least 1 if anything was sent), and
-/// `rate_limited_player` alone is at most `sent - acked` (more means the server limited moves
-/// it also acknowledged, or limited legitimate bots).
+/// so `rate_limited_player` is at least `sent - acked - max_loss * sent` (at least 1 if
+/// anything was sent) and at most `sent - acked` (more means the server limited moves it also
+/// acknowledged, or limited legitimate bots).
 pub fn drops(
     before: &ServerStats,
     after: &ServerStats,
@@ -332,7 +330,7 @@ pub fn drops(
     let counted = |reason: DropReason| delta(before, after, &drop_counter(reason));
     // How far below what was sent each group of later reasons fell (nothing is excused
     // without the allowance: each reason is then held exact on its own), the limits' counts
-    // beyond their own datagrams, and what that leaves for the flood at the address limit
+    // beyond their own datagrams, and what the address limit counted that no shortfall explains
     // (negative: a shortfall no limit explains).
     let short = |reasons: &[DropReason]| -> i128 {
         if !sources_past_limits {
@@ -342,9 +340,8 @@ pub fn drops(
     };
     let address_surplus = counted(DropReason::RateLimitedAddress).map(|d| d - expected(DropReason::RateLimitedAddress)).unwrap_or(0);
     let explained_at_address = short(&LATER_REASONS);
-    let flood_at_address = address_surplus - explained_at_address;
+    let unexplained_at_address = address_surplus - explained_at_address;
     let unacked = i128::from(flood.sent.saturating_sub(flood.acked));
-    let player = counted(DropReason::RateLimitedPlayer).unwrap_or(0);
 
     let mut checks = Vec::new();
     for reason in EXACT_DROPS {
@@ -353,20 +350,18 @@ pub fn drops(
         let later = LATER_REASONS.contains(&reason);
         checks.push(match counted(reason) {
             Err(c) => c,
-            Ok(d) if reason == DropReason::RateLimitedAddress => {
-                let room = (unacked - player).max(0);
-                Check::new(
-                    name,
-                    d >= e && flood_at_address <= room,
-                    format!(
-                        "sent {e}, server counted {d}; beyond what was sent, {} datagrams the later steps fall short by and {flood_at_address} flood moves (at most the {room} unacked ones the per-player limit did not count)",
-                        explained_at_address.min(d - e).max(0)
-                    ),
-                )
-            }
+            Ok(d) if reason == DropReason::RateLimitedAddress => Check::new(
+                name,
+                d >= e && unexplained_at_address <= 0,
+                format!(
+                    "sent {e}, server counted {d}; beyond what was sent, {} datagrams the later steps fall short by, and {} more no shortfall explains (legitimate traffic limited)",
+                    explained_at_address.min(d - e).max(0),
+                    unexplained_at_address.max(0)
+                ),
+            ),
             Ok(d) if later && d < e && sources_past_limits => Check::new(
                 name,
-                flood_at_address >= 0,
+                unexplained_at_address >= 0,
                 format!(
                     "sent {e}, server counted {d}; the {} short must have come from a source past the address limit and been counted there (the plan sends past half the default limit from one source)",
                     e - d
@@ -379,17 +374,11 @@ pub fn drops(
     let tolerance = i128::from((max_loss * flood.sent as f64).ceil() as u64);
     let lower = (unacked - tolerance).max(i128::from(flood.sent > 0));
     checks.push(match counted(DropReason::RateLimitedPlayer) {
-        Ok(d) => {
-            let at_address = flood_at_address.max(0);
-            Check::new(
-                name,
-                d + at_address >= lower && d <= unacked,
-                format!(
-                    "flood sent {}, {} acked; server counted {d}, and {at_address} at the address limit (expected {lower}..={unacked} together, at most {unacked} here)",
-                    flood.sent, flood.acked
-                ),
-            )
-        }
+        Ok(d) => Check::new(
+            name,
+            d >= lower && d <= unacked,
+            format!("flood sent {}, {} acked; server counted {d} (expected {lower}..={unacked})", flood.sent, flood.acked),
+        ),
         Err(c) => c,
     });
     checks
