@@ -109,6 +109,16 @@ impl WalletHandle {
     /// A handle that matches no wallet.
     pub const NONE: WalletHandle = WalletHandle { key: usize::MAX };
 }
+/// What [`Economy::restore`] added to the first home's books, as they were before it: what
+/// [`Economy::undo_restore`] puts back.
+#[derive(Debug)]
+pub struct RestoreUndo {
+    minted: Holdings,
+    minted_by_loot: Holdings,
+    minted_by_grant: Holdings,
+    sunk: Holdings,
+}
+
 /// Gold and items, as exact totals (u128 cannot overflow from u64 balances).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Holdings {
@@ -783,11 +793,50 @@ impl Economy {
     /// account 0 is refused. Each account's wallet comes back unbound, its window of decisions
     /// with it; an offer that was open when the store last committed is not: its escrow goes
     /// back to its maker (the taker never saw it accepted, or the accept would be durable).
-    /// Fails, loading nothing more, when the books and the wallets disagree.
-    pub fn restore(&self, recovered: &Recovered) -> Result<(), String> {
+    /// Fails when the books and the wallets disagree, or a wallet cannot be loaded, and then
+    /// leaves the economy as it found it (no wallet, no account, the books as they were, the
+    /// ledger off), so a later restore can run. The answer on success takes the restore back
+    /// ([`Economy::undo_restore`]) if the store then cannot start committing.
+    pub fn restore(&self, recovered: &Recovered) -> Result<RestoreUndo, String> {
         if !self.accounts.is_empty() || self.ledger.enabled() || self.homes.iter().any(|h| !h.members.lock().is_empty()) {
             return Err("restore: the economy already has wallets or a ledger".into());
         }
+        let undo = {
+            let b = self.homes[0].books.lock();
+            RestoreUndo { minted: b.minted, minted_by_loot: b.minted_by_loot, minted_by_grant: b.minted_by_grant, sunk: b.sunk }
+        };
+        match self.load_recovered(recovered) {
+            Ok(()) => {
+                self.ledger.enable();
+                Ok(undo)
+            }
+            Err(e) => {
+                self.undo_restore(undo);
+                Err(e)
+            }
+        }
+    }
+
+    /// Takes a restore back: every wallet goes (a restore starts with none), the account
+    /// index empties, the first home's books return to what they were, and the ledger is off.
+    /// For a restore that failed part-way, or whose store could not start committing; no
+    /// session may have joined since (the engine opens its store before any join).
+    pub fn undo_restore(&self, undo: RestoreUndo) {
+        self.ledger.disable();
+        self.accounts.clear();
+        for home in self.homes.iter() {
+            let keys = std::mem::take(&mut *home.members.lock());
+            for key in keys {
+                self.wallets.remove(key);
+            }
+        }
+        let mut b = self.homes[0].books.lock();
+        (b.minted, b.minted_by_loot, b.minted_by_grant, b.sunk) = (undo.minted, undo.minted_by_loot, undo.minted_by_grant, undo.sunk);
+    }
+
+    /// The wallets and books of `recovered`, loaded into an economy with none (see
+    /// [`Economy::restore`], which takes them back if this fails).
+    fn load_recovered(&self, recovered: &Recovered) -> Result<(), String> {
         for home in self.homes.iter() {
             home.books.lock().journal.reserve_exact(JOURNAL_ENTRIES_PER_SHARD);
         }
@@ -837,7 +886,6 @@ impl Economy {
                 audit.live.gold, audit.minted.gold, audit.sunk.gold
             ));
         }
-        self.ledger.enable();
         Ok(())
     }
 

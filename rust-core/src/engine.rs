@@ -358,7 +358,8 @@ impl Engine {
             return Err("the store opens once, before any player joins".into());
         }
         let recovered = store.load().map_err(|e| format!("reading the economy store: {e}"))?;
-        self.economy.restore(&recovered)?;
+        // A failed restore leaves nothing behind; so does a committer that cannot start.
+        let undo = self.economy.restore(&recovered)?;
         let mut books = self.economy.books();
         books.entries = recovered.books.entries;
         let recovery = Recovery {
@@ -367,10 +368,13 @@ impl Engine {
             repairs: recovered.repairs,
             elapsed: started.elapsed(),
         };
-        *durability = Some(
-            crate::durability::start(Arc::clone(&self.economy), Arc::clone(&self.stats), store, books, policy, on_durable)
-                .map_err(|e| format!("starting the committer: {e}"))?,
-        );
+        match crate::durability::start(Arc::clone(&self.economy), Arc::clone(&self.stats), store, books, policy, on_durable) {
+            Ok(started) => *durability = Some(started),
+            Err(e) => {
+                self.economy.undo_restore(undo);
+                return Err(format!("starting the committer: {e}"));
+            }
+        }
         Ok(recovery)
     }
 

@@ -269,6 +269,12 @@ impl Ledger {
         self.enabled.store(true, Ordering::Release);
     }
 
+    /// Turns numbering off again: only to take back a restore whose store never started
+    /// committing (nothing can have been numbered in between).
+    pub fn disable(&self) {
+        self.enabled.store(false, Ordering::Release);
+    }
+
     /// Whether changes to accounts' wallets are numbered and made durable.
     pub fn enabled(&self) -> bool {
         self.enabled.load(Ordering::Acquire)

@@ -5,7 +5,7 @@
 
 use crate::common::*;
 use mmo_core::durability::CommitPolicy;
-use mmo_core::ledger::{Books, EconomyStore, LedgerEntry, Recovered};
+use mmo_core::ledger::{Books, EconomyStore, LedgerEntry, Recovered, StoredWallet, WalletImage};
 use mmo_core::records::{EconomyKind::*, EconomyResult, EconomyStatus, TradeStack};
 use mmo_core::store::{RedbStore, STORE_FILE};
 use mmo_core::{CoreConfig, Engine, JoinError};
@@ -357,4 +357,43 @@ fn redb_store_is_the_one_behind_the_trait() {
     assert!(store.load().unwrap().wallets.is_empty());
     assert_eq!(store.path(), dir.join(STORE_FILE));
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// A store that loads what it was given and commits anything.
+struct GivenStore(Recovered);
+
+impl EconomyStore for GivenStore {
+    fn commit(&mut self, _entries: &[LedgerEntry], _books: &Books) -> io::Result<()> {
+        Ok(())
+    }
+    fn load(&mut self) -> io::Result<Recovered> {
+        Ok(self.0.clone())
+    }
+}
+
+/// A store whose contents fail the restore's checks (here: a wallet holding gold the books
+/// never minted, after another that loaded fine) is refused, and leaves nothing behind: no
+/// wallet, no account, the books as they were, the ledger off. Its accounts are not resumed
+/// by a join, and a good store opens afterwards.
+#[test]
+fn a_store_refused_at_restore_leaves_the_economy_as_it_was() {
+    let stored = |account: u64, gold: u64| StoredWallet {
+        image: WalletImage { account, gold, ..WalletImage::default() },
+        ..StoredWallet::default()
+    };
+    let mut unbalanced = Recovered { wallets: vec![stored(7, 300), stored(8, 200)], ..Recovered::default() };
+    unbalanced.books.minted_gold = 300;
+    let e = Engine::new(config()).unwrap();
+    let refused = e.open_store_with(Box::new(GivenStore(unbalanced.clone())), CommitPolicy::default(), Box::new(|| {}));
+    assert!(refused.unwrap_err().contains("do not balance"));
+    let audit = e.economy_audit();
+    assert!(audit.is_conserved());
+    assert_eq!((audit.open_wallets, audit.live.gold, audit.minted.gold), (0, 0, 0), "nothing of the refused store stays");
+    assert_eq!(e.economy_durable_through(), u64::MAX, "no ledger: nothing held back");
+    // A twin that balances opens: the refused attempt left no wallets to trip over.
+    unbalanced.books.minted_gold = 500;
+    e.open_store_with(Box::new(GivenStore(unbalanced)), CommitPolicy::default(), Box::new(|| {})).unwrap();
+    let a = join_account(&e, 7);
+    assert_eq!(e.player(a.id).unwrap().gold, 300, "account 7 resumed from the store that opened");
+    assert_eq!(e.economy_audit().minted.gold, 500);
 }
