@@ -19,8 +19,11 @@
  * - Enums cross as integers (uint8_t fields); an unknown value is a per-record refusal or
  *   MMO_ERR_BAD_ENUM, never undefined behaviour.
  * - Threads: mmo_engine_new() and mmo_engine_free() must not race with any other call on
- *   the same engine. Every other function may be called from any thread concurrently.
- *   mmo_tick() is meant for one tick-driver thread (concurrent calls serialise).
+ *   the same engine, and mmo_economy_open() must return before the engine's first join.
+ *   Every other function on an engine may be called from any thread concurrently.
+ *   mmo_tick() is meant for one tick-driver thread (concurrent calls serialise). A latency
+ *   histogram (mmo_latency_*) is one thread's at a time: its writers (record, reset, merge
+ *   into it) must not race with any other call on the same histogram.
  *   mmo_economy_open() starts one thread of the library's own (the economy's committer),
  *   stopped and joined by mmo_engine_free(); it calls the caller's MmoDurableCallback.
  * - Ownership: the caller owns the engine from mmo_engine_new() to mmo_engine_free(), and

@@ -147,7 +147,8 @@ pub unsafe extern "C" fn mmo_latency_record(latency: *mut MmoLatency, value: u64
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn mmo_latency_merge(into: *mut MmoLatency, from: *const MmoLatency) -> MmoStatus {
     boundary(|| {
-        if std::ptr::eq(into.cast_const(), from) {
+        // Merging a histogram into itself is refused; two NULLs are NULLs, not one histogram.
+        if !from.is_null() && std::ptr::eq(into.cast_const(), from) {
             return MMO_ERR_INVALID_ARGUMENT;
         }
         // SAFETY: forwarded contract.
@@ -478,6 +479,7 @@ mod tests {
             mmo_latency_free(other);
             assert_eq!(mmo_latency_reset(ptr::null_mut()), crate::MMO_ERR_NULL_POINTER);
             assert_eq!(mmo_latency_merge(ptr::null_mut(), a), crate::MMO_ERR_NULL_POINTER);
+            assert_eq!(mmo_latency_merge(ptr::null_mut(), ptr::null()), crate::MMO_ERR_NULL_POINTER);
             // A handle pointer that is not a handle's alignment is refused before it is read.
             let misaligned = (a as usize + 1) as *mut MmoLatency;
             assert_eq!(mmo_latency_record(misaligned, 1, 1), crate::MMO_ERR_MISALIGNED_POINTER);

@@ -29,8 +29,11 @@
 //!   After [`MMO_ERR_PANIC`] a batch call's output buffer may be partly written.
 //!   C++ exceptions must never be thrown through these functions.
 //! - **Threads.** [`mmo_engine_new`] and [`mmo_engine_free`] must not race with any other
-//!   call on the same engine. Every other function may be called from any thread at the same
-//!   time. [`mmo_tick`] is meant for one tick-driver thread (concurrent calls serialise).
+//!   call on the same engine, and [`mmo_economy_open`] must return before the engine's first
+//!   join. Every other function on an engine may be called from any thread at the same time.
+//!   [`mmo_tick`] is meant for one tick-driver thread (concurrent calls serialise). A latency
+//!   histogram (`mmo_latency_*`) is one thread's at a time: its writers (`record`, `reset`,
+//!   `merge` into it) must not race with any other call on the same histogram.
 //! - **Ownership.** The engine is owned by the caller between `mmo_engine_new` and
 //!   `mmo_engine_free` (a `_new`/`_free` pair). Every buffer is owned by the caller.
 //!
