@@ -192,6 +192,9 @@ size_t Server::format_stats(char* out, size_t capacity) const {
   line("", "joins_refused_token_wrong_server", total(&WorkerCounters::joins_refused_token_wrong_server));
   line("", "joins_refused_account_live", total(&WorkerCounters::joins_refused_account_live));
   line("", "joins_refused_token_used", total(&WorkerCounters::joins_refused_token_used));
+  line("", "joins_refused_server_full", total(&WorkerCounters::joins_refused_server_full));
+  line("", "joins_refused_spawn", total(&WorkerCounters::joins_refused_spawn));
+  line("", "joins_refused_engine_busy", total(&WorkerCounters::joins_refused_engine_busy));
   line("", "joins_at_saved_position", total(&WorkerCounters::joins_at_saved_position));
   line("", "joins_replacing", total(&WorkerCounters::joins_replacing));
   line("", "sessions_replaced", total(&WorkerCounters::sessions_replaced));

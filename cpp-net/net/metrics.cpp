@@ -114,8 +114,18 @@ std::string prometheus_text(const Server& s) {
                                       std::pair{"token_used", &WorkerCounters::joins_refused_token_used}}) {
     t.sample("mmo_joins_refused_token_total", std::string("reason=\"") + reason + "\"", static_cast<double>(total(field)));
   }
+  t.one("mmo_joins_refused_server_full_total", "counter", "Joins the server had no room for (answered server full).",
+        total(&WorkerCounters::joins_refused_server_full));
+  t.one("mmo_joins_refused_spawn_total", "counter", "Joins whose spawn point the engine refused (a configuration error).",
+        total(&WorkerCounters::joins_refused_spawn));
+  t.one("mmo_joins_refused_engine_busy_total", "counter",
+        "Joins the engine asked to resend later: the account still in a session being ended, or the economy's disk behind.",
+        total(&WorkerCounters::joins_refused_engine_busy));
   t.one("mmo_joins_at_saved_position_total", "counter", "Joins that spawned at the account's saved position.",
         total(&WorkerCounters::joins_at_saved_position));
+  t.one("mmo_joins_replacing_total", "counter",
+        "Joins of an account live on another port of the same host: its old session asked to end, the join answered try later.",
+        total(&WorkerCounters::joins_replacing));
   t.one("mmo_sessions_replaced_total", "counter", "Sessions ended because their account joined again from another port of the same host.",
         total(&WorkerCounters::sessions_replaced));
   t.one("mmo_leaves_total", "counter", "Players who left.", total(&WorkerCounters::leaves));

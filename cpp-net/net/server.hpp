@@ -150,6 +150,12 @@ struct alignas(128) WorkerCounters {
   Counter joins_refused_token_wrong_server;
   Counter joins_refused_account_live;
   Counter joins_refused_token_used;
+  // Of those, joins the server had no room for (its session tables, or the engine, full),
+  // whose spawn the engine refused, and that the engine asked to resend later (the account
+  // still in a session it is ending, or the economy's disk behind).
+  Counter joins_refused_server_full;
+  Counter joins_refused_spawn;
+  Counter joins_refused_engine_busy;
   // Joins that spawned at the account's saved position (the others at a spawn point).
   Counter joins_at_saved_position;
   // Joins of an account live on another port of the same host: its old session was asked to

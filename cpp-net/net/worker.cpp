@@ -474,7 +474,7 @@ void Worker::on_join_confirm(const wire::JoinConfirm& m, SourceAddress source, u
       case DirectoryAdd::AccountLiveElsewhere: return refuse(wire::JoinStatus::AccountLiveElsewhere, &counters.joins_refused_account_live);
       case DirectoryAdd::TokenUsed: return refuse(wire::JoinStatus::TokenUsed, &counters.joins_refused_token_used);
       case DirectoryAdd::TokenTableFull: return refuse(wire::JoinStatus::TryLater, &counters.joins_refused_rate);
-      case DirectoryAdd::Full: return refuse(wire::JoinStatus::ServerFull, nullptr);
+      case DirectoryAdd::Full: return refuse(wire::JoinStatus::ServerFull, &counters.joins_refused_server_full);
       case DirectoryAdd::Added: break;
     }
   };
@@ -507,11 +507,11 @@ void Worker::on_join_confirm(const wire::JoinConfirm& m, SourceAddress source, u
   if (status != MMO_OK) {
     // The account still in a session the engine is ending, or the economy's disk behind:
     // the client resends.
-    const bool later = status == MMO_ERR_ACCOUNT_IN_SESSION || status == MMO_ERR_STORAGE_BUSY;
-    return refuse(status == MMO_ERR_OUT_OF_BOUNDS ? wire::JoinStatus::SpawnRefused
-                  : later                        ? wire::JoinStatus::TryLater
-                                                 : wire::JoinStatus::ServerFull,
-                  nullptr);
+    if (status == MMO_ERR_OUT_OF_BOUNDS) return refuse(wire::JoinStatus::SpawnRefused, &counters.joins_refused_spawn);
+    if (status == MMO_ERR_ACCOUNT_IN_SESSION || status == MMO_ERR_STORAGE_BUSY) {
+      return refuse(wire::JoinStatus::TryLater, &counters.joins_refused_engine_busy);
+    }
+    return refuse(wire::JoinStatus::ServerFull, &counters.joins_refused_server_full);
   }
   Session s;
   s.player_id = ticket.player_id;

@@ -565,6 +565,13 @@ TEST_P(ServerEndToEndEngines, ConnectTokensAdmitOnlyWhatTheBackendVouchedFor) {
   EXPECT_EQ(stats.at("joins_refused_token_used"), 2u);
   EXPECT_EQ(stats.at("joins_at_saved_position"), 2u) << "A's fresh session (where the restart left it) and B's";
   EXPECT_EQ(stats.at("joins_refused"), 11u);
+  // Every refusal is counted under exactly one reason (or as a replacement under way).
+  uint64_t by_reason = stats.at("joins_replacing");
+  for (const char* reason : {"host_full", "rate", "token_malformed", "token_bad_signature", "token_expired", "token_wrong_server", "account_live",
+                             "token_used", "server_full", "spawn", "engine_busy"}) {
+    by_reason += stats.at(std::string("joins_refused_") + reason);
+  }
+  EXPECT_EQ(by_reason, stats.at("joins_refused"));
   EXPECT_EQ(told[JoinStatus::TokenBadSignature] + told[JoinStatus::TokenUsed], 4);
   server.terminate();
 }
@@ -840,6 +847,26 @@ TEST_P(ServerEndToEndEngines, OneHostsJoinFloodIsRateLimitedAndOthersStillJoin) 
   // Two workers, each with its own bucket for the host (its ports hash across them).
   EXPECT_LE(answered, 2u * (100u + 50u * 3u)) << "the burst and at most a few seconds of the rate";
   EXPECT_GE(stats.at("drop_rate_limited_host"), 1'000u);
+  server.terminate();
+}
+
+// A server at its --max-players answers a further join server full, and counts it under its
+// own reason; the player who leaves makes room again.
+TEST_P(ServerEndToEndEngines, AFullServerSaysSoAndCountsIt) {
+  ServerProcess server({"--engine", GetParam(), "--max-players", "2"});
+  Client a(server.port(), 0x7F000070), b(server.port(), 0x7F000071), c(server.port(), 0x7F000072);
+  const auto ja = join_with(a, 1, mint_token({}, server.port()));
+  const auto jb = join_with(b, 2, mint_token({}, server.port()));
+  ASSERT_TRUE(ja && jb);
+  ASSERT_EQ(ja->status, JoinStatus::Joined);
+  ASSERT_EQ(jb->status, JoinStatus::Joined);
+  const auto full = join_with(c, 3, mint_token({}, server.port()));
+  ASSERT_TRUE(full);
+  EXPECT_EQ(full->status, JoinStatus::ServerFull);
+  Client admin(server.port());
+  const auto stats = server_stats(admin, 1);
+  EXPECT_EQ(stats.at("joins_refused_server_full"), 1u);
+  EXPECT_EQ(stats.at("joins_refused"), 1u);
   server.terminate();
 }
 
