@@ -64,7 +64,7 @@ void visit_settings(Settings& s, V&& v) {
   v(Number<unsigned>{"server", "idle_timeout_s", "--idle-timeout-s", s.server.idle_timeout_s, 0, 86400, "end a session silent this long (0: never)"});
   v(Number<double>{"server", "player_rate", "--player-rate", s.server.per_player.rate_per_s, 1, 1e6, "messages per second per player"});
   v(Number<double>{"server", "player_burst", "--player-burst", s.server.per_player.burst, 1, 1e6, "burst allowance per player"});
-  v(Number<double>{"server", "address_rate", "--address-rate", s.server.per_address.rate_per_s, 1, 1e7, "datagrams per second per source address"});
+  v(Number<double>{"server", "address_rate", "--address-rate", s.server.per_address.rate_per_s, 1, 1e7, "datagrams per second per source address (a live session's own messages draw on its player's rate instead)"});
   v(Number<double>{"server", "address_burst", "--address-burst", s.server.per_address.burst, 1, 1e7, "burst allowance per source address"});
   v(Number<double>{"server", "host_join_rate", "--host-join-rate", s.server.per_host_joins.rate_per_s, 1, 1e7,
                    "JOIN_CONFIRMs with a valid cookie per second per source IP address, whatever the port (per worker)"});
