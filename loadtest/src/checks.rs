@@ -289,15 +289,8 @@ pub const EXACT_DROPS: [DropReason; 17] = [
 /// the session and admin checks (12 to 16). The host's join limit comes after the cookie
 /// checks and sees only confirms whose cookie is valid, which the hostile scenario never
 /// sends, so it hides none of these.
-pub const LATER_REASONS: [DropReason; 7] = [
-    DropReason::BadCookie,
-    DropReason::CookieExpired,
-    DropReason::BadAdminKey,
-    DropReason::UnknownPlayer,
-    DropReason::BadSession,
-    DropReason::AddressMismatch,
-    DropReason::Replayed,
-];
+pub const LATER_REASONS: &[DropReason] = EXACT_DROPS.split_at(10).1;
+const _: () = assert!(matches!(LATER_REASONS[0], DropReason::BadCookie) && LATER_REASONS.len() == 7, "the reasons checked after the address limit, the host limit apart");
 
 /// The server's drop counters against what the hostile scenario sent (`sent`, per expected
 /// reason): every reason but `rate_limited_player` must have grown by exactly what was sent
@@ -339,7 +332,7 @@ pub fn drops(
         reasons.iter().filter_map(|&r| counted(r).ok().map(|d| (expected(r) - d).max(0))).sum()
     };
     let address_surplus = counted(DropReason::RateLimitedAddress).map(|d| d - expected(DropReason::RateLimitedAddress)).unwrap_or(0);
-    let explained_at_address = short(&LATER_REASONS);
+    let explained_at_address = short(LATER_REASONS);
     let unexplained_at_address = address_surplus - explained_at_address;
     let unacked = i128::from(flood.sent.saturating_sub(flood.acked));
 
