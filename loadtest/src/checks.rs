@@ -290,7 +290,10 @@ pub const EXACT_DROPS: [DropReason; 17] = [
 /// checks and sees only confirms whose cookie is valid, which the hostile scenario never
 /// sends, so it hides none of these.
 pub const LATER_REASONS: &[DropReason] = EXACT_DROPS.split_at(10).1;
-const _: () = assert!(matches!(LATER_REASONS[0], DropReason::BadCookie) && LATER_REASONS.len() == 7, "the reasons checked after the address limit, the host limit apart");
+const _: () = assert!(
+    matches!(LATER_REASONS[0], DropReason::BadCookie) && LATER_REASONS.len() == 7,
+    "the reasons checked after the address limit, the host limit apart"
+);
 
 /// The server's drop counters against what the hostile scenario sent (`sent`, per expected
 /// reason): every reason but `rate_limited_player` must have grown by exactly what was sent
