@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cassert>
 #include <cstring>
+#include <limits>
 #include <mutex>
 #include <optional>
 #include <stdexcept>
@@ -167,7 +168,8 @@ bool AddressRateLimiter::take(SourceAddress source, uint64_t now_us) {
   // time a full refill takes) forgets a debt: the newcomer then starts with one token, not the
   // burst, so a source that is pushed out by a flood and comes back does not come back full.
   // A slot that was empty, or idle long enough to be full again, gives the whole burst.
-  const double refill_us = limit_.rate_per_s > 0 ? limit_.burst / limit_.rate_per_s * 1e6 : 0.0;
+  // (A bucket that never refills, rate 0, never stops owing.)
+  const double refill_us = limit_.rate_per_s > 0 ? limit_.burst / limit_.rate_per_s * 1e6 : std::numeric_limits<double>::infinity();
   const bool forgets_debt = victim->key != 0 && static_cast<double>(now_us - std::min(now_us, victim->last_us)) < refill_us;
   victim->key = key;
   victim->last_us = now_us;
@@ -374,6 +376,11 @@ DirectoryAdd SessionDirectory::check_locked(SourceAddress source, uint64_t accou
   if (token_id != 0 && used_tokens_.used(token_id, now_unix_ms)) return DirectoryAdd::TokenUsed;
   if (account_id != 0 && accounts_.find(account_id) != KeyIndex::kNone) return DirectoryAdd::AccountLiveElsewhere;
   return DirectoryAdd::Added;
+}
+
+bool SessionDirectory::token_spent(uint64_t token_id, uint64_t now_unix_ms) const {
+  std::shared_lock lock(mutex_);
+  return token_id != 0 && used_tokens_.used(token_id, now_unix_ms);
 }
 
 DirectoryAdd SessionDirectory::precheck(SourceAddress source, uint64_t account_id, uint64_t token_id, uint64_t now_unix_ms) const {

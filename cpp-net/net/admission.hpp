@@ -23,7 +23,8 @@
 
 namespace mmo::net {
 
-// Every reason a datagram is dropped, in validation order. Names: drop_reason_name().
+// Every reason a datagram is dropped (docs/protocol.md's table gives the order they are
+// checked in: BadSource first, RateLimitedHost after the cookie). Names: drop_reason_name().
 enum class DropReason : uint8_t {
   Truncated,
   Oversized,
@@ -330,9 +331,9 @@ class SessionDirectory {
  public:
   explicit SessionDirectory(const DirectoryLimits& limits);
   SessionDirectory(size_t capacity, uint32_t max_per_host) : SessionDirectory(DirectoryLimits{capacity, max_per_host}) {}
-  // Adds a session, unless the table is full, its host already holds max_per_host, its
-  // account has a live session (from any address: the caller ends a session of the same
-  // address first), or its token already admitted one (checked in that order).
+  // Adds a session, unless its host already holds max_per_host, its token already admitted
+  // one, its account has a live session (from any address: the caller ends a session of the
+  // same address first), or the table is full (checked in that order).
   DirectoryAdd add(const DirectoryJoin& join, uint64_t now_unix_ms);
   // The same checks as add() but the table's, without adding (a cheap early refusal before the
   // engine is asked; add() decides).
@@ -341,6 +342,8 @@ class SessionDirectory {
   DirectoryAdd add(uint64_t player_id, uint64_t session_token, SourceAddress source) { return add(DirectoryJoin{player_id, session_token, source}, 0); }
   // Whether a join from this host could be added now.
   bool host_has_room(SourceAddress source) const { return precheck(source, 0, 0, 0) != DirectoryAdd::HostFull; }
+  // Whether `token_id` already admitted a session (and has not expired).
+  bool token_spent(uint64_t token_id, uint64_t now_unix_ms) const;
   // Ends a session; its account's position is saved.
   void remove(uint64_t player_id, float x_m, float y_m);
   void remove(uint64_t player_id) { remove(player_id, 0, 0); }
@@ -368,7 +371,7 @@ class SessionDirectory {
 struct AdmissionConfig {
   RateLimit per_address{400, 800};
   RateLimit per_player{60, 120};
-  // JOIN_REQUESTs and JOIN_CONFIRMs per source IP address, whatever the port (per worker).
+  // JOIN_CONFIRMs with a valid cookie per source IP address, whatever the port (per worker).
   RateLimit per_host_joins{100, 200};
   size_t max_sessions = 8192;
   size_t address_slots_pow2 = 16384;

@@ -78,7 +78,7 @@ struct ServerConfig {
   uint64_t admin_key = 0;
   RateLimit per_address{400, 800};
   RateLimit per_player{60, 120};
-  RateLimit per_host_joins{100, 200};  // join messages per second per source IP address, per worker
+  RateLimit per_host_joins{100, 200};  // valid-cookie JOIN_CONFIRMs per second per source IP address, per worker
   RateLimit joins{1000, 2000};         // sessions created per second, the whole server
   unsigned idle_timeout_s = 30;
   uint32_t address_table_slots = 16384;     // source addresses the rate limiter tracks (power of two)

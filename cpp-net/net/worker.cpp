@@ -464,6 +464,11 @@ void Worker::on_join_confirm(const wire::JoinConfirm& m, SourceAddress source, u
     case TokenVerdict::BadSignature: return refuse(wire::JoinStatus::TokenBadSignature, &counters.joins_refused_token_bad_signature);
   }
   if (existing != nullptr) {
+    // A spent token ends nothing, not even a session at its own address (a restarted client
+    // asks its backend for a fresh token).
+    if (server_.directory_.token_spent(claims.token_id, now_unix_ms)) {
+      return refuse(wire::JoinStatus::TokenUsed, &counters.joins_refused_token_used);
+    }
     // The client restarted on the same address with a fresh token: its old session ends first.
     flush_engine_batches(now_ms);
     end_session(existing);

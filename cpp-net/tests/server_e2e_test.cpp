@@ -517,12 +517,16 @@ TEST_P(ServerEndToEndEngines, ConnectTokensAdmitOnlyWhatTheBackendVouchedFor) {
   ASSERT_TRUE(from_b);
   EXPECT_EQ(from_b->status, JoinStatus::AccountLiveElsewhere);
   ++told[from_b->status];
-  // The same token again from A with a new nonce: A restarted; its old session ends, and the
-  // token has already admitted one session.
+  // The same token again from A with a new nonce: it has already admitted a session, so it is
+  // refused, and it ends nothing: A's session still moves.
   const auto again_a = join_with(a, 3, token_a);
   ASSERT_TRUE(again_a);
   EXPECT_EQ(again_a->status, JoinStatus::TokenUsed);
   ++told[again_a->status];
+  a.send(move({joined_a->player_id, joined_a->session_token}, 1, 50, 2000.5f, 2000));
+  const auto still = a.wait_for<MoveAck>();
+  ASSERT_TRUE(still) << "a spent token ended the session at its own address";
+  EXPECT_EQ(still->result, 0);
   // A fresh token from A (a restarted client logged in again): a new session replaces the old.
   const auto fresh_a = join_with(a, 4, mint_token({.account_id = 777, .faction = 1}, port));
   ASSERT_TRUE(fresh_a && fresh_a->status == JoinStatus::Joined);
@@ -851,7 +855,7 @@ TEST_P(ServerEndToEndEngines, OneHostsJoinFloodIsRateLimitedAndOthersStillJoin) 
 }
 
 // A server at its --max-players answers a further join server full, and counts it under its
-// own reason; the player who leaves makes room again.
+// own reason.
 TEST_P(ServerEndToEndEngines, AFullServerSaysSoAndCountsIt) {
   ServerProcess server({"--engine", GetParam(), "--max-players", "2"});
   Client a(server.port(), 0x7F000070), b(server.port(), 0x7F000071), c(server.port(), 0x7F000072);

@@ -264,7 +264,8 @@ pub fn loot_trades(before: &ServerStats, after: &ServerStats, tally: &EconomyTal
 
 /// Drop reasons whose count the hostile scenario predicts exactly (every other reason but
 /// `rate_limited_player` must not move at all).
-pub const EXACT_DROPS: [DropReason; 17] = [
+pub const EXACT_DROPS: [DropReason; 18] = [
+    DropReason::BadSource,
     DropReason::Truncated,
     DropReason::Oversized,
     DropReason::BadMagic,
@@ -284,15 +285,18 @@ pub const EXACT_DROPS: [DropReason; 17] = [
     DropReason::Replayed,
 ];
 
-/// Reasons the server checks after the source address's rate limit (step 9): a datagram
-/// dropped at that limit is never looked at by them. The cookie checks (steps 10 and 11), then
-/// the session and admin checks (12 to 16). The host's join limit comes after the cookie
-/// checks and sees only confirms whose cookie is valid, which the hostile scenario never
-/// sends, so it hides none of these.
-pub const LATER_REASONS: &[DropReason] = EXACT_DROPS.split_at(10).1;
+/// Reasons the server checks after the source address's rate limit (step 9), for datagrams
+/// that met it: a datagram dropped at that limit is never looked at by them. The cookie
+/// checks (steps 10 and 11), then the admin and session checks (12 to 15). The host's join
+/// limit comes after the cookie checks and sees only confirms whose cookie is valid, which the
+/// hostile scenario never sends; a replay (16) is a message of the sender's own live session,
+/// which skips the address limit. So neither can hide behind it.
+pub const LATER_REASONS: &[DropReason] = EXACT_DROPS.split_at(11).1.split_at(6).0;
 const _: () = assert!(
-    matches!(LATER_REASONS[0], DropReason::BadCookie) && LATER_REASONS.len() == 7,
-    "the reasons checked after the address limit, the host limit apart"
+    matches!(LATER_REASONS[0], DropReason::BadCookie)
+        && matches!(LATER_REASONS[5], DropReason::AddressMismatch)
+        && LATER_REASONS.len() == 6,
+    "the reasons checked after the address limit, the host limit and replays apart"
 );
 
 /// The server's drop counters against what the hostile scenario sent (`sent`, per expected

@@ -550,7 +550,7 @@ mod tests {
         let pool_edge = SERVER_ADDRESS_RATE_DEFAULT / 2.0 / 3.0 * HostileKind::RATED as f64;
         assert!(!plan(pool_edge, 1).sources_past_limits(64));
         assert!(plan(pool_edge + 1.0, 1).sources_past_limits(64));
-        assert!(!plan(10_000.0, 256).sources_past_limits(256), "39/s per kind: past half the old host limit, far under the address limit");
+        assert!(!plan(10_000.0, 256).sources_past_limits(256), "714/s per kind, 8.4/s per pool socket: far under the address limit");
         // 20,000/s over 8 sockets is far past.
         assert!(plan(20_000.0, 8).sources_past_limits(4));
     }
