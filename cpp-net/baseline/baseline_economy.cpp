@@ -166,14 +166,8 @@ bool Audit::conserved() const {
   return true;
 }
 
-namespace {
-WalletPtr new_wallet(uint64_t owner, uint64_t account, uint64_t starting_gold) {
-  return std::make_shared<Wallet>(owner, account, std::hash<uint64_t>{}(owner) % kEconomyStripes, starting_gold);
-}
-}  // namespace
-
-WalletPtr Economy::open_wallet(uint64_t owner, uint64_t starting_gold) {
-  auto wallet = new_wallet(owner, 0, starting_gold);
+WalletPtr Economy::open_wallet(uint64_t owner, uint64_t starting_gold, uint64_t account) {
+  auto wallet = std::make_shared<Wallet>(owner, account, std::hash<uint64_t>{}(owner) % kEconomyStripes, starting_gold);
   Stripe& stripe = stripes_[wallet->stripe];
   std::lock_guard lock(stripe.mutex);
   stripe.open.emplace(owner, wallet);
@@ -197,15 +191,8 @@ AccountOpen Economy::open_account(uint64_t account, uint64_t owner, uint64_t sta
     out = entry.wallet;
     return AccountOpen::kResumed;
   }
-  auto wallet = new_wallet(owner, account, starting_gold);
-  {
-    Stripe& stripe = stripes_[wallet->stripe];
-    std::lock_guard lock(stripe.mutex);
-    stripe.open.emplace(owner, wallet);
-    stripe.minted.gold += starting_gold;
-  }
-  entry = AccountEntry{wallet, true};
-  out = std::move(wallet);
+  out = open_wallet(owner, starting_gold, account);
+  entry = AccountEntry{out, true};
   return AccountOpen::kCreated;
 }
 

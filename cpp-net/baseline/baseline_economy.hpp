@@ -136,8 +136,9 @@ enum class AccountOpen { kCreated, kResumed, kInSession };
 
 class Economy {
  public:
-  // Opens a wallet for `owner` holding `starting_gold` (minted), for one session.
-  WalletPtr open_wallet(uint64_t owner, uint64_t starting_gold);
+  // Opens a wallet for `owner` holding `starting_gold` (minted): for one session, or (from
+  // open_account) for good, as `account`'s.
+  WalletPtr open_wallet(uint64_t owner, uint64_t starting_gold, uint64_t account = 0);
   // economy.rs open_account: the wallet of `account` for a joining session (player `owner`):
   // the account's own, resumed, or a new one with `starting_gold` made by its first join;
   // kInSession (and no wallet) while another session holds it. Account 0: a wallet for this

@@ -468,8 +468,7 @@ Admission::Admission(const AdmissionConfig& config, const JoinCookies& cookies, 
       host_joins_(config.per_host_joins, config.address_slots_pow2),
       sessions_(config.max_sessions) {}
 
-Admitted Admission::session_check(uint64_t player_id, uint64_t token, SourceAddress source, const uint32_t* sequence, uint64_t now_us) {
-  Session* s = sessions_.find_player(player_id);
+Admitted Admission::session_check(Session* s, uint64_t player_id, uint64_t token, SourceAddress source, const uint32_t* sequence, uint64_t now_us) {
   if (s == nullptr) {
     const DropReason reason = directory_ != nullptr ? directory_->classify_foreign(player_id, token, source) : DropReason::UnknownPlayer;
     return {false, reason, nullptr};
@@ -522,9 +521,9 @@ Admitted Admission::admit(std::span<const uint8_t> datagram, SourceAddress sourc
   // the player's address and port could empty the address's bucket with PINGs, drop every
   // datagram of the session, and let it expire idle.
   const std::optional<SessionClaim> claim = session_claim(out.message);
-  if (claim) {
-    Session* s = sessions_.find_player(claim->player_id);
-    if (s != nullptr && s->session_token == claim->token && s->source == source) return own_session_check(s, claim->sequence, now_us);
+  Session* claimed = claim ? sessions_.find_player(claim->player_id) : nullptr;
+  if (claimed != nullptr && claimed->session_token == claim->token && claimed->source == source) {
+    return own_session_check(claimed, claim->sequence, now_us);
   }
   if (!addresses_.take(source, now_us)) return {false, DropReason::RateLimitedAddress, nullptr};
   const uint64_t now_ms = now_us / 1000;
@@ -550,7 +549,7 @@ Admitted Admission::admit(std::span<const uint8_t> datagram, SourceAddress sourc
     if (!admin_key_matches(config_.admin_key, presented)) return {false, DropReason::BadAdminKey, nullptr};
     return {true, DropReason::Truncated, nullptr};
   }
-  if (claim) return session_check(claim->player_id, claim->token, source, claim->sequence, now_us);
+  if (claim) return session_check(claimed, claim->player_id, claim->token, source, claim->sequence, now_us);
   // JOIN_REQUEST and PING need no session.
   return {true, DropReason::Truncated, nullptr};
 }

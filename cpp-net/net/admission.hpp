@@ -399,7 +399,9 @@ class Admission {
   TokenBucket player_bucket(uint64_t now_us) const { return TokenBucket(config_.per_player.rate_per_s, config_.per_player.burst, now_us); }
 
  private:
-  Admitted session_check(uint64_t player_id, uint64_t token, SourceAddress source, const uint32_t* sequence, uint64_t now_us);
+  // The session checks (steps 13 to 17) of a message naming `player_id`, whose session in this
+  // worker's table, if any, admit() has already looked up (`s`, or nullptr).
+  Admitted session_check(Session* s, uint64_t player_id, uint64_t token, SourceAddress source, const uint32_t* sequence, uint64_t now_us);
   // The checks left once a message is known to be session `s`'s (player, token and source
   // matched): the replay window, then the player's bucket.
   Admitted own_session_check(Session* s, const uint32_t* sequence, uint64_t now_us);
