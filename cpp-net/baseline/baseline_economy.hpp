@@ -79,6 +79,10 @@ struct Wallet {
   Wallet(uint64_t owner_, uint64_t account_, size_t stripe_, uint64_t gold_) : owner(owner_), account(account_), stripe(stripe_), gold(gold_) {}
   const uint64_t owner;    // the id of the player whose join opened it (its key in its stripe)
   const uint64_t account;  // the account it belongs to for good; 0: one session's wallet
+  // Who a raid drop credited to this wallet belongs to (economy.rs WalletHandle::loot_owner):
+  // the id of the join that opened it, never reused, so an account's drops survive its
+  // reconnects and a session wallet's drops are that session's alone.
+  uint64_t loot_owner() const { return owner; }
   const size_t stripe;   // which stripe's mutex guards the fields below
   // Guarded by the stripe's mutex:
   bool open = true;

@@ -462,9 +462,10 @@ uint8_t BaselineEngine::attack_inner(uint64_t attacker_id, uint64_t session_toke
   out.killed = r.outcome == 2 ? 1 : 0;
   out.target_kind = object ? object->kind.load() : static_cast<uint8_t>(MMO_ENTITY_KIND_PLAYER);
   out.damage = taken;
-  // The one killing attack drops the add's loot: the killer's id on it, the corpse shown as loot.
+  // The one killing attack drops the add's loot: the killer's wallet's owner tag on it (the
+  // account's, not the session's), the corpse shown as loot.
   if (out.killed != 0 && object && out.target_kind == MMO_ENTITY_KIND_ADD) {
-    object->loot.store(attacker_id, std::memory_order_release);
+    object->loot.store(attacker->wallet->loot_owner(), std::memory_order_release);
     object->kind.store(MMO_ENTITY_KIND_LOOT, std::memory_order_relaxed);
   }
   return 0;
@@ -496,8 +497,8 @@ MmoStatus BaselineEngine::claim_loot(uint64_t player_id, uint64_t session_token,
   return MMO_OK;
 }
 
-// engine.rs claim_loot_inner: the claimer (live, session), the object (exists, holds loot, the
-// claimer's kill), range from the claimer's body, then one CAS taken with the credit under the
+// engine.rs claim_loot_inner: the claimer (live, session), the object (exists, holds loot, a
+// kill of the claimer's account or session), range from the claimer's body, then one CAS taken with the credit under the
 // claimer's wallet stripe.
 uint8_t BaselineEngine::claim_loot_inner(uint64_t player_id, uint64_t session_token, uint64_t loot_id, MmoLootResult& out,
                                          LockWaits& body_waits, LockWaits& economy_waits) {
@@ -508,7 +509,7 @@ uint8_t BaselineEngine::claim_loot_inner(uint64_t player_id, uint64_t session_to
   if (!object) return MMO_LOOT_ERROR_UNKNOWN_LOOT;
   const uint64_t state = object->loot.load(std::memory_order_acquire);
   if (state == 0) return MMO_LOOT_ERROR_NO_LOOT;
-  if ((state & ~kLootClaimed) != player_id) return MMO_LOOT_ERROR_NOT_YOURS;
+  if ((state & ~kLootClaimed) != player->wallet->loot_owner()) return MMO_LOOT_ERROR_NOT_YOURS;
   const LootContents contents = roll_loot(config_, loot_id);
   out.gold = contents.gold;
   out.item_kind = contents.item_kind;

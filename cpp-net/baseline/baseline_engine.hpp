@@ -113,8 +113,8 @@ struct RaidObject final : GridEntity {
       : GridEntity(id_, kind_, position_, expires_tick_), hp(hp_), faction(faction_) {}
   std::atomic<int32_t> hp;
   const uint8_t faction;
-  // loot.rs: 0 while it holds none; the killer's id once a killing attack dropped loot; that id
-  // | kLootClaimed once claimed (one CAS wins).
+  // loot.rs: 0 while it holds none; its owner once a killing attack dropped loot (the killer's
+  // wallet: Wallet::loot_owner); that | kLootClaimed once claimed (one CAS wins).
   std::atomic<uint64_t> loot{0};
 };
 

@@ -154,7 +154,8 @@ enum MmoLootError
   MMO_LOOT_ERROR_UNKNOWN_LOOT = 3,
   // The object holds no loot: it is alive, or it is not an add, or no attack killed it.
   MMO_LOOT_ERROR_NO_LOOT = 4,
-  // Another player killed it: its loot is the killer's.
+  // Another player killed it: its loot is the killer's (its account's, or its session's
+  // when it joined with none).
   MMO_LOOT_ERROR_NOT_YOURS = 5,
   // The loot is farther than `loot_range_m` from the claimer.
   MMO_LOOT_ERROR_OUT_OF_RANGE = 6,

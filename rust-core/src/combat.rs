@@ -130,8 +130,9 @@ pub struct RaidObject {
     pub y_m: f32,
     /// The grid cell it was registered in at spawn (where a kill relabels it).
     pub cell: u32,
-    /// Its loot ([`crate::loot`]): 0 while it has none; the killer's player id once a killing
-    /// attack dropped loot on it; that id with [`crate::loot::LOOT_CLAIMED`] set once claimed.
+    /// Its loot ([`crate::loot`]): 0 while it has none; its owner once a killing attack
+    /// dropped loot on it (the killer's wallet, [`crate::economy::WalletHandle::loot_owner`]);
+    /// that with [`crate::loot::LOOT_CLAIMED`] set once claimed.
     /// Written by the killing attack (store) and the one winning claim (CAS); read by claims.
     pub loot: AtomicU64,
 }

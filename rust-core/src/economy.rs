@@ -108,6 +108,18 @@ pub struct WalletHandle {
 impl WalletHandle {
     /// A handle that matches no wallet.
     pub const NONE: WalletHandle = WalletHandle { key: usize::MAX };
+
+    /// Who a raid drop belongs to, as a dropped add's `loot` word holds it ([`crate::loot`]):
+    /// the wallet the loot will be credited to, its arena key plus one. An account's wallet
+    /// outlives its sessions, so a killer who reconnects still owns its drops; a session's own
+    /// wallet (account 0) goes with its session, and the arena's generation makes a later
+    /// wallet in the same slot a different owner. Never 0 (no loot) and never has bit 62
+    /// ([`crate::loot::LOOT_CLAIMED`]) set: arena keys stay below `1 << 62`.
+    pub fn loot_owner(self) -> u64 {
+        const _: () = assert!(RESERVED_KEY_SHIFT <= 62, "arena keys must leave bit 62 to LOOT_CLAIMED");
+        debug_assert!((self.key as u64) < (1 << RESERVED_KEY_SHIFT) - 1);
+        self.key as u64 + 1
+    }
 }
 /// What [`Economy::restore`] added to the first home's books, as they were before it: what
 /// [`Economy::undo_restore`] puts back.

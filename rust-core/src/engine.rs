@@ -729,7 +729,7 @@ impl Engine {
         if attacker.session_token != session_token {
             return Err(AttackError::WrongSession);
         }
-        let (faction, slot, combatant_key) = (attacker.faction, attacker.slot, attacker.combatant_key);
+        let (faction, slot, combatant_key, wallet) = (attacker.faction, attacker.slot, attacker.combatant_key, attacker.wallet);
         drop(attacker);
         if self.combat.combatant(combatant_key).is_none_or(|c| c.health.hp() <= 0) {
             return Err(AttackError::AttackerDead);
@@ -780,11 +780,12 @@ impl Engine {
         };
         body.attack_ready_ms = now_ms.saturating_add(u64::from(self.config.attack_cooldown_ms));
         drop(body);
-        // The one killing attack drops the add's loot: the killer's id in its loot word, and
-        // the corpse shown as loot in its cell.
+        // The one killing attack drops the add's loot: the killer's wallet in its loot word (the
+        // loot is the account's, not the session's: WalletHandle::loot_owner), and the corpse
+        // shown as loot in its cell.
         let loot_dropped = match &target {
             Target::Object(o) if killed && o.kind == EntityKind::Add => {
-                o.loot.store(attacker_id, Ordering::Release);
+                o.loot.store(wallet.loot_owner(), Ordering::Release);
                 self.grid.relabel_object(o.cell, target_id, o.x_m, o.y_m, EntityKind::Loot, grid_waits);
                 true
             }
@@ -795,11 +796,11 @@ impl Engine {
 
     /// A player's claim of the loot on raid object `loot_id` ([`crate::loot`]). Checked in
     /// [`LootError`]'s order: the claimer (live, right session), the object (exists, holds
-    /// loot, the claimer's kill), the distance from the claimer's body to it (at most
+    /// loot, a kill of the claimer's account or session), the distance from the claimer's body to it (at most
     /// `loot_range_m`); then the loot is taken and credited in one step under the claimer's
     /// wallet's lock, or left where it is if the wallet cannot hold it. Of any number of
-    /// concurrent claims exactly one credits; a claim of loot this player already claimed is
-    /// answered again with `repeat` set.
+    /// concurrent claims exactly one credits; a claim of loot this account (or session) already
+    /// claimed is answered again with `repeat` set.
     pub fn claim_loot(&self, player_id: u64, session_token: u64, loot_id: u64) -> Result<LootReport, LootError> {
         let (mut body_waits, mut economy_waits) = (LockWaits::default(), LockWaits::default());
         let result = self.claim_loot_inner(player_id, session_token, loot_id, &mut body_waits, &mut economy_waits);
@@ -836,7 +837,7 @@ impl Engine {
         if state == 0 {
             return Err(LootError::NoLoot);
         }
-        if state & !LOOT_CLAIMED != player_id {
+        if state & !LOOT_CLAIMED != wallet.loot_owner() {
             return Err(LootError::NotYours);
         }
         let contents = self.loot_table.roll(loot_id);

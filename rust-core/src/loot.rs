@@ -2,8 +2,11 @@
 //!
 //! ## The drop
 //! The attack that kills an add (the one attack its health CAS reports `Killed` to) drops loot
-//! on the corpse: it stores the killer's player id in the object's `loot` word and relabels the
-//! object `Loot` in its grid cell, so areas of interest and contacts show it. The corpse keeps
+//! on the corpse: it stores its owner in the object's `loot` word and relabels the object `Loot`
+//! in its grid cell, so areas of interest and contacts show it. The owner is the killer's
+//! wallet ([`crate::economy::WalletHandle::loot_owner`]), not its session: a killer of an
+//! account who reconnects (or whose claim's answer was lost with its connection) claims its
+//! drop from its new session; a session with no account owns its drops only while it lasts. The corpse keeps
 //! its arena slot and its place in the grid until its burst expires; that is the loot's expiry.
 //!
 //! What the loot holds is a pure function of the configured loot table, its seed and the dead
@@ -12,14 +15,14 @@
 //! (an amount, a kind, a price) enters the roll.
 //!
 //! ## The claim
-//! Only the killer may claim (a claim of another player's kill is refused `NotYours`), from
+//! Only the owner may claim (a claim of another player's kill is refused `NotYours`), from
 //! within `loot_range_m` of the corpse (the claimer's body position, as the server has it).
-//! The claim takes the loot with one compare-and-swap of the `loot` word from `killer` to
-//! `killer | LOOT_CLAIMED`, made under the claimer's wallet lock after the wallet's
+//! The claim takes the loot with one compare-and-swap of the `loot` word from `owner` to
+//! `owner | LOOT_CLAIMED`, made under the claimer's wallet lock after the wallet's
 //! room is checked ([`crate::economy::Economy::credit_loot`]): the CAS and the credit happen
 //! together or not at all, so of any number of concurrent claims exactly one credits, and a
 //! refused credit (a full wallet) leaves the loot on the ground. A claim of loot already
-//! claimed by the same player is answered again (`repeat`) with the same contents and
+//! claimed by the same owner is answered again (`repeat`) with the same contents and
 //! credits nothing, so a client may retransmit a claim whose answer it lost.
 //!
 //! Loot is booked as minted (and separately as minted by loot) in its home's totals,

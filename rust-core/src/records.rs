@@ -103,7 +103,8 @@ pub enum LootError {
     UnknownLoot = 3,
     /// The object holds no loot: it is alive, or it is not an add, or no attack killed it.
     NoLoot = 4,
-    /// Another player killed it: its loot is the killer's.
+    /// Another player killed it: its loot is the killer's (its account's, or its session's
+    /// when it joined with none).
     NotYours = 5,
     /// The loot is farther than `loot_range_m` from the claimer.
     OutOfRange = 6,
