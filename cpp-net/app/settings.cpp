@@ -127,6 +127,8 @@ void visit_settings(Settings& s, V&& v) {
   v(Number<float>{"core", "attack_range_m", "--attack-range-m", s.core.attack_range_m, 0.001, 1e6, "how far an attacker may be from its target, metres"});
   v(Number<uint32_t>{"core", "attack_cooldown_ms", "--attack-cooldown-ms", s.core.attack_cooldown_ms, 0, 3600000,
                      "server milliseconds between two landed attacks of one player"});
+  v(Number<uint32_t>{"core", "respawn_ms", "--respawn-ms", s.core.respawn_ms, 1, 3600000,
+                     "server milliseconds a killed player stays dead (no moves, attacks or loot claims) before the tick respawns it"});
   v(Number<float>{"core", "loot_range_m", "--loot-range-m", s.core.loot_range_m, 0.001, 1e6, "how far a claimer may be from the loot it claims, metres"});
   v(Number<uint32_t>{"core", "loot_gold_min", "--loot-gold-min", s.core.loot_gold_min, 0, 4294967295.0,
                      "least gold one drop holds (the loot table; at most loot_gold_max)"});

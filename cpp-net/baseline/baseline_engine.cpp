@@ -105,6 +105,7 @@ void validate_config(const MmoConfig& c) {
   if (c.attack_damage <= 0) refuse("attack_damage must be positive");
   if (!finite_positive(c.attack_range_m) || c.attack_range_m > c.world_size_m) refuse("attack_range_m must be positive and at most world_size_m");
   if (c.attack_cooldown_ms > 3'600'000) refuse("attack_cooldown_ms must be at most one hour");
+  if (c.respawn_ms == 0 || c.respawn_ms > 3'600'000) refuse("respawn_ms must be in 1..=3600000 (one hour)");
   if (!finite_positive(c.loot_range_m) || c.loot_range_m > c.world_size_m) refuse("loot_range_m must be positive and at most world_size_m");
   if (c.loot_gold_min > c.loot_gold_max) refuse("loot_gold_min must be at most loot_gold_max");
   if (c.loot_item_permille > 1'000) refuse("loot_item_permille must be at most 1000");
@@ -163,12 +164,30 @@ MmoStatus BaselineEngine::join(uint64_t account_id, float x_m, float y_m, uint8_
   if (account_id != 0) stats_.bump(opened == AccountOpen::kCreated ? Counter::accounts_created : Counter::accounts_resumed);
   const uint64_t token = new_session_token();
   const CellKey cell = grid_.cell_of(x_m, y_m);
-  BodyState body;
+  // engine.rs join_account: an account's player comes back as its last session left it.
+  SavedPlayer saved{config_.player_hp, BodyState{}};
+  if (account_id != 0) {
+    std::lock_guard lock(saved_mutex_);
+    if (const auto it = saved_players_.find(account_id); it != saved_players_.end()) {
+      saved = it->second;
+      saved_players_.erase(it);
+    }
+  }
+  BodyState body;  // a fresh body with what the account's last one carries over
+  body.attack_ready_ms = saved.body.attack_ready_ms;
+  body.budget_um = saved.body.budget_um;
+  body.budget_ms = saved.body.budget_ms;
+  body.budget_set = saved.body.budget_set;
+  body.respawn_at_ms = saved.body.respawn_at_ms;
   body.x_m = x_m;
   body.y_m = y_m;
   body.cell = cell;
+  if (body.respawn_at_ms != 0) {
+    std::lock_guard lock(dead_mutex_);
+    dead_players_.insert(id);
+  }
   auto entity = std::make_shared<GridEntity>(id, MMO_ENTITY_KIND_PLAYER, Vec2{x_m, y_m}, kNeverExpires);
-  auto player = std::make_shared<Player>(id, token, faction, config_.player_hp, entity, std::move(wallet), body);
+  auto player = std::make_shared<Player>(id, token, faction, saved.hp, entity, std::move(wallet), body);
   // In the grid before the player can be found, so the first move finds its registration.
   LockWaits grid_waits;
   grid_.insert(cell, entity, grid_waits);
@@ -197,13 +216,30 @@ MmoStatus BaselineEngine::leave(uint64_t player_id, uint64_t session_token) {
     return refused;
   }
   LockWaits grid_waits, body_waits;
+  SavedPlayer saved;
   {
     const auto body_lock = body_waits.unique(player->body_mutex);
-    player->body.alive = false;
-    grid_.remove(player->body.cell, player->entity, grid_waits);
+    BodyState& body = player->body;
+    body.alive = false;
+    grid_.remove(body.cell, player->entity, grid_waits);
+    // engine.rs leave: every hit point taken as it is read, the death dated if the kill found
+    // the body gone before it could.
+    saved.hp = player->hp.exchange(0, std::memory_order_acq_rel);
+    saved.body = body;
+    if (body.respawn_at_ms != 0) {
+      std::lock_guard lock(dead_mutex_);
+      dead_players_.erase(player_id);
+    } else if (saved.hp == 0) {
+      saved.body.respawn_at_ms = respawn_at(last_tick_ms_.load(std::memory_order_acquire));
+    }
+    body.respawn_at_ms = 0;
   }
   add_lock_waits(Counter::lock_grid_contended, Counter::lock_grid_wait_ns, grid_waits);
   add_lock_waits(Counter::lock_body_contended, Counter::lock_body_wait_ns, body_waits);
+  if (player->wallet->account != 0) {  // saved before the wallet is released: the next join binds it first
+    std::lock_guard lock(saved_mutex_);
+    saved_players_.insert_or_assign(player->wallet->account, saved);
+  }
   economy_.release(player->wallet);  // an account's stays; a session's goes to the departed totals
   {
     std::unique_lock lock(players_mutex_);
@@ -223,7 +259,7 @@ size_t BaselineEngine::move_events_required(size_t moves) const {
 // Per-batch counts, added to the shared counters once per batch.
 struct BaselineEngine::MoveTally {
   uint64_t applied = 0;
-  std::array<uint64_t, 6> rejected{};  // by MmoRejectReason
+  std::array<uint64_t, 7> rejected{};  // by MmoRejectReason
   uint64_t crossings = 0;
   uint64_t contacts = 0;
   uint64_t truncated = 0;
@@ -270,7 +306,7 @@ MmoStatus BaselineEngine::apply_moves(std::span<const MmoMoveRecord> moves, uint
   }
   stats_.bump(Counter::move_batches);
   stats_.add(Counter::moves_applied, tally.applied);
-  for (uint8_t reason = MMO_REJECT_REASON_UNKNOWN_PLAYER; reason <= MMO_REJECT_REASON_OUT_OF_BOUNDS; ++reason) {
+  for (uint8_t reason = MMO_REJECT_REASON_UNKNOWN_PLAYER; reason <= MMO_REJECT_REASON_DEAD; ++reason) {
     stats_.add(counter_for_reject(reason), tally.rejected[reason]);
   }
   stats_.add(Counter::cell_crossings, tally.crossings);
@@ -293,8 +329,8 @@ uint8_t BaselineEngine::check_move(const BodyState& prev, const MmoMoveRecord& r
   // first move may carry any sequence, as the front's replay window admits any first one.
   if (prev.has_moved && static_cast<int32_t>(rec.sequence - prev.last_sequence) <= 0) return MMO_REJECT_REASON_STALE_SEQUENCE;
   if (!grid_.in_world(rec.x_m, rec.y_m) || !finite(rec.facing_rad)) return MMO_REJECT_REASON_OUT_OF_BOUNDS;
-  uint64_t left_um = allowance_um_, at_ms = now_ms;  // full before the first move
-  if (prev.has_moved) {
+  uint64_t left_um = allowance_um_, at_ms = now_ms;  // full before the first move (unless a join resumed one)
+  if (prev.budget_set) {
     const uint64_t elapsed_ms = now_ms > prev.budget_ms ? now_ms - prev.budget_ms : 0;
     left_um = std::min(saturating_add_u64(prev.budget_um, saturating_mul_u64(speed_um_per_ms_, elapsed_ms)), allowance_um_);
     at_ms = std::max(now_ms, prev.budget_ms);
@@ -319,6 +355,7 @@ uint8_t BaselineEngine::apply_move(const MmoMoveRecord& rec, uint64_t now_ms, st
     const auto body_lock = tally.body_waits.unique(player->body_mutex);
     BodyState& body = player->body;
     if (!body.alive) return MMO_REJECT_REASON_UNKNOWN_PLAYER;  // left while we looked it up
+    if (body.respawn_at_ms != 0) return MMO_REJECT_REASON_DEAD;
     uint64_t budget_um = 0, budget_ms = 0;
     if (const uint8_t reason = check_move(body, rec, now_ms, budget_um, budget_ms); reason != 0) return reason;
     body.x_m = x;
@@ -328,6 +365,7 @@ uint8_t BaselineEngine::apply_move(const MmoMoveRecord& rec, uint64_t now_ms, st
     body.budget_um = budget_um;
     body.budget_ms = budget_ms;
     body.has_moved = true;
+    body.budget_set = true;
     std::memcpy(body.payload.data(), rec.payload, body.payload.size());
     player->entity->position.store(Vec2{x, y}, std::memory_order_relaxed);
     const CellKey cell = grid_.cell_with_hysteresis(body.cell, x, y);
@@ -399,13 +437,59 @@ MmoStatus BaselineEngine::damage_inner(uint64_t attacker_id, uint64_t session_to
   if (!target) return MMO_ERR_UNKNOWN_TARGET;
   if (target->faction == faction) return MMO_ERR_FRIENDLY_FIRE;
   out = hit(target->hp, amount);
+  if (out.outcome == 2) {  // this call has no clock of its own: the death is dated by the last tick
+    LockWaits body_waits;
+    record_death(target_id, last_tick_ms_.load(std::memory_order_acquire), body_waits);
+    add_lock_waits(Counter::lock_body_contended, Counter::lock_body_wait_ns, body_waits);
+  }
   return MMO_OK;
+}
+
+uint64_t BaselineEngine::respawn_at(uint64_t died_ms) const { return std::max<uint64_t>(saturating_add_u64(died_ms, config_.respawn_ms), 1); }
+
+void BaselineEngine::record_death(uint64_t player_id, uint64_t died_ms, LockWaits& body_waits) {
+  const auto player = find_player(player_id);
+  if (!player) return;  // left: its leave dates the death
+  const auto body_lock = body_waits.unique(player->body_mutex);
+  if (!player->body.alive || player->body.respawn_at_ms != 0) return;
+  player->body.respawn_at_ms = respawn_at(died_ms);
+  std::lock_guard lock(dead_mutex_);
+  dead_players_.insert(player_id);
+}
+
+uint64_t BaselineEngine::respawn_due(uint64_t now_ms, LockWaits& body_waits) {
+  std::vector<uint64_t> dead;
+  {
+    std::lock_guard lock(dead_mutex_);
+    if (dead_players_.empty()) return 0;
+    dead.assign(dead_players_.begin(), dead_players_.end());
+  }
+  uint64_t respawned = 0;
+  for (const uint64_t id : dead) {
+    const auto player = find_player(id);
+    if (!player) continue;
+    const auto body_lock = body_waits.unique(player->body_mutex);
+    BodyState& body = player->body;
+    if (!body.alive || body.respawn_at_ms == 0 || body.respawn_at_ms > now_ms) continue;
+    int32_t expected = 0;
+    player->hp.compare_exchange_strong(expected, config_.player_hp, std::memory_order_acq_rel);
+    body.respawn_at_ms = 0;
+    {
+      std::lock_guard lock(dead_mutex_);
+      dead_players_.erase(id);
+    }
+    respawned += 1;
+  }
+  return respawned;
 }
 
 MmoStatus BaselineEngine::attack(uint64_t attacker_id, uint64_t session_token, uint64_t target_id, uint64_t now_ms, MmoAttackResult& out) {
   MmoAttackResult result{};
   LockWaits body_waits;
   const uint8_t refusal = attack_inner(attacker_id, session_token, target_id, now_ms, result, body_waits);
+  // engine.rs attack_inner: a killed player is dead until the tick respawns it (recorded with
+  // the attacker's body lock released: two body locks are never held at once).
+  if (refusal == 0 && result.killed != 0 && result.target_kind == MMO_ENTITY_KIND_PLAYER) record_death(target_id, now_ms, body_waits);
   add_lock_waits(Counter::lock_body_contended, Counter::lock_body_wait_ns, body_waits);
   if (refusal == 0) {
     stats_.bump(Counter::attacks_landed);
@@ -491,7 +575,7 @@ MmoStatus BaselineEngine::claim_loot(uint64_t player_id, uint64_t session_token,
                                            Counter::loot_rejected_not_yours,      Counter::loot_rejected_out_of_range,
                                            Counter::loot_rejected_wallet_full};
     static_assert(std::size(kRefused) == MMO_LOOT_ERROR_WALLET_FULL);
-    stats_.bump(kRefused[refusal - 1]);
+    stats_.bump(refusal == MMO_LOOT_ERROR_DEAD ? Counter::loot_rejected_dead : kRefused[refusal - 1]);
   }
   out = result;
   return MMO_OK;
@@ -524,6 +608,7 @@ uint8_t BaselineEngine::claim_loot_inner(uint64_t player_id, uint64_t session_to
     const auto body_lock = body_waits.unique(player->body_mutex);
     const BodyState& body = player->body;
     if (!body.alive) return MMO_LOOT_ERROR_UNKNOWN_PLAYER;  // left while we looked it up
+    if (body.respawn_at_ms != 0) return MMO_LOOT_ERROR_DEAD;
     const Vec2 at = object->position.load(std::memory_order_relaxed);
     const float dx = at.x_m - body.x_m, dy = at.y_m - body.y_m;
     if (dx * dx + dy * dy > config_.loot_range_m * config_.loot_range_m) return MMO_LOOT_ERROR_OUT_OF_RANGE;

@@ -52,6 +52,7 @@
 #include <span>
 #include <string_view>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "baseline/baseline_economy.hpp"
@@ -82,10 +83,12 @@ struct BodyState {
   float y_m = 0.0f;
   float facing_rad = 0.0f;
   uint32_t last_sequence = 0;    // of the last applied move (meaningless until has_moved)
-  uint64_t budget_um = 0;        // distance budget left as of budget_ms (full at join)
+  uint64_t budget_um = 0;        // distance budget left as of budget_ms (meaningless until budget_set)
   uint64_t budget_ms = 0;        // server clock the budget was last brought up to
-  bool has_moved = false;        // the first move may carry any sequence and finds the budget full
+  bool has_moved = false;        // the first move may carry any sequence
+  bool budget_set = false;       // budget_um/ms hold a budget (else full): the first move, or the account's last session
   uint64_t attack_ready_ms = 0;  // server clock from which the next attack may land
+  uint64_t respawn_at_ms = 0;    // 0 alive; else (dead) the server time from which the tick respawns the player
   CellKey cell = 0;              // the grid cell the body is registered in
   bool alive = true;             // cleared by leave, under the lock
   std::array<uint8_t, 32> payload{};
@@ -213,6 +216,23 @@ class BaselineEngine final : public Engine {
 
   std::mutex bursts_mutex_;
   std::multimap<uint32_t, Burst> pending_bursts_;  // expires_tick -> burst; guarded by bursts_mutex_
+
+  // engine.rs saved_players: what each account's last session left its player, by account.
+  struct SavedPlayer {
+    int32_t hp = 0;
+    BodyState body;  // of it, join takes only what carries over (movement.rs CarriedBody): attack_ready_ms, the budget, respawn_at_ms
+  };
+  std::mutex saved_mutex_;
+  std::unordered_map<uint64_t, SavedPlayer> saved_players_;  // guarded by saved_mutex_
+  // The players who are dead (BodyState::respawn_at_ms set), for the tick to respawn.
+  std::mutex dead_mutex_;
+  std::unordered_set<uint64_t> dead_players_;  // guarded by dead_mutex_
+  std::atomic<uint64_t> last_tick_ms_{0};      // the last finished tick's now_ms: dates deaths that come with no clock
+  // engine.rs record_death: marks the player dead from died_ms (its hit points just reached 0).
+  void record_death(uint64_t player_id, uint64_t died_ms, LockWaits& body_waits);
+  uint64_t respawn_at(uint64_t died_ms) const;
+  // engine.rs respawn_due: brings back every dead player due by now_ms; returns how many.
+  uint64_t respawn_due(uint64_t now_ms, LockWaits& body_waits);
 
   std::mutex tick_mutex_;
   uint32_t tick_ = 0;                      // guarded by tick_mutex_

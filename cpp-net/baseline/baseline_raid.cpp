@@ -155,6 +155,9 @@ MmoStatus BaselineEngine::tick(uint64_t now_ms, MmoTickInfo& out) {
   LockWaits economy_waits;
   stats_.add(Counter::trades_expired, economy_.expire_offers(now_ms, economy_waits));
   add_lock_waits(Counter::lock_economy_contended, Counter::lock_economy_wait_ns, economy_waits);
+  LockWaits body_waits;
+  stats_.add(Counter::respawns, respawn_due(now_ms, body_waits));
+  add_lock_waits(Counter::lock_body_contended, Counter::lock_body_wait_ns, body_waits);
   MmoTickInfo info{};
   publish_snapshot(tick_, now_ms, grid_waits);
   info.snapshot_entities = static_cast<uint32_t>(current_snapshot()->size());
@@ -166,6 +169,7 @@ MmoStatus BaselineEngine::tick(uint64_t now_ms, MmoTickInfo& out) {
   info.objects_expired = expired;
   info.bursts_live = bursts_live_.load(std::memory_order_acquire);
   current_tick_.store(tick_, std::memory_order_release);
+  last_tick_ms_.store(now_ms, std::memory_order_release);
   stats_.bump(Counter::ticks);
   stats_.add(Counter::raid_objects_despawned, expired);
   out = info;

@@ -54,8 +54,8 @@ class Stats {
 
 // The counter for a move rejection reason (MmoRejectReason 1..=5, in MmoStats order).
 inline Counter counter_for_reject(uint8_t reason) {
-  static_assert(static_cast<size_t>(Counter::move_rejected_out_of_bounds) - static_cast<size_t>(Counter::move_rejected_unknown_player) ==
-                MMO_REJECT_REASON_OUT_OF_BOUNDS - MMO_REJECT_REASON_UNKNOWN_PLAYER);
+  static_assert(static_cast<size_t>(Counter::move_rejected_dead) - static_cast<size_t>(Counter::move_rejected_unknown_player) ==
+                MMO_REJECT_REASON_DEAD - MMO_REJECT_REASON_UNKNOWN_PLAYER);
   return static_cast<Counter>(static_cast<size_t>(Counter::move_rejected_unknown_player) + (reason - MMO_REJECT_REASON_UNKNOWN_PLAYER));
 }
 

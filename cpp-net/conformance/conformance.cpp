@@ -57,6 +57,7 @@ const char* reject_name(uint8_t reason) {
     case MMO_REJECT_REASON_STALE_SEQUENCE: return "stale_sequence";
     case MMO_REJECT_REASON_TOO_FAST: return "too_fast";
     case MMO_REJECT_REASON_OUT_OF_BOUNDS: return "out_of_bounds";
+    case MMO_REJECT_REASON_DEAD: return "dead";
     default: return "?reason";
   }
 }
@@ -322,6 +323,7 @@ class Runner {
     config_.attack_damage = static_cast<int32_t>(a.integer_or("attack_damage", config_.attack_damage));
     f("attack_range_m", config_.attack_range_m);
     u("attack_cooldown_ms", config_.attack_cooldown_ms);
+    u("respawn_ms", config_.respawn_ms);
     f("loot_range_m", config_.loot_range_m);
     u("loot_gold_min", config_.loot_gold_min);
     u("loot_gold_max", config_.loot_gold_max);
@@ -709,8 +711,9 @@ class Runner {
     const MmoStatus s = engine().claim_loot(claimer.id, token, loot, r);
     expect_eq<std::string>("claim status", "ok", status_text(s));
     if (expect.empty()) throw ScenarioError("claim needs '-> claimed [gold=] [items=] [gold_after=] [repeat]' or '-> refused=<reason>'");
-    static const char* const refusals[] = {"claimed",   "unknown_player", "wrong_session", "unknown_loot",
-                                           "no_loot",   "not_yours",      "out_of_range",  "wallet_full"};
+    static const char* const refusals[] = {"claimed",     "unknown_player", "wrong_session", "unknown_loot", "no_loot",
+                                           "not_yours",   "out_of_range",   "wallet_full",   "storage_busy", "dead"};
+    static_assert(std::size(refusals) == MMO_LOOT_ERROR_DEAD + 1);
     const std::string got = r.refusal < std::size(refusals) ? refusals[r.refusal] : "?";
     if (expect[0].rfind("refused=", 0) == 0) {
       expect_eq<std::string>("claim refusal", expect[0].substr(8), got);

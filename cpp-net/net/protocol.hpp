@@ -316,7 +316,7 @@ struct EconomyResult {
   bool operator==(const EconomyResult&) const = default;
 };
 // The server's enum bytes the decoder holds replies to (the engine's values, mmo_core.h).
-inline constexpr uint8_t kMoveResultMax = 5;      // 0 applied, 1..5 MmoRejectReason
+inline constexpr uint8_t kMoveResultMax = 6;      // 0 applied, 1..6 MmoRejectReason (6 dead)
 inline constexpr uint8_t kEntityKindMin = 1;      // MmoEntityKind: 1 player .. 4 loot
 inline constexpr uint8_t kEntityKindMax = 4;
 inline constexpr uint8_t kEconomyStatusMax = 18;  // 0 applied, 1..18 MmoEconomyStatus
@@ -364,11 +364,11 @@ struct LootResult {
   uint64_t gold = 0;
   uint32_t item_count = 0;
   uint16_t item_kind = 0;
-  uint8_t refusal = 0;  // 0 claimed, else an MmoLootError (1..8)
+  uint8_t refusal = 0;  // 0 claimed, else an MmoLootError (1..9)
   uint8_t repeat = 0;
   bool operator==(const LootResult&) const = default;
 };
-inline constexpr uint8_t kLootRefusalMax = 8;  // MmoLootError: 1..8 (8 storage busy)
+inline constexpr uint8_t kLootRefusalMax = 9;  // MmoLootError: 1..9 (8 storage busy, 9 dead)
 // News of a trade offer: `Offered` to its taker (with the terms), `Accepted` or `Declined` to
 // its maker.
 enum class TradeEvent : uint8_t { Offered = 1, Accepted = 2, Declined = 3 };

@@ -18,6 +18,11 @@
 
 #include "net/thread_sched.hpp"
 
+// The wire's enums end where the engine's do (protocol.hpp cannot include the engine header).
+static_assert(mmo::wire::kMoveResultMax == MMO_REJECT_REASON_DEAD, "MOVE_ACK.result: every MmoRejectReason");
+static_assert(mmo::wire::kLootRefusalMax == MMO_LOOT_ERROR_DEAD, "LOOT_RESULT.refusal: every MmoLootError");
+static_assert(mmo::wire::kAttackRefusalMax == MMO_ATTACK_ERROR_COOLDOWN, "ATTACK_RESULT.refusal: every MmoAttackError");
+
 namespace mmo::net {
 
 namespace {

@@ -57,6 +57,7 @@ MmoConfig default_config() {
   c.attack_damage = 100;
   c.attack_range_m = 6.0f;
   c.attack_cooldown_ms = 500;
+  c.respawn_ms = 10'000;
   c.loot_range_m = 6.0f;
   c.loot_gold_min = 5;
   c.loot_gold_max = 50;
@@ -261,6 +262,10 @@ TEST(BaselineConfig, RefusesExactlyWhatTheRustCoreRefuses) {
       {[](MmoConfig& c) { c.attack_range_m = 1024.0f; }, true},
       {[](MmoConfig& c) { c.attack_cooldown_ms = 3'600'001; }, false},
       {[](MmoConfig& c) { c.attack_cooldown_ms = 0; }, true},
+      {[](MmoConfig& c) { c.respawn_ms = 0; }, false},
+      {[](MmoConfig& c) { c.respawn_ms = 3'600'001; }, false},
+      {[](MmoConfig& c) { c.respawn_ms = 3'600'000; }, true},
+      {[](MmoConfig& c) { c.respawn_ms = 1; }, true},
       {[](MmoConfig& c) { c.loot_range_m = 0.0f; }, false},
       {[](MmoConfig& c) { c.loot_range_m = INFINITY; }, false},
       {[](MmoConfig& c) { c.loot_range_m = 1024.0f; }, true},

@@ -214,7 +214,7 @@ TEST(ProtocolDecode, EachHeaderFaultHasItsOwnError) {
     notice[8] = event;
     EXPECT_EQ(decode_server(notice, s), DecodeError::BadField) << "TRADE_NOTICE event " << int{event};
   }
-  for (const auto& [offset, value] : std::vector<std::pair<size_t, uint8_t>>{{30, 9}, {31, 2}}) {
+  for (const auto& [offset, value] : std::vector<std::pair<size_t, uint8_t>>{{30, 10}, {31, 2}}) {
     Bytes result = encoded(LootResult{1, 2, 3, 4, 0, 0});
     result[offset] = value;
     EXPECT_EQ(decode_server(result, s), DecodeError::BadField) << "LOOT_RESULT byte " << offset << " = " << int{value};
@@ -304,7 +304,7 @@ TEST(ProtocolDecode, EveryUndefinedReplyEnumByteIsRefused) {
   std::set<uint8_t> economy_statuses;
   for (unsigned v = 0; v <= kEconomyStatusMax; ++v) economy_statuses.insert(static_cast<uint8_t>(v));
   expect_only_defined_values<ServerMessage>({
-      {"move_ack_rejected", 16, {0, 1, 2, 3, 4, 5}},  // the result (no contacts: 0 is applied)
+      {"move_ack_rejected", 16, {0, 1, 2, 3, 4, 5, 6}},  // the result (no contacts: 0 is applied)
       {"move_ack_contacts", 20 + 12, {1, 2, 3, 4}},  // a contact's kind
       {"aoi_snapshot", 24 + 16, {1, 2, 3, 4}},       // an entry's kind
       {"economy_result", 24, economy_statuses},

@@ -98,6 +98,10 @@ enum MmoRejectReason
   MMO_REJECT_REASON_TOO_FAST = 4,
   // The position is outside the world or not a finite number.
   MMO_REJECT_REASON_OUT_OF_BOUNDS = 5,
+  // The player is dead: from the attack that took its last hit point until the tick that
+  // respawns it (`respawn_ms` later). Checked third, after the session (the number is the
+  // order it came to the wire in, not the order it is checked in).
+  MMO_REJECT_REASON_DEAD = 6,
 };
 #ifndef __cplusplus
 #if __STDC_VERSION__ >= 202311L
@@ -163,6 +167,9 @@ enum MmoLootError
   MMO_LOOT_ERROR_WALLET_FULL = 7,
   // The economy's journal is full (its disk is behind); the loot stays: claim again.
   MMO_LOOT_ERROR_STORAGE_BUSY = 8,
+  // The claimer is dead (until the tick respawns it). Checked after `NotYours` and a repeat
+  // (a claim already credited is answered again even to the dead), before `OutOfRange`.
+  MMO_LOOT_ERROR_DEAD = 9,
 };
 #ifndef __cplusplus
 #if __STDC_VERSION__ >= 202311L
@@ -345,8 +352,8 @@ typedef struct MmoConfig {
   uint32_t loot_seed;
   // How long a trade offer stays open, milliseconds.
   uint32_t trade_timeout_ms;
-  // Zero (alignment of `starting_gold`).
-  uint32_t _reserved_align;
+  // How long a player brought to 0 hit points stays dead, server milliseconds (1..=3,600,000).
+  uint32_t respawn_ms;
   // Gold a new wallet starts with.
   uint64_t starting_gold;
   // 1 enables `mmo_debug_inject_panic` on this engine (tests only); 0 in production.
@@ -676,6 +683,8 @@ typedef struct MmoStats {
   uint64_t move_rejected_too_fast;
   // Moves refused: outside the world.
   uint64_t move_rejected_out_of_bounds;
+  // Moves refused: the player is dead (until it respawns).
+  uint64_t move_rejected_dead;
   // Moves that moved their entity to another grid cell.
   uint64_t cell_crossings;
   // Contact events written.
@@ -712,6 +721,8 @@ typedef struct MmoStats {
   uint64_t damage_applied;
   // Combatants brought to zero hit points.
   uint64_t kills;
+  // Dead players brought back to full hit points by the tick, `respawn_ms` after their death.
+  uint64_t respawns;
   // Damage calls refused (unknown target, same faction, dead, bad amount).
   uint64_t damage_rejected;
   // Attacks (a player's `ATTACK`, damage from the server's rules) that landed.
@@ -798,6 +809,8 @@ typedef struct MmoStats {
   uint64_t economy_storage_busy;
   // Loot claims refused: the economy's journal was full.
   uint64_t loot_rejected_storage_busy;
+  // Loot claims refused: the claimer is dead (until it respawns).
+  uint64_t loot_rejected_dead;
   // Accounts whose first join created their wallet.
   uint64_t accounts_created;
   // Joins that resumed their account's wallet.

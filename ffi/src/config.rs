@@ -66,8 +66,8 @@ pub struct MmoConfig {
     pub loot_seed: u32,
     /// How long a trade offer stays open, milliseconds.
     pub trade_timeout_ms: u32,
-    /// Zero (alignment of `starting_gold`).
-    pub _reserved_align: u32,
+    /// How long a player brought to 0 hit points stays dead, server milliseconds (1..=3,600,000).
+    pub respawn_ms: u32,
     /// Gold a new wallet starts with.
     pub starting_gold: u64,
     /// 1 enables [`mmo_debug_inject_panic`](crate::mmo_debug_inject_panic) on this engine (tests only); 0 in production.
@@ -79,6 +79,7 @@ pub struct MmoConfig {
 
 const _: () = assert!(size_of::<MmoConfig>() == 128 && align_of::<MmoConfig>() == 8);
 const _: () = assert!(offset_of!(MmoConfig, loot_range_m) == 80 && offset_of!(MmoConfig, trade_timeout_ms) == 104);
+const _: () = assert!(offset_of!(MmoConfig, respawn_ms) == 108);
 const _: () = assert!(offset_of!(MmoConfig, starting_gold) == 112 && offset_of!(MmoConfig, fault_injection) == 120);
 
 impl From<&CoreConfig> for MmoConfig {
@@ -102,7 +103,7 @@ impl From<&CoreConfig> for MmoConfig {
             loot_item_count_max: c.loot_item_count_max,
             loot_seed: c.loot_seed,
             trade_timeout_ms: c.trade_timeout_ms,
-            _reserved_align: 0,
+            respawn_ms: c.respawn_ms,
             clock_slack_ms: c.clock_slack_ms,
             contacts_per_move_max: c.contacts_per_move_max,
             aoi_k: c.aoi_k,
@@ -141,6 +142,7 @@ impl From<&MmoConfig> for CoreConfig {
             loot_item_count_max: c.loot_item_count_max,
             loot_seed: c.loot_seed,
             trade_timeout_ms: c.trade_timeout_ms,
+            respawn_ms: c.respawn_ms,
             contacts_per_move_max: c.contacts_per_move_max,
             aoi_k: c.aoi_k,
             player_capacity: c.player_capacity,

@@ -386,8 +386,9 @@ pub struct BotReport {
     pub moves_sent: u64,
     /// Of those, moves acknowledged (any result).
     pub acks: u64,
-    /// Of those, acks with a non-zero result, by result byte.
-    pub rejected: [u64; 6],
+    /// Of those, acks with a non-zero result, by result byte (one slot per result the codec
+    /// decodes).
+    pub rejected: [u64; MoveResult::ALL.len()],
     /// Acks for a sequence already acknowledged.
     pub duplicate_acks: u64,
     /// Acks too old to match (more than the ack window behind).
@@ -743,7 +744,7 @@ impl Player {
         }
         self.report.acks += 1;
         if ack.result != MoveResult::Applied {
-            self.report.rejected[usize::from(ack.result.as_u8()).min(5)] += 1;
+            self.report.rejected[usize::from(ack.result.as_u8())] += 1;
         }
         let rtt = elapsed_us(intended, now);
         lat.move_rtt.record(rtt);

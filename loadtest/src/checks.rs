@@ -497,16 +497,22 @@ fn loot(before: &ServerStats, after: &ServerStats, tally: &CombatTally) -> Vec<C
             tally.loot_left
         ),
     )];
-    let impossible =
-        [LootRefusal::UnknownPlayer, LootRefusal::WrongSession, LootRefusal::NoLoot, LootRefusal::NotYours, LootRefusal::WalletFull]
-            .into_iter()
-            .map(|r| tally.claims_refused_for(r))
-            .sum::<u64>();
+    let impossible = [
+        LootRefusal::UnknownPlayer,
+        LootRefusal::WrongSession,
+        LootRefusal::NoLoot,
+        LootRefusal::NotYours,
+        LootRefusal::WalletFull,
+        LootRefusal::Dead,
+    ]
+    .into_iter()
+    .map(|r| tally.claims_refused_for(r))
+    .sum::<u64>();
     checks.push(Check::new(
         "loot_claims_legitimate",
         impossible == 0,
         format!(
-            "{impossible} claims of a bot's own kill refused as unknown, wrong session, no loot, not yours or wallet full; {} out of range, {} expired first",
+            "{impossible} claims of a bot's own kill refused as unknown, wrong session, no loot, not yours, wallet full or dead; {} out of range, {} expired first",
             tally.claims_refused_for(LootRefusal::OutOfRange),
             tally.claims_refused_for(LootRefusal::UnknownLoot)
         ),

@@ -91,7 +91,7 @@ pub struct CombatTally {
     /// Answers with `repeat` set.
     pub claim_repeats: u64,
     /// Answers refusing a claim, by `LOOT_RESULT.refusal` (index 0 unused).
-    pub claim_refused: [u64; 9],
+    pub claim_refused: [u64; 10],
     /// Claims given up after [`CLAIM_ATTEMPTS`] sends without an answer.
     pub claims_unanswered: u64,
     /// Kills whose loot was not claimed: the queue was full, or the run had ended.
@@ -152,7 +152,7 @@ impl CombatTally {
 // `refused` and `claim_refused` have one slot per refusal byte the codec decodes, the
 // success value's included.
 const _: () = assert!(AttackRefusal::ALL.len() == 9);
-const _: () = assert!(LootRefusal::ALL.len() == 9);
+const _: () = assert!(LootRefusal::ALL.len() == 10);
 
 /// A claim awaiting its answer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -336,6 +336,8 @@ wire_enum! {
         TooFast = 4,
         /// Outside the world.
         OutOfBounds = 5,
+        /// The player is dead until the server respawns it.
+        Dead = 6,
     }
 }
 
@@ -376,7 +378,7 @@ wire_enum! {
         UnknownLoot = 3,
         /// The object holds no loot (alive, not an add, or not killed by an attack).
         NoLoot = 4,
-        /// Another player's kill.
+        /// Another account's kill (another session's, when the killer joined with no account).
         NotYours = 5,
         /// Farther than the server's loot range.
         OutOfRange = 6,
@@ -384,6 +386,8 @@ wire_enum! {
         WalletFull = 7,
         /// The server's economy journal was full: the loot stays; claim again.
         StorageBusy = 8,
+        /// The claimer is dead until the server respawns it.
+        Dead = 9,
     }
 }
 

@@ -28,6 +28,7 @@ use crate::metrics::Merged;
 use crate::net::connected_socket;
 use crate::progress::Progress;
 use crate::protocol::DropReason;
+use crate::protocol::MoveResult;
 use crate::protocol::TradeSide;
 use crate::raid::{self, RaidPlan, RaidSummary, RaidWindows};
 use crate::rng::Rng;
@@ -61,7 +62,7 @@ pub struct Totals {
     /// Of those, acknowledged.
     pub acks: u64,
     /// Acks with a non-zero result, by result.
-    pub rejected: [u64; 6],
+    pub rejected: [u64; MoveResult::ALL.len()],
     /// Acks for an already acknowledged sequence.
     pub duplicate_acks: u64,
     /// Acks too old to match.

@@ -77,6 +77,18 @@ impl Health {
         self.hp.load(Ordering::Acquire)
     }
 
+    /// Takes every hit point at once and hands back what there was (a leaving player's, kept
+    /// for its account): from then on every hit finds it dead, so none lands after the read.
+    pub fn take_all(&self) -> i32 {
+        self.hp.swap(0, Ordering::AcqRel)
+    }
+
+    /// Brings a dead combatant back with `hp` (> 0) hit points; `false` if it was not dead.
+    pub fn revive(&self, hp: i32) -> bool {
+        debug_assert!(hp > 0);
+        self.hp.compare_exchange(0, hp, Ordering::AcqRel, Ordering::Acquire).is_ok()
+    }
+
     /// Takes `amount` (> 0) hit points, saturating at zero.
     pub fn damage(&self, amount: i32) -> DamageOutcome {
         self.damage_reporting(amount).1

@@ -86,6 +86,10 @@ pub struct CoreConfig {
     pub attack_range_m: f32,
     /// Server milliseconds between two attacks that land from one player. Default 500.
     pub attack_cooldown_ms: u32,
+    /// How long a player brought to 0 hit points stays dead, server milliseconds: the first
+    /// tick at or after its death plus this respawns it with `player_hp` where it stands.
+    /// Default 10,000.
+    pub respawn_ms: u32,
     /// How far a claimer may be from the loot it claims, metres (centre to centre). Default 6.
     pub loot_range_m: f32,
     /// The loot table's gold: each drop holds a uniform amount in
@@ -131,6 +135,7 @@ impl Default for CoreConfig {
             attack_damage: 100,
             attack_range_m: 6.0,
             attack_cooldown_ms: 500,
+            respawn_ms: 10_000,
             loot_range_m: 6.0,
             loot_gold_min: 5,
             loot_gold_max: 50,
@@ -241,6 +246,9 @@ impl CoreConfig {
         if self.attack_cooldown_ms > 3_600_000 {
             return Err(ConfigError("attack_cooldown_ms must be at most one hour"));
         }
+        if self.respawn_ms == 0 || self.respawn_ms > 3_600_000 {
+            return Err(ConfigError("respawn_ms must be in 1..=3600000 (one hour)"));
+        }
         if !finite_positive(self.loot_range_m) || self.loot_range_m > self.world_size_m {
             return Err(ConfigError("loot_range_m must be positive and at most world_size_m"));
         }
@@ -277,7 +285,7 @@ mod tests {
 
     #[test]
     fn rejects_each_bad_field() {
-        let bad: [fn(&mut CoreConfig); 34] = [
+        let bad: [fn(&mut CoreConfig); 36] = [
             |c| c.world_size_m = 0.5,
             |c| c.world_size_m = 1e-9,
             |c| c.snapshot_cell_m = c.aoi_radius_m / 257.0,
@@ -314,6 +322,8 @@ mod tests {
             |c| c.attack_range_m = f32::NAN,
             |c| c.attack_range_m = c.world_size_m * 2.0,
             |c| c.attack_cooldown_ms = 3_600_001,
+            |c| c.respawn_ms = 0,
+            |c| c.respawn_ms = 3_600_001,
             |c| c.loot_range_m = 0.0,
             |c| c.loot_range_m = f32::INFINITY,
             |c| c.loot_gold_min = c.loot_gold_max + 1,

@@ -21,7 +21,7 @@ use crate::grid::{Grid, ObjectMember, prefetch_lines};
 use crate::ledger::EconomyStore;
 use crate::locks::{LockKind, LockWaits};
 use crate::loot::{LOOT_CLAIMED, LootContents, LootTable};
-use crate::movement::{MoveRules, Movement};
+use crate::movement::{CarriedBody, MoveRules, Movement};
 use crate::players::{JoinTicket, PlayerRecord, Players, new_session_token};
 use crate::records::{
     AoiEntry, AttackError, EconomyOp, EconomyResult, EconomyStatus, EntityKind, EventKind, LootError, MoveEvent, MoveRecord,
@@ -34,11 +34,12 @@ use crate::snapshot::{
 };
 use crate::stats::{Counter, Stats, StatsSnapshot};
 use crate::tick::{TickBoard, TickInfo};
+use dashmap::DashMap;
 use parking_lot::Mutex;
 use std::collections::BinaryHeap;
 use std::path::Path;
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
 /// Why a join was refused.
@@ -153,6 +154,7 @@ impl LootError {
             LootError::OutOfRange => Counter::LootRejectedOutOfRange,
             LootError::WalletFull => Counter::LootRejectedWalletFull,
             LootError::StorageBusy => Counter::LootRejectedStorageBusy,
+            LootError::Dead => Counter::LootRejectedDead,
         }
     }
 }
@@ -279,13 +281,35 @@ pub struct Engine {
     board: TickBoard,
     /// Counters. Written by every entry point and the committer, read by stats readers.
     stats: Arc<Stats>,
+    /// What each account's last session left its player (hit points, and what its body
+    /// carries: the attack cooldown, the distance budget, when it respawns if dead), by account
+    /// id, so a reconnect changes none of it. Written by leave (insert, before the account's
+    /// wallet is released) and taken by the account's next join (remove, after its wallet is
+    /// bound): an account has one session at a time, so the two never race for one account.
+    /// One entry per account that has left, as the economy keeps one wallet per account.
+    saved_players: DashMap<u64, SavedPlayer>,
+    /// Bodies whose player is dead (`Body::respawn_at_ms` set). Raised before a respawn time
+    /// is set and lowered after one is cleared, each under the body's lock, so it is never
+    /// below the true count; read by the tick, which looks for due respawns only while it is
+    /// not zero (no player dead: no sweep).
+    dead_players: AtomicU32,
+}
+
+/// What a player's account keeps between its sessions ([`Engine::leave`] to the next
+/// [`Engine::join_account`]).
+#[derive(Clone, Copy, Debug)]
+struct SavedPlayer {
+    /// Hit points (0: dead, and `body.respawn_at_ms` says until when).
+    hp: i32,
+    /// What the body carries over.
+    body: CarriedBody,
 }
 
 /// Per-batch counts, summed locally and added to the striped counters once per batch.
 #[derive(Default)]
 struct MoveTally {
     applied: u64,
-    rejected: [u64; 6],
+    rejected: [u64; 7],
     crossings: u64,
     contacts: u64,
     truncated: u64,
@@ -329,6 +353,8 @@ impl Engine {
             }),
             board: TickBoard::new(),
             stats: Arc::new(Stats::new()),
+            saved_players: DashMap::new(),
+            dead_players: AtomicU32::new(0),
             config,
         };
         Ok(engine)
@@ -438,17 +464,22 @@ impl Engine {
         let session_token = new_session_token();
         let cell = self.grid.cell_of(x_m, y_m);
         let slot = self.movement.claim_slot().expect("a movement slot for every admitted player");
-        let combatant_key = self
-            .combat
-            .add_combatant(player_id, faction, self.config.player_hp)
-            .expect("combatant arena shard exhausted (capacity is gated)");
+        // An account's player comes back as its last session left it (the wallet is bound to
+        // this join now, so no other session of the account can be saving or taking this).
+        let saved = if account != 0 { self.saved_players.remove(&account).map(|(_, s)| s) } else { None };
+        let saved = saved.unwrap_or(SavedPlayer { hp: self.config.player_hp, body: CarriedBody::default() });
+        let combatant_key =
+            self.combat.add_combatant(player_id, faction, saved.hp).expect("combatant arena shard exhausted (capacity is gated)");
         // Position, the slot's id (which the snapshot build then sees) and cell first, then
         // the body, then the record: the first move finds everything in place.
         let mut waits = LockWaits::default();
         self.grid.insert_player(cell, player_id, slot, x_m, y_m, &mut waits);
         self.aoi_hints[slot as usize].clear();
-        self.movement.spawn(slot, player_id, session_token, x_m, y_m, cell);
-        vacant.insert(PlayerRecord::new(session_token, slot, combatant_key, wallet, faction));
+        if saved.body.respawn_at_ms != 0 {
+            self.dead_players.fetch_add(1, Ordering::AcqRel);
+        }
+        self.movement.spawn(slot, player_id, session_token, (x_m, y_m), cell, &saved.body);
+        vacant.insert(PlayerRecord::new(session_token, slot, combatant_key, wallet, faction, account));
         self.stats.add_waits(LockKind::Grid, waits);
         self.stats.bump(Counter::Joins);
         Ok(JoinTicket { player_id, session_token, slot_hint: Movement::slot_hint(slot) })
@@ -468,18 +499,33 @@ impl Engine {
         if !player.claim_leave() {
             return refuse(LeaveError::UnknownPlayer);
         }
-        let (slot, combatant_key, wallet) = (player.slot, player.combatant_key, player.wallet);
+        let (slot, combatant_key, wallet, account) = (player.slot, player.combatant_key, player.wallet, player.account);
         drop(player);
         let (mut grid_waits, mut body_waits) = (LockWaits::default(), LockWaits::default());
-        {
-            let mut state = body_waits.lock(&self.movement.body(slot).state);
+        let saved = {
+            let body = self.movement.body(slot);
+            let mut state = body_waits.lock(&body.state);
             debug_assert!(state.alive && state.player_id == player_id, "a live record's slot holds its body");
             state.alive = false;
             let removed = self.grid.remove_player(state.cell, slot, &mut grid_waits);
             debug_assert!(removed, "a live body is registered in its cell");
-        }
+            // Every hit point is taken as it is read: a hit after this finds the player dead.
+            let hp = self.combat.combatant(combatant_key).map_or(0, |c| c.health.take_all());
+            let mut respawn_at_ms = body.respawn_at_ms.swap(0, Ordering::AcqRel);
+            if respawn_at_ms != 0 {
+                self.dead_players.fetch_sub(1, Ordering::AcqRel);
+            } else if hp == 0 {
+                // Killed, and the kill found the body gone before it could say until when.
+                respawn_at_ms = self.respawn_at(self.board.read().now_ms);
+            }
+            SavedPlayer { hp, body: CarriedBody::of(&state, respawn_at_ms) }
+        };
         self.movement.release(slot);
         self.combat.remove_combatant(combatant_key);
+        // Saved before the wallet is released: the account's next join binds the wallet first.
+        if account != 0 {
+            self.saved_players.insert(account, saved);
+        }
         self.economy.release(wallet);
         self.players.remove(player_id);
         self.stats.add_waits(LockKind::Grid, grid_waits);
@@ -533,6 +579,7 @@ impl Engine {
             RejectReason::StaleSequence,
             RejectReason::TooFast,
             RejectReason::OutOfBounds,
+            RejectReason::Dead,
         ] {
             s.add(Counter::for_reject(reason), tally.rejected[reason as usize]);
         }
@@ -580,6 +627,10 @@ impl Engine {
             if state.session_token != rec.session_token {
                 return Err(RejectReason::WrongSession);
             }
+            // Written only under this lock, so a relaxed load reads it exactly.
+            if self.movement.body(slot).respawn_at_ms.load(Ordering::Relaxed) != 0 {
+                return Err(RejectReason::Dead);
+            }
             let budget = self.rules.check(&state, rec, now_ms, self.grid.in_world(x, y))?;
             state.x_m = x;
             state.y_m = y;
@@ -588,6 +639,7 @@ impl Engine {
             state.budget_um = budget.left_um;
             state.budget_ms = budget.at_ms;
             state.has_moved = true;
+            state.budget_set = true;
             state.payload = rec.payload;
             // A move in its cell writes only its position: no cell lock, no search.
             self.grid.positions().set(slot, x, y);
@@ -682,8 +734,65 @@ impl Engine {
         if target.faction == faction {
             return Err(DamageError::FriendlyFire);
         }
+        let victim_slot = target.slot;
         let combatant = self.combat.combatant(target.combatant_key).ok_or(DamageError::UnknownTarget)?;
-        Ok(combatant.health.damage(amount))
+        drop(target);
+        let outcome = combatant.health.damage(amount);
+        if outcome == DamageOutcome::Killed {
+            // This call has no clock of its own: the death is dated by the last tick.
+            let mut waits = LockWaits::default();
+            self.record_death(target_id, victim_slot, self.board.read().now_ms, &mut waits);
+            self.stats.add_waits(LockKind::Body, waits);
+        }
+        Ok(outcome)
+    }
+
+    /// When a player who died at server time `died_ms` respawns (never 0, which means alive).
+    fn respawn_at(&self, died_ms: u64) -> u64 {
+        died_ms.saturating_add(u64::from(self.config.respawn_ms)).max(1)
+    }
+
+    /// Marks the body of `player_id` in `slot` dead from `died_ms` (its health has just reached
+    /// 0) until the tick respawns it. Nothing if the player has left meanwhile (its leave then
+    /// dates the death itself) or the body is already marked.
+    fn record_death(&self, player_id: u64, slot: u32, died_ms: u64, waits: &mut LockWaits) {
+        let body = self.movement.body(slot);
+        let state = waits.lock(&body.state);
+        if !state.alive || state.player_id != player_id || body.respawn_at_ms.load(Ordering::Relaxed) != 0 {
+            return;
+        }
+        self.dead_players.fetch_add(1, Ordering::AcqRel);
+        body.respawn_at_ms.store(self.respawn_at(died_ms), Ordering::Release);
+    }
+
+    /// Respawns every dead player whose time has come by `now_ms` (the tick's): full hit
+    /// points, where it stands. Looks only while some player is dead, and locks only the bodies
+    /// that are due. Returns how many it brought back.
+    fn respawn_due(&self, now_ms: u64, waits: &mut LockWaits) -> u64 {
+        if self.dead_players.load(Ordering::Acquire) == 0 {
+            return 0;
+        }
+        let mut respawned = 0;
+        for slot in 0..self.movement.slots_used() {
+            let body = self.movement.body(slot);
+            let due_ms = body.respawn_at_ms.load(Ordering::Acquire);
+            if due_ms == 0 || due_ms > now_ms {
+                continue;
+            }
+            let state = waits.lock(&body.state);
+            // Left, or respawned and killed again, since the look above.
+            if !state.alive || body.respawn_at_ms.load(Ordering::Relaxed) != due_ms {
+                continue;
+            }
+            // A join inserts its record after its body: one not there yet is due next tick.
+            let Some(player) = self.players.get(state.player_id) else { continue };
+            let revived = self.combat.combatant(player.combatant_key).is_some_and(|c| c.health.revive(self.config.player_hp));
+            debug_assert!(revived, "a body marked dead has a dead combatant");
+            body.respawn_at_ms.store(0, Ordering::Release);
+            self.dead_players.fetch_sub(1, Ordering::AcqRel);
+            respawned += 1;
+        }
+        respawned
     }
 
     /// A player's attack at server time `now_ms`: the server decides whether it lands and what
@@ -738,7 +847,7 @@ impl Engine {
         // grid's table, written by its mover).
         enum Target<'a> {
             Object(sharded_slab::Entry<'a, crate::combat::RaidObject, crate::arena::RaidArenaConfig>),
-            Player(sharded_slab::Entry<'a, crate::combat::Combatant, crate::arena::ArenaConfig>),
+            Player(sharded_slab::Entry<'a, crate::combat::Combatant, crate::arena::ArenaConfig>, u32),
         }
         let (target, target_faction, (tx, ty), target_kind) = if let Some(object) = self.combat.object(target_id) {
             let (f, pos, kind) = (object.faction, (object.x_m, object.y_m), object.kind);
@@ -748,14 +857,14 @@ impl Engine {
             let (f, target_slot, key) = (player.faction, player.slot, player.combatant_key);
             drop(player);
             let combatant = self.combat.combatant(key).ok_or(AttackError::UnknownTarget)?;
-            (Target::Player(combatant), f, self.grid.positions().get(target_slot), EntityKind::Player)
+            (Target::Player(combatant, target_slot), f, self.grid.positions().get(target_slot), EntityKind::Player)
         };
         if target_faction == faction {
             return Err(AttackError::FriendlyFire);
         }
         let health = match &target {
             Target::Object(o) => &o.health,
-            Target::Player(p) => &p.health,
+            Target::Player(p, _) => &p.health,
         };
         if health.hp() <= 0 {
             return Err(AttackError::TargetDead);
@@ -788,6 +897,12 @@ impl Engine {
                 o.loot.store(wallet.loot_owner(), Ordering::Release);
                 self.grid.relabel_object(o.cell, target_id, o.x_m, o.y_m, EntityKind::Loot, grid_waits);
                 true
+            }
+            // A killed player is dead until the tick respawns it (the attacker's lock is
+            // released above: two body locks are never held at once).
+            Target::Player(_, victim_slot) if killed => {
+                self.record_death(target_id, *victim_slot, now_ms, body_waits);
+                false
             }
             _ => false,
         };
@@ -850,6 +965,9 @@ impl Engine {
             let body = body_waits.lock(&self.movement.body(slot).state);
             if !body.alive || body.player_id != player_id {
                 return Err(LootError::UnknownPlayer); // left while we looked it up
+            }
+            if self.movement.body(slot).respawn_at_ms.load(Ordering::Relaxed) != 0 {
+                return Err(LootError::Dead);
             }
             let (dx, dy) = (object.x_m - body.x_m, object.y_m - body.y_m);
             let range_m = self.config.loot_range_m;
@@ -1004,6 +1122,9 @@ impl Engine {
         let mut economy_waits = LockWaits::default();
         let offers_expired = self.economy.expire_offers(now_ms, &mut economy_waits);
         self.stats.add(Counter::TradesExpired, u64::from(offers_expired));
+        let mut body_waits = LockWaits::default();
+        self.stats.add(Counter::Respawns, self.respawn_due(now_ms, &mut body_waits));
+        self.stats.add_waits(LockKind::Body, body_waits);
         self.stats.add_waits(LockKind::Economy, economy_waits);
         let snapshot_entities = self.publish_snapshot(state, now_ms, &mut waits);
         let info = TickInfo {

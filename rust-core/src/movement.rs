@@ -47,7 +47,7 @@ use crate::records::{MoveRecord, RejectReason};
 use crate::reserved::ReservedTable;
 use crossbeam_queue::ArrayQueue;
 use parking_lot::Mutex;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 /// A body's mutable state, guarded by the body's own lock.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
@@ -64,8 +64,8 @@ pub struct BodyState {
     pub facing_rad: f32,
     /// Sequence of the last applied move (0 at join, meaningless until `has_moved`).
     pub last_sequence: u32,
-    /// Micrometres the body may still cover as of `budget_ms` (meaningless until `has_moved`:
-    /// the budget is full at join).
+    /// Micrometres the body may still cover as of `budget_ms` (meaningless until `budget_set`:
+    /// the budget is full at a join that resumed none).
     pub budget_um: u64,
     /// Server clock (a batch's `now_ms`) the budget was last brought up to: the latest
     /// `now_ms` of an applied move.
@@ -73,6 +73,10 @@ pub struct BodyState {
     /// Whether any move has been applied yet (the first may carry any sequence, and finds the
     /// budget full).
     pub has_moved: bool,
+    /// Whether `budget_um` and `budget_ms` hold a reckoned budget: set by the first applied
+    /// move, or at join from the budget the account's last session left
+    /// ([`CarriedBody`]), so a reconnect does not refill it.
+    pub budget_set: bool,
     /// Server clock from which this player's next attack may land (0 at join). Written by
     /// the player's landed attacks, under this lock.
     pub attack_ready_ms: u64,
@@ -84,12 +88,48 @@ pub struct BodyState {
     pub payload: [u8; 32],
 }
 
+/// What a body carries from its account's last session to the next (taken at leave, given
+/// back at the account's next join), so a reconnect neither refills the distance budget, nor
+/// ends the attack cooldown, nor brings the dead back early.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CarriedBody {
+    /// [`BodyState::attack_ready_ms`].
+    pub attack_ready_ms: u64,
+    /// [`BodyState::budget_um`].
+    pub budget_um: u64,
+    /// [`BodyState::budget_ms`].
+    pub budget_ms: u64,
+    /// [`BodyState::budget_set`].
+    pub budget_set: bool,
+    /// [`Body::respawn_at_ms`]: 0 alive, else when the dead player respawns.
+    pub respawn_at_ms: u64,
+}
+
+impl CarriedBody {
+    /// What a body's state and respawn time carry over.
+    pub fn of(state: &BodyState, respawn_at_ms: u64) -> Self {
+        Self {
+            attack_ready_ms: state.attack_ready_ms,
+            budget_um: state.budget_um,
+            budget_ms: state.budget_ms,
+            budget_set: state.budget_set,
+            respawn_at_ms,
+        }
+    }
+}
+
 /// One player body: its state behind its own lock.
 #[derive(Debug, Default)]
 pub struct Body {
     /// The body's state. Writers: the thread applying this player's move, join and leave.
     /// Readers: the player view.
     pub state: Mutex<BodyState>,
+    /// 0 while the body's player is alive; once it is dead, the server time (ms) from which
+    /// the tick respawns it. Written only under `state`'s lock (by the kill that took the last
+    /// hit point, a join resuming a dead account, leave and the respawning tick), so a mover
+    /// holding the lock reads it exactly; the tick reads it without the lock to find the due
+    /// bodies (then locks each and looks again).
+    pub respawn_at_ms: AtomicU64,
 }
 
 /// The limits a move is checked against, derived from the config once.
@@ -130,12 +170,12 @@ impl MoveRules {
         ((dx * dx + dy * dy).sqrt() * 1_000_000.0).ceil() as u64
     }
 
-    /// The budget as of `now_ms`: full before the first move, else what was left plus what
+    /// The budget as of `now_ms`: full before the first move (unless a join resumed one), else what was left plus what
     /// accrued since, capped. A batch clock older than the budget's accrues nothing (and the
     /// budget keeps its newer time, so no interval is credited twice).
     #[inline]
     pub fn budget_at(&self, prev: &BodyState, now_ms: u64) -> Budget {
-        if !prev.has_moved {
+        if !prev.budget_set {
             return Budget { left_um: self.allowance_um, at_ms: now_ms };
         }
         let elapsed_ms = now_ms.saturating_sub(prev.budget_ms);
@@ -180,8 +220,9 @@ impl Movement {
     /// becomes resident when a join first uses it.
     pub fn new(capacity: u32) -> Self {
         // SAFETY: every bit of a `Body` may be zero: its lock is a parking_lot `Mutex`, whose
-        // raw lock is one `AtomicU8` where 0 means unlocked, and its state is plain integers,
-        // floats (0.0), booleans (false) and a byte array. All-zero is `Body::default()`.
+        // raw lock is one `AtomicU8` where 0 means unlocked, its state is plain integers,
+        // floats (0.0), booleans (false) and a byte array, and `respawn_at_ms` an `AtomicU64`
+        // (0: alive). All-zero is `Body::default()`.
         let bodies = unsafe { ReservedTable::<Body>::new_zeroed(capacity as usize) };
         debug_assert!(bodies.first().is_none_or(|b| *b.state.lock() == BodyState::default()));
         Self { bodies, free: ArrayQueue::new(capacity.max(1) as usize), high_water: AtomicU32::new(0) }
@@ -197,11 +238,27 @@ impl Movement {
         self.high_water.fetch_update(Ordering::AcqRel, Ordering::Acquire, |used| (used < capacity).then_some(used + 1)).ok()
     }
 
-    /// Puts a player's body in `slot` at a spawn point in `cell`. (Who holds a slot is the
+    /// Puts a player's body in `slot` at a spawn point in `cell`, with what its account's last
+    /// session left it (`CarriedBody::default()` for a fresh start). (Who holds a slot is the
     /// grid's table: `Grid::insert_player` and `Grid::remove_player`.)
-    pub fn spawn(&self, slot: u32, player_id: u64, session_token: u64, x: f32, y: f32, cell: CellKey) {
-        *self.bodies[slot as usize].state.lock() =
-            BodyState { player_id, session_token, x_m: x, y_m: y, cell, alive: true, ..BodyState::default() };
+    pub fn spawn(&self, slot: u32, player_id: u64, session_token: u64, (x, y): (f32, f32), cell: CellKey, carried: &CarriedBody) {
+        let body = &self.bodies[slot as usize];
+        let mut state = body.state.lock();
+        *state = BodyState {
+            player_id,
+            session_token,
+            x_m: x,
+            y_m: y,
+            cell,
+            alive: true,
+            attack_ready_ms: carried.attack_ready_ms,
+            budget_um: carried.budget_um,
+            budget_ms: carried.budget_ms,
+            budget_set: carried.budget_set,
+            ..BodyState::default()
+        };
+        body.respawn_at_ms.store(carried.respawn_at_ms, Ordering::Release);
+        drop(state);
     }
 
     /// What a join ticket hands the front for `slot` ([`crate::players::JoinTicket::slot_hint`]):
@@ -260,6 +317,7 @@ mod tests {
             budget_um: 0,
             budget_ms: 5_000,
             has_moved: true,
+            budget_set: true,
             alive: true,
             ..BodyState::default()
         }
@@ -296,10 +354,11 @@ mod tests {
         // The front's replay window admits any first sequence; so does the engine, or a client
         // starting at 0x8000_0000 would be admitted by one and refused by the other for good.
         let r = rules();
-        let fresh = BodyState { has_moved: false, last_sequence: 0, budget_um: 0, budget_ms: 0, ..state() };
+        let fresh = BodyState { has_moved: false, budget_set: false, last_sequence: 0, budget_um: 0, budget_ms: 0, ..state() };
         for first in [0, 1, 0x7FFF_FFFF, 0x8000_0000, 0x8000_0001, u32::MAX] {
             assert!(r.check(&fresh, &mv(first, 0, 100.0, 100.0), 5_000, true).is_ok(), "first sequence {first:#x}");
-            let after = BodyState { has_moved: true, last_sequence: first, budget_um: r.allowance_um, budget_ms: 5_000, ..fresh };
+            let after =
+                BodyState { has_moved: true, budget_set: true, last_sequence: first, budget_um: r.allowance_um, budget_ms: 5_000, ..fresh };
             assert!(r.check(&after, &mv(first.wrapping_add(1), 0, 100.0, 100.0), 5_050, true).is_ok());
             assert_eq!(r.check(&after, &mv(first, 0, 100.0, 100.0), 5_050, true), Err(RejectReason::StaleSequence));
         }
@@ -331,7 +390,7 @@ mod tests {
         assert!(r.check(&prev, &mv(11, 0, 102.99, 100.0), 3_605_000, true).is_ok());
         assert_eq!(r.check(&prev, &mv(11, 0, 103.01, 100.0), 3_605_000, true), Err(RejectReason::TooFast));
         // The first move after join finds the budget full.
-        let fresh = BodyState { has_moved: false, last_sequence: 0, budget_um: 0, budget_ms: 0, ..prev };
+        let fresh = BodyState { has_moved: false, budget_set: false, last_sequence: 0, budget_um: 0, budget_ms: 0, ..prev };
         assert!(r.check(&fresh, &mv(1, 0, 102.99, 100.0), 5_000, true).is_ok());
         assert_eq!(r.check(&fresh, &mv(1, 0, 103.01, 100.0), 5_000, true), Err(RejectReason::TooFast));
     }
@@ -381,7 +440,7 @@ mod tests {
                 if let Ok(left) = r.check(&body, &rec, now_ms, true) {
                     let (dx, dy) = (f64::from(x) - f64::from(body.x_m), f64::from(y) - f64::from(body.y_m));
                     applied.push((now_ms, (dx * dx + dy * dy).sqrt() * 1e6));
-                    body = BodyState { x_m: x, y_m: y, last_sequence: rec.sequence, budget_um: left.left_um, budget_ms: left.at_ms, has_moved: true, ..body };
+                    body = BodyState { x_m: x, y_m: y, last_sequence: rec.sequence, budget_um: left.left_um, budget_ms: left.at_ms, has_moved: true, budget_set: true, ..body };
                 }
             }
             // Windows [t_a, t_b] starting at join (a = none) or at an applied move.
@@ -403,7 +462,7 @@ mod tests {
         let slots: Vec<u32> = (0..3).map(|_| m.claim_slot().unwrap()).collect();
         assert_eq!(slots, vec![0, 1, 2]);
         assert_eq!(m.claim_slot(), None, "full");
-        m.spawn(1, 77, 0xABCD, 5.0, 6.0, 0);
+        m.spawn(1, 77, 0xABCD, (5.0, 6.0), 0, &CarriedBody::default());
         let state = *m.body(1).state.lock();
         assert_eq!((state.player_id, state.session_token, state.alive), (77, 0xABCD, true));
         // A join's hint names its slot; a move's hint names a slot only if one that far was

@@ -48,14 +48,17 @@ pub struct PlayerRecord {
     pub wallet: WalletHandle,
     /// Faction, copied from the combatant for cheap friendly-fire checks.
     pub faction: u8,
+    /// The account the player joined as (0: none). Written at join, read by leave (which
+    /// keeps the player's combat state for the account's next session).
+    pub account: u64,
     /// Set by the one `leave` call that wins; read by other `leave` calls.
     leaving: AtomicBool,
 }
 
 impl PlayerRecord {
     /// A record for a player about to be inserted.
-    pub fn new(session_token: u64, slot: u32, combatant_key: usize, wallet: WalletHandle, faction: u8) -> Self {
-        Self { session_token, slot, combatant_key, wallet, faction, leaving: AtomicBool::new(false) }
+    pub fn new(session_token: u64, slot: u32, combatant_key: usize, wallet: WalletHandle, faction: u8, account: u64) -> Self {
+        Self { session_token, slot, combatant_key, wallet, faction, account, leaving: AtomicBool::new(false) }
     }
 
     /// Claims the right to tear this player down; `true` for exactly one caller.

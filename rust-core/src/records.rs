@@ -65,6 +65,10 @@ pub enum RejectReason {
     TooFast = 4,
     /// The position is outside the world or not a finite number.
     OutOfBounds = 5,
+    /// The player is dead: from the attack that took its last hit point until the tick that
+    /// respawns it (`respawn_ms` later). Checked third, after the session (the number is the
+    /// order it came to the wire in, not the order it is checked in).
+    Dead = 6,
 }
 
 /// Why an attack was refused, in the order the rules are checked (0 on the wire and across
@@ -112,6 +116,9 @@ pub enum LootError {
     WalletFull = 7,
     /// The economy's journal is full (its disk is behind); the loot stays: claim again.
     StorageBusy = 8,
+    /// The claimer is dead (until the tick respawns it). Checked after `NotYours` and a repeat
+    /// (a claim already credited is answered again even to the dead), before `OutOfRange`.
+    Dead = 9,
 }
 
 /// The kind of an entity in the grid.

@@ -69,6 +69,8 @@ pub struct StatsSnapshot {
     pub move_rejected_too_fast: u64,
     /// Moves refused: outside the world.
     pub move_rejected_out_of_bounds: u64,
+    /// Moves refused: the player is dead (until it respawns).
+    pub move_rejected_dead: u64,
     /// Moves that moved their entity to another grid cell.
     pub cell_crossings: u64,
     /// Contact events written.
@@ -105,6 +107,8 @@ pub struct StatsSnapshot {
     pub damage_applied: u64,
     /// Combatants brought to zero hit points.
     pub kills: u64,
+    /// Dead players brought back to full hit points by the tick, `respawn_ms` after their death.
+    pub respawns: u64,
     /// Damage calls refused (unknown target, same faction, dead, bad amount).
     pub damage_rejected: u64,
     /// Attacks (a player's `ATTACK`, damage from the server's rules) that landed.
@@ -191,6 +195,8 @@ pub struct StatsSnapshot {
     pub economy_storage_busy: u64,
     /// Loot claims refused: the economy's journal was full.
     pub loot_rejected_storage_busy: u64,
+    /// Loot claims refused: the claimer is dead (until it respawns).
+    pub loot_rejected_dead: u64,
     /// Accounts whose first join created their wallet.
     pub accounts_created: u64,
     /// Joins that resumed their account's wallet.
@@ -260,6 +266,7 @@ define_counters! {
     MoveRejectedStaleSequence / move_rejected_stale_sequence: "Moves refused: sequence not newer.",
     MoveRejectedTooFast / move_rejected_too_fast: "Moves refused: faster than the speed limit.",
     MoveRejectedOutOfBounds / move_rejected_out_of_bounds: "Moves refused: outside the world.",
+    MoveRejectedDead / move_rejected_dead: "Moves refused: the player is dead (until it respawns).",
     CellCrossings / cell_crossings: "Moves that moved their entity to another grid cell.",
     ContactsReported / contacts_reported: "Contact events written.",
     ContactsTruncated / contacts_truncated: "Contacts not reported because a move hit its cap.",
@@ -278,6 +285,7 @@ define_counters! {
     RaidRefusedInvalid / raid_refused_invalid: "Raid spawns refused: invalid request.",
     DamageApplied / damage_applied: "Damage calls that took hit points.",
     Kills / kills: "Combatants brought to zero hit points.",
+    Respawns / respawns: "Dead players brought back to full hit points by the tick, `respawn_ms` after their death.",
     DamageRejected / damage_rejected: "Damage calls refused (unknown target, same faction, dead, bad amount).",
     AttacksLanded / attacks_landed: "Attacks (a player's `ATTACK`, damage from the server's rules) that landed.",
     AttackRejectedUnknownPlayer / attack_rejected_unknown_player: "Attacks refused: the attacker is not a live player.",
@@ -321,6 +329,7 @@ define_counters! {
     EconomyKindRetired / economy_kind_retired: "Economy refused: a retired kind (trade without consent, loot pickup).",
     EconomyStorageBusy / economy_storage_busy: "Economy refused: the journal was full (the disk behind); retransmit.",
     LootRejectedStorageBusy / loot_rejected_storage_busy: "Loot claims refused: the economy's journal was full.",
+    LootRejectedDead / loot_rejected_dead: "Loot claims refused: the claimer is dead (until it respawns).",
     AccountsCreated / accounts_created: "Accounts whose first join created their wallet.",
     AccountsResumed / accounts_resumed: "Joins that resumed their account's wallet.",
     JoinsRefusedAccount / joins_refused_account: "Joins refused: the account is in a live session, or none was named with a store open.",
@@ -361,6 +370,7 @@ impl StatsSnapshot {
             + self.move_rejected_stale_sequence
             + self.move_rejected_too_fast
             + self.move_rejected_out_of_bounds
+            + self.move_rejected_dead
     }
 }
 
@@ -373,6 +383,7 @@ impl Counter {
             RejectReason::StaleSequence => Counter::MoveRejectedStaleSequence,
             RejectReason::TooFast => Counter::MoveRejectedTooFast,
             RejectReason::OutOfBounds => Counter::MoveRejectedOutOfBounds,
+            RejectReason::Dead => Counter::MoveRejectedDead,
         }
     }
 

@@ -171,7 +171,7 @@ fn non_finite_floats_and_out_of_range_enums_are_bad_fields() {
     }
     let enums: [(&str, usize, &[u8], &str); 9] = [
         ("join_accept", 32, &[11, 0xFF], "status"),
-        ("move_ack_rejected", 16, &[6, 0xFF], "result"),
+        ("move_ack_rejected", 16, &[7, 0xFF], "result"),
         ("economy_request", 54, &[0, 5, 0xFF], "kind"),
         ("economy_result", 24, &[19, 0xFF], "status"),
         ("economy_result", 25, &[2, 0xFF], "duplicate"),

@@ -14,6 +14,7 @@ mod common;
 mod combat_attack;
 mod combat_loot;
 mod combat_raid;
+mod combat_respawn;
 mod economy_durability;
 mod economy_ops;
 mod economy_trade;
