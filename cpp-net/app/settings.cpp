@@ -5,6 +5,7 @@
 #include <CLI/CLI.hpp>
 #include <arpa/inet.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <limits>
@@ -139,8 +140,8 @@ void visit_settings(Settings& s, V&& v) {
                      "most items in a dropped stack"});
   v(Number<uint32_t>{"core", "trade_timeout_ms", "--trade-timeout-ms", s.core.trade_timeout_ms, 1, 3600000,
                      "server milliseconds a trade offer stays open (then its escrow goes back to its maker)"});
-  v(Number<uint32_t>{"core", "loot_seed", "--loot-seed", s.core.loot_seed, 0, 4294967295.0,
-                     "seed of the loot rolls (a drop's contents follow from it and the dead add's id)"});
+  v(Text{"core", "loot_key", "--loot-key", s.loot_key_text,
+         "secret key of the loot rolls, 32 hex digits (empty: a random key each start); whoever knows it can predict every drop"});
 }
 
 std::string key_of(const char* section, const char* key) { return std::string(section) + "." + key; }
@@ -288,6 +289,25 @@ void Settings::finish() {
     server.admin_key = parse_u64(admin_key_text);
   } catch (const std::exception&) {
     throw SettingsError("server.admin_key = \"" + admin_key_text + "\" must be an integer (decimal or 0x hex)");
+  }
+  // core.loot_key: 32 hex digits, the key's bytes in order; empty leaves it zero (the engine
+  // draws one). An all-zero key would be drawn over too, so it is refused as a mistake.
+  std::fill(std::begin(core.loot_key), std::end(core.loot_key), uint8_t{0});
+  if (!loot_key_text.empty()) {
+    const auto hex = [](char ch) {
+      if (ch >= '0' && ch <= '9') return ch - '0';
+      if (ch >= 'a' && ch <= 'f') return ch - 'a' + 10;
+      if (ch >= 'A' && ch <= 'F') return ch - 'A' + 10;
+      return -1;
+    };
+    bool ok = loot_key_text.size() == 2 * sizeof core.loot_key;
+    for (size_t i = 0; ok && i < sizeof core.loot_key; ++i) {
+      const int hi = hex(loot_key_text[2 * i]), lo = hex(loot_key_text[2 * i + 1]);
+      ok = hi >= 0 && lo >= 0;
+      if (ok) core.loot_key[i] = static_cast<uint8_t>(hi * 16 + lo);
+    }
+    ok = ok && std::any_of(std::begin(core.loot_key), std::end(core.loot_key), [](uint8_t b) { return b != 0; });
+    if (!ok) throw SettingsError("core.loot_key must be 32 hex digits, not all zero (or empty: a random key each start)");
   }
   if (economy_store != "durable" && economy_store != "memory") {
     throw SettingsError("server.economy_store = \"" + economy_store + "\" must be \"durable\" or \"memory\"");

@@ -31,6 +31,7 @@ struct Settings {
   std::string engine = "rust";
   unsigned stats_interval_s = 10;
   std::string admin_key_text = "0";
+  std::string loot_key_text;  // core.loot_key as 32 hex digits; empty: the engine draws one
   // "host:port" of the Prometheus endpoint; empty: none.
   std::string metrics_bind;
   // Connect tokens: the public key file (empty: the development key pair in data_dir), the

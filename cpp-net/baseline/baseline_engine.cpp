@@ -20,12 +20,23 @@ namespace baseline {
 namespace {
 
 static_assert(sizeof(MmoMoveRecord) == 72 && sizeof(MmoMoveEvent) == 32 && sizeof(MmoEconomyOp) == 48, "records as mmo_core.h");
-static_assert(sizeof(MmoEconomyResult) == 40 && sizeof(MmoAoiEntry) == 24 && sizeof(MmoConfig) == 128, "records as mmo_core.h");
+static_assert(sizeof(MmoEconomyResult) == 40 && sizeof(MmoAoiEntry) == 24 && sizeof(MmoConfig) == 144, "records as mmo_core.h");
 static_assert(sizeof(BodyState::payload) == sizeof(MmoMoveRecord::payload));
 
 [[noreturn]] void refuse(const char* why) { throw std::runtime_error(std::string("invalid baseline engine config: ") + why); }
 
 // A random, non-zero session token from the OS random source (as players.rs does).
+// loot.rs LootTable::new: a zero loot key is replaced by one from the OS's random source.
+MmoConfig with_loot_key(MmoConfig c) {
+  const auto zero = [&] { return std::all_of(std::begin(c.loot_key), std::end(c.loot_key), [](uint8_t b) { return b == 0; }); };
+  while (zero()) {
+    if (getrandom(c.loot_key, sizeof c.loot_key, 0) != static_cast<ssize_t>(sizeof c.loot_key)) {
+      throw std::runtime_error("the OS random source is unavailable (the loot key)");
+    }
+  }
+  return c;
+}
+
 uint64_t new_session_token() {
   for (;;) {
     uint64_t token = 0;
@@ -75,6 +86,7 @@ void validate_config(const MmoConfig& c) {
   for (const uint8_t b : c._reserved) {
     if (b != 0) refuse("_reserved bytes must be zero");
   }
+  if (c._reserved_align != 0) refuse("_reserved_align must be zero");
   const auto finite_positive = [](float v) { return std::isfinite(v) && v > 0.0f; };
   if (!(std::isfinite(c.world_size_m) && c.world_size_m >= 1.0f) || c.world_size_m > 1'000'000.0f) refuse("world_size_m must be in [1, 1e6]");
   if (!finite_positive(c.cell_size_m) || c.cell_size_m > c.world_size_m) refuse("cell_size_m must be positive and at most world_size_m");
@@ -122,7 +134,7 @@ static const MmoConfig& validated(const MmoConfig& config) {
 static uint64_t speed_um_per_ms(const MmoConfig& c) { return saturating_u64(static_cast<double>(c.max_speed_m_per_s) * 1000.0); }
 
 BaselineEngine::BaselineEngine(const MmoConfig& config)
-    : config_(validated(config)),
+    : config_(with_loot_key(validated(config))),
       speed_um_per_ms_(speed_um_per_ms(config)),
       allowance_um_(saturating_add_u64(saturating_mul_u64(speed_um_per_ms_, config.clock_slack_ms),
                                    saturating_u64(static_cast<double>(config.speed_slack_m) * 1'000'000.0))),
@@ -184,7 +196,7 @@ MmoStatus BaselineEngine::join(uint64_t account_id, float x_m, float y_m, uint8_
   body.cell = cell;
   if (body.respawn_at_ms != 0) {
     std::lock_guard lock(dead_mutex_);
-    dead_players_.insert(id);
+    dead_players_.emplace(body.respawn_at_ms, id);
   }
   auto entity = std::make_shared<GridEntity>(id, MMO_ENTITY_KIND_PLAYER, Vec2{x_m, y_m}, kNeverExpires);
   auto player = std::make_shared<Player>(id, token, faction, saved.hp, entity, std::move(wallet), body);
@@ -228,7 +240,7 @@ MmoStatus BaselineEngine::leave(uint64_t player_id, uint64_t session_token) {
     saved.body = body;
     if (body.respawn_at_ms != 0) {
       std::lock_guard lock(dead_mutex_);
-      dead_players_.erase(player_id);
+      dead_players_.erase({body.respawn_at_ms, player_id});
     } else if (saved.hp == 0) {
       saved.body.respawn_at_ms = respawn_at(last_tick_ms_.load(std::memory_order_acquire));
     }
@@ -454,29 +466,28 @@ void BaselineEngine::record_death(uint64_t player_id, uint64_t died_ms, LockWait
   if (!player->body.alive || player->body.respawn_at_ms != 0) return;
   player->body.respawn_at_ms = respawn_at(died_ms);
   std::lock_guard lock(dead_mutex_);
-  dead_players_.insert(player_id);
+  dead_players_.emplace(player->body.respawn_at_ms, player_id);
 }
 
 uint64_t BaselineEngine::respawn_due(uint64_t now_ms, LockWaits& body_waits) {
-  std::vector<uint64_t> dead;
+  std::vector<std::pair<uint64_t, uint64_t>> due;
   {
     std::lock_guard lock(dead_mutex_);
-    if (dead_players_.empty()) return 0;
-    dead.assign(dead_players_.begin(), dead_players_.end());
+    for (auto it = dead_players_.begin(); it != dead_players_.end() && it->first <= now_ms; ++it) due.push_back(*it);
   }
   uint64_t respawned = 0;
-  for (const uint64_t id : dead) {
+  for (const auto& [at_ms, id] : due) {
     const auto player = find_player(id);
-    if (!player) continue;
+    if (!player) continue;  // a join not in the map yet: its entry stays for the next tick
     const auto body_lock = body_waits.unique(player->body_mutex);
     BodyState& body = player->body;
-    if (!body.alive || body.respawn_at_ms == 0 || body.respawn_at_ms > now_ms) continue;
+    if (!body.alive || body.respawn_at_ms != at_ms) continue;
     int32_t expected = 0;
     player->hp.compare_exchange_strong(expected, config_.player_hp, std::memory_order_acq_rel);
     body.respawn_at_ms = 0;
     {
       std::lock_guard lock(dead_mutex_);
-      dead_players_.erase(id);
+      dead_players_.erase({at_ms, id});
     }
     respawned += 1;
   }
@@ -535,6 +546,7 @@ uint8_t BaselineEngine::attack_inner(uint64_t attacker_id, uint64_t session_toke
   const auto body_lock = body_waits.unique(attacker->body_mutex);
   BodyState& body = attacker->body;
   if (!body.alive) return MMO_ATTACK_ERROR_UNKNOWN_PLAYER;  // left while we looked it up
+  if (body.respawn_at_ms != 0) return MMO_ATTACK_ERROR_ATTACKER_DEAD;  // killed since its hit points were read
   const float dx = at.x_m - body.x_m, dy = at.y_m - body.y_m;
   if (dx * dx + dy * dy > config_.attack_range_m * config_.attack_range_m) return MMO_ATTACK_ERROR_OUT_OF_RANGE;
   if (now_ms < body.attack_ready_ms) return MMO_ATTACK_ERROR_COOLDOWN;

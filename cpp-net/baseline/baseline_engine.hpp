@@ -52,7 +52,7 @@
 #include <span>
 #include <string_view>
 #include <unordered_map>
-#include <unordered_set>
+#include <set>
 #include <vector>
 
 #include "baseline/baseline_economy.hpp"
@@ -224,9 +224,10 @@ class BaselineEngine final : public Engine {
   };
   std::mutex saved_mutex_;
   std::unordered_map<uint64_t, SavedPlayer> saved_players_;  // guarded by saved_mutex_
-  // The players who are dead (BodyState::respawn_at_ms set), for the tick to respawn.
+  // The players who are dead, as (BodyState::respawn_at_ms, player id): the tick takes the
+  // due ones from the front. Each entry is added and removed under its player's body lock.
   std::mutex dead_mutex_;
-  std::unordered_set<uint64_t> dead_players_;  // guarded by dead_mutex_
+  std::set<std::pair<uint64_t, uint64_t>> dead_players_;  // guarded by dead_mutex_
   std::atomic<uint64_t> last_tick_ms_{0};      // the last finished tick's now_ms: dates deaths that come with no clock
   // engine.rs record_death: marks the player dead from died_ms (its hit points just reached 0).
   void record_death(uint64_t player_id, uint64_t died_ms, LockWaits& body_waits);

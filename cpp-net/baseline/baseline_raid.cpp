@@ -10,16 +10,24 @@
 // its expiry tick until the tick frees them.
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <mutex>
 
 #include "baseline/baseline_engine.hpp"
+#include "highwayhash/sip_hash.h"
 
 namespace mmo::baseline {
 
-// loot.rs LootTable::roll: three draws of SplitMix64 seeded with (seed << 32) ^ object_id.
+// loot.rs LootTable::roll: three draws of SplitMix64 seeded with SipHash-2-4 of the id's 8
+// little-endian bytes under c.loot_key (its two halves little-endian, as siphasher reads a
+// 16-byte key). The engine fills a zero key with a random one when it is made (its config_).
 LootContents roll_loot(const MmoConfig& c, uint64_t object_id) {
-  SplitMix64 rng((uint64_t{c.loot_seed} << 32) ^ object_id);
+  highwayhash::HH_U64 key[2];
+  std::memcpy(key, c.loot_key, sizeof key);
+  unsigned char id_bytes[8];
+  for (int i = 0; i < 8; ++i) id_bytes[i] = static_cast<unsigned char>(object_id >> (8 * i));
+  SplitMix64 rng(highwayhash::SipHash(key, reinterpret_cast<const char*>(id_bytes), sizeof id_bytes));
   const uint64_t span = uint64_t{c.loot_gold_max - c.loot_gold_min} + 1;
   LootContents loot;
   loot.gold = uint64_t{c.loot_gold_min} + rng.next_u64() % span;

@@ -329,7 +329,12 @@ class Runner {
     u("loot_gold_max", config_.loot_gold_max);
     u("loot_item_permille", config_.loot_item_permille);
     u("loot_item_count_max", config_.loot_item_count_max);
-    u("loot_seed", config_.loot_seed);
+    if (auto key = a.text("loot_key")) {  // 32 hex digits, the key's bytes in order
+      if (key->size() != 2 * sizeof config_.loot_key || key->find_first_not_of("0123456789abcdefABCDEF") != std::string::npos) {
+        throw ScenarioError("loot_key must be 32 hex digits");
+      }
+      for (size_t i = 0; i < sizeof config_.loot_key; ++i) config_.loot_key[i] = static_cast<uint8_t>(std::stoul(key->substr(2 * i, 2), nullptr, 16));
+    }
     u("trade_timeout_ms", config_.trade_timeout_ms);
     a.finish();
     if (!expect.empty() && expect[0] == "invalid") {

@@ -153,6 +153,9 @@ TEST(ServerOperations, BadSettingsNameTheKeyAndTheRange) {
       {"[server]\nengine = \"python\"\n", "server.engine = \"python\" must be \"rust\", \"baseline\" or \"null\""},
       {"[logging]\nlevel = 3\n", "logging.level is not a setting"},
       {"[core\n", "raid-bad-9.toml:1:"},
+      {"[core]\nloot_key = \"00112233\"\n", "core.loot_key must be 32 hex digits"},
+      {"[core]\nloot_key = \"0123456789abcdef0123456789abcdeg\"\n", "core.loot_key must be 32 hex digits"},
+      {"[core]\nloot_key = \"00000000000000000000000000000000\"\n", "core.loot_key must be 32 hex digits, not all zero"},
   };
   for (size_t i = 0; i < cases.size(); ++i) {
     const std::string path = write_settings("raid-bad-" + std::to_string(i + 1) + ".toml", cases[i].first);

@@ -59,7 +59,7 @@
 #define MMO_AOI_NOT_IN_SNAPSHOT 4294967295
 
 // Version of this ABI. Bumped on any change to a function signature or record layout.
-#define MMO_ABI_VERSION 9
+#define MMO_ABI_VERSION 10
 
 // What an event written by a move batch reports.
 enum MmoEventKind
@@ -348,14 +348,17 @@ typedef struct MmoConfig {
   uint32_t loot_item_permille;
   // Most items in a dropped stack.
   uint32_t loot_item_count_max;
-  // Seed of the loot rolls.
-  uint32_t loot_seed;
   // How long a trade offer stays open, milliseconds.
   uint32_t trade_timeout_ms;
   // How long a player brought to 0 hit points stays dead, server milliseconds (1..=3,600,000).
   uint32_t respawn_ms;
+  // Zero (alignment of `starting_gold`).
+  uint32_t _reserved_align;
   // Gold a new wallet starts with.
   uint64_t starting_gold;
+  // The secret key of the loot rolls (SipHash-2-4); all zero: the engine draws one from the
+  // OS's random source when it is created.
+  uint8_t loot_key[16];
   // 1 enables `mmo_debug_inject_panic` on this engine (tests only); 0 in production.
   uint8_t fault_injection;
   // Zero (checked: a non-zero value is `MMO_ERR_INVALID_ARGUMENT`, so these bytes can

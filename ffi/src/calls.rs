@@ -288,7 +288,7 @@ pub unsafe extern "C" fn mmo_config_check(config: *const MmoConfig, message: *mu
         let config = check!(unsafe { in_ref(config) });
         // SAFETY: forwarded contract.
         let message = check!(unsafe { output(message.cast::<u8>(), message_capacity) });
-        let (status, why) = if config.fault_injection > 1 || config._reserved != [0; 7] {
+        let (status, why) = if config.fault_injection > 1 || config._reserved != [0; 7] || config._reserved_align != 0 {
             (MMO_ERR_INVALID_ARGUMENT, "fault_injection must be 0 or 1 and _reserved zero".to_string())
         } else {
             match CoreConfig::from(config).validate() {
@@ -314,7 +314,7 @@ pub unsafe extern "C" fn mmo_engine_new(config: *const MmoConfig, out_engine: *m
         // SAFETY: checked by in_ref; initialised per the contract.
         let config = check!(unsafe { in_ref(config) });
         let out_engine = check!(out_ptr(out_engine));
-        if config.fault_injection > 1 || config._reserved != [0; 7] {
+        if config.fault_injection > 1 || config._reserved != [0; 7] || config._reserved_align != 0 {
             return MMO_ERR_INVALID_ARGUMENT;
         }
         let Ok(engine) = Engine::new(CoreConfig::from(config)) else { return MMO_ERR_INVALID_CONFIG };

@@ -62,14 +62,17 @@ pub struct MmoConfig {
     pub loot_item_permille: u32,
     /// Most items in a dropped stack.
     pub loot_item_count_max: u32,
-    /// Seed of the loot rolls.
-    pub loot_seed: u32,
     /// How long a trade offer stays open, milliseconds.
     pub trade_timeout_ms: u32,
     /// How long a player brought to 0 hit points stays dead, server milliseconds (1..=3,600,000).
     pub respawn_ms: u32,
+    /// Zero (alignment of `starting_gold`).
+    pub _reserved_align: u32,
     /// Gold a new wallet starts with.
     pub starting_gold: u64,
+    /// The secret key of the loot rolls (SipHash-2-4); all zero: the engine draws one from the
+    /// OS's random source when it is created.
+    pub loot_key: [u8; 16],
     /// 1 enables [`mmo_debug_inject_panic`](crate::mmo_debug_inject_panic) on this engine (tests only); 0 in production.
     pub fault_injection: u8,
     /// Zero (checked: a non-zero value is [`MMO_ERR_INVALID_ARGUMENT`](crate::MMO_ERR_INVALID_ARGUMENT), so these bytes can
@@ -77,10 +80,11 @@ pub struct MmoConfig {
     pub _reserved: [u8; 7],
 }
 
-const _: () = assert!(size_of::<MmoConfig>() == 128 && align_of::<MmoConfig>() == 8);
-const _: () = assert!(offset_of!(MmoConfig, loot_range_m) == 80 && offset_of!(MmoConfig, trade_timeout_ms) == 104);
-const _: () = assert!(offset_of!(MmoConfig, respawn_ms) == 108);
-const _: () = assert!(offset_of!(MmoConfig, starting_gold) == 112 && offset_of!(MmoConfig, fault_injection) == 120);
+const _: () = assert!(size_of::<MmoConfig>() == 144 && align_of::<MmoConfig>() == 8);
+const _: () = assert!(offset_of!(MmoConfig, loot_range_m) == 80 && offset_of!(MmoConfig, trade_timeout_ms) == 100);
+const _: () = assert!(offset_of!(MmoConfig, respawn_ms) == 104 && offset_of!(MmoConfig, _reserved_align) == 108);
+const _: () = assert!(offset_of!(MmoConfig, starting_gold) == 112 && offset_of!(MmoConfig, loot_key) == 120);
+const _: () = assert!(offset_of!(MmoConfig, fault_injection) == 136);
 
 impl From<&CoreConfig> for MmoConfig {
     fn from(c: &CoreConfig) -> Self {
@@ -101,9 +105,10 @@ impl From<&CoreConfig> for MmoConfig {
             loot_gold_max: c.loot_gold_max,
             loot_item_permille: c.loot_item_permille,
             loot_item_count_max: c.loot_item_count_max,
-            loot_seed: c.loot_seed,
             trade_timeout_ms: c.trade_timeout_ms,
             respawn_ms: c.respawn_ms,
+            _reserved_align: 0,
+            loot_key: c.loot_key,
             clock_slack_ms: c.clock_slack_ms,
             contacts_per_move_max: c.contacts_per_move_max,
             aoi_k: c.aoi_k,
@@ -140,7 +145,7 @@ impl From<&MmoConfig> for CoreConfig {
             loot_gold_max: c.loot_gold_max,
             loot_item_permille: c.loot_item_permille,
             loot_item_count_max: c.loot_item_count_max,
-            loot_seed: c.loot_seed,
+            loot_key: c.loot_key,
             trade_timeout_ms: c.trade_timeout_ms,
             respawn_ms: c.respawn_ms,
             contacts_per_move_max: c.contacts_per_move_max,

@@ -106,9 +106,12 @@ pub struct CoreConfig {
     /// How long a trade offer stays open, server milliseconds: then its escrow goes back to its
     /// maker. Default 30,000.
     pub trade_timeout_ms: u32,
-    /// Seed of the loot rolls: a drop's contents are a pure function of this seed and the
-    /// dead object's id, so a test (and both engines) can predict them. Default 0x10071.
-    pub loot_seed: u32,
+    /// The secret key of the loot rolls: a drop's contents are SipHash-2-4 under this key of
+    /// the dead object's id, drawn out by SplitMix64 ([`crate::loot`]), so no client can
+    /// predict them from the ids it sees or the drops it was shown. All zero (the default):
+    /// the engine draws a key from the OS's random source when it is created. Set one to make
+    /// rolls reproducible (a test, or both engines of a comparison rolling alike).
+    pub loot_key: [u8; 16],
 }
 
 impl Default for CoreConfig {
@@ -141,7 +144,7 @@ impl Default for CoreConfig {
             loot_gold_max: 50,
             loot_item_permille: 250,
             loot_item_count_max: 3,
-            loot_seed: 0x10071,
+            loot_key: [0; 16],
             trade_timeout_ms: 30_000,
         }
     }

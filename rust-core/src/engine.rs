@@ -39,7 +39,7 @@ use parking_lot::Mutex;
 use std::collections::BinaryHeap;
 use std::path::Path;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 /// Why a join was refused.
@@ -288,11 +288,15 @@ pub struct Engine {
     /// bound): an account has one session at a time, so the two never race for one account.
     /// One entry per account that has left, as the economy keeps one wallet per account.
     saved_players: DashMap<u64, SavedPlayer>,
-    /// Bodies whose player is dead (`Body::respawn_at_ms` set). Raised before a respawn time
-    /// is set and lowered after one is cleared, each under the body's lock, so it is never
-    /// below the true count; read by the tick, which looks for due respawns only while it is
-    /// not zero (no player dead: no sweep).
-    dead_players: AtomicU32,
+    /// A lower bound on the respawn times of the dead bodies (`Body::respawn_at_ms`), or
+    /// `u64::MAX` when none is known: the tick sweeps the bodies only once it has come, so a
+    /// death costs one sweep when it is due, not one per tick while it lasts. Lowered
+    /// (`fetch_min`) by whoever marks a body dead, after the mark; the tick that finds it due
+    /// raises it to `u64::MAX` (`swap`) before its sweep, which lowers it again for every body
+    /// still dead. Both are read-modify-writes of this one atomic, so a mark made during a
+    /// sweep is either seen by the sweep or leaves its bound in place for the next tick. A
+    /// leave does not raise it: a bound left by a body that is gone costs one idle sweep.
+    next_respawn_ms: AtomicU64,
 }
 
 /// What a player's account keeps between its sessions ([`Engine::leave`] to the next
@@ -354,7 +358,7 @@ impl Engine {
             board: TickBoard::new(),
             stats: Arc::new(Stats::new()),
             saved_players: DashMap::new(),
-            dead_players: AtomicU32::new(0),
+            next_respawn_ms: AtomicU64::new(u64::MAX),
             config,
         };
         Ok(engine)
@@ -475,10 +479,10 @@ impl Engine {
         let mut waits = LockWaits::default();
         self.grid.insert_player(cell, player_id, slot, x_m, y_m, &mut waits);
         self.aoi_hints[slot as usize].clear();
-        if saved.body.respawn_at_ms != 0 {
-            self.dead_players.fetch_add(1, Ordering::AcqRel);
-        }
         self.movement.spawn(slot, player_id, session_token, (x_m, y_m), cell, &saved.body);
+        if saved.body.respawn_at_ms != 0 {
+            self.next_respawn_ms.fetch_min(saved.body.respawn_at_ms, Ordering::AcqRel);
+        }
         vacant.insert(PlayerRecord::new(session_token, slot, combatant_key, wallet, faction, account));
         self.stats.add_waits(LockKind::Grid, waits);
         self.stats.bump(Counter::Joins);
@@ -512,9 +516,7 @@ impl Engine {
             // Every hit point is taken as it is read: a hit after this finds the player dead.
             let hp = self.combat.combatant(combatant_key).map_or(0, |c| c.health.take_all());
             let mut respawn_at_ms = body.respawn_at_ms.swap(0, Ordering::AcqRel);
-            if respawn_at_ms != 0 {
-                self.dead_players.fetch_sub(1, Ordering::AcqRel);
-            } else if hp == 0 {
+            if respawn_at_ms == 0 && hp == 0 {
                 // Killed, and the kill found the body gone before it could say until when.
                 respawn_at_ms = self.respawn_at(self.board.read().now_ms);
             }
@@ -761,35 +763,50 @@ impl Engine {
         if !state.alive || state.player_id != player_id || body.respawn_at_ms.load(Ordering::Relaxed) != 0 {
             return;
         }
-        self.dead_players.fetch_add(1, Ordering::AcqRel);
-        body.respawn_at_ms.store(self.respawn_at(died_ms), Ordering::Release);
+        let respawn_at_ms = self.respawn_at(died_ms);
+        body.respawn_at_ms.store(respawn_at_ms, Ordering::Release);
+        drop(state);
+        self.next_respawn_ms.fetch_min(respawn_at_ms, Ordering::AcqRel);
     }
 
     /// Respawns every dead player whose time has come by `now_ms` (the tick's): full hit
-    /// points, where it stands. Looks only while some player is dead, and locks only the bodies
-    /// that are due. Returns how many it brought back.
+    /// points, where it stands. Sweeps the bodies only once the earliest respawn is due
+    /// (`next_respawn_ms`), and locks only the bodies that are due. Returns how many it
+    /// brought back.
     fn respawn_due(&self, now_ms: u64, waits: &mut LockWaits) -> u64 {
-        if self.dead_players.load(Ordering::Acquire) == 0 {
+        if self.next_respawn_ms.load(Ordering::Acquire) > now_ms {
             return 0;
         }
+        self.next_respawn_ms.swap(u64::MAX, Ordering::AcqRel);
+        let still_dead = |due_ms: u64| {
+            self.next_respawn_ms.fetch_min(due_ms, Ordering::AcqRel);
+        };
         let mut respawned = 0;
         for slot in 0..self.movement.slots_used() {
             let body = self.movement.body(slot);
             let due_ms = body.respawn_at_ms.load(Ordering::Acquire);
-            if due_ms == 0 || due_ms > now_ms {
+            if due_ms == 0 {
+                continue;
+            }
+            if due_ms > now_ms {
+                still_dead(due_ms);
                 continue;
             }
             let state = waits.lock(&body.state);
-            // Left, or respawned and killed again, since the look above.
-            if !state.alive || body.respawn_at_ms.load(Ordering::Relaxed) != due_ms {
+            // Left (and perhaps taken by a join resuming a dead account) since the look above.
+            let due_ms = body.respawn_at_ms.load(Ordering::Relaxed);
+            if !state.alive || due_ms == 0 {
                 continue;
             }
-            // A join inserts its record after its body: one not there yet is due next tick.
-            let Some(player) = self.players.get(state.player_id) else { continue };
+            // Not due yet, or a join that has not inserted its record yet: the next sweep.
+            let player = if due_ms > now_ms { None } else { self.players.get(state.player_id) };
+            let Some(player) = player else {
+                still_dead(due_ms);
+                continue;
+            };
             let revived = self.combat.combatant(player.combatant_key).is_some_and(|c| c.health.revive(self.config.player_hp));
             debug_assert!(revived, "a body marked dead has a dead combatant");
             body.respawn_at_ms.store(0, Ordering::Release);
-            self.dead_players.fetch_sub(1, Ordering::AcqRel);
             respawned += 1;
         }
         respawned
@@ -872,6 +889,10 @@ impl Engine {
         let mut body = body_waits.lock(&self.movement.body(slot).state);
         if !body.alive || body.player_id != attacker_id {
             return Err(AttackError::UnknownPlayer); // left while we looked it up
+        }
+        // Killed since its hit points were read above: it lands nothing.
+        if self.movement.body(slot).respawn_at_ms.load(Ordering::Relaxed) != 0 {
+            return Err(AttackError::AttackerDead);
         }
         let (dx, dy) = (tx - body.x_m, ty - body.y_m);
         let range_m = self.config.attack_range_m;

@@ -9,10 +9,13 @@
 //! drop from its new session; a session with no account owns its drops only while it lasts. The corpse keeps
 //! its arena slot and its place in the grid until its burst expires; that is the loot's expiry.
 //!
-//! What the loot holds is a pure function of the configured loot table, its seed and the dead
-//! object's id ([`LootTable::roll`]): integer arithmetic on a SplitMix64 stream, so tests can
-//! predict it and the C++ baseline rolls the same contents bit for bit. Nothing a client sends
-//! (an amount, a kind, a price) enters the roll.
+//! What the loot holds is a pure function of the configured loot table, its secret key and the
+//! dead object's id ([`LootTable::roll`]): SipHash-2-4 of the id under the key (a
+//! pseudo-random function: without the key, the ids a client sees and the drops it was shown
+//! say nothing about the next drop), then integer arithmetic on a SplitMix64 stream from that.
+//! With the same key the C++ baseline rolls the same contents bit for bit; with none
+//! configured each engine draws its own from the OS. Nothing a client sends (an amount, a
+//! kind, a price) enters the roll.
 //!
 //! ## The claim
 //! Only the owner may claim (a claim of another player's kill is refused `NotYours`), from
@@ -30,6 +33,7 @@
 
 use crate::combat::SplitMix64;
 use crate::config::{CoreConfig, ITEM_KINDS};
+use siphasher::sip::SipHasher24;
 
 /// Set in a raid object's `loot` word once its loot was claimed (bit 62: no player id has it,
 /// [`crate::arena`]).
@@ -53,27 +57,36 @@ pub struct LootTable {
     gold_max: u32,
     item_permille: u32,
     item_count_max: u32,
-    seed: u32,
+    /// The key the rolls are made under (never all zero: one was drawn if none was set).
+    key: [u8; 16],
 }
 
 impl LootTable {
-    /// The table a validated configuration describes.
+    /// The table a validated configuration describes; its key is `loot_key`, or one drawn from
+    /// the OS's random source if that is all zero.
     pub fn new(config: &CoreConfig) -> Self {
+        let mut key = config.loot_key;
+        while key == [0; 16] {
+            // getrandom only fails if the OS has no entropy source at all; a secret drawn
+            // from nothing is no secret, so that is fatal (as for session tokens).
+            getrandom::fill(&mut key).expect("the OS random source is unavailable");
+        }
         Self {
             gold_min: config.loot_gold_min,
             gold_max: config.loot_gold_max,
             item_permille: config.loot_item_permille,
             item_count_max: config.loot_item_count_max.max(1),
-            seed: config.loot_seed,
+            key,
         }
     }
 
     /// The contents of the loot dropped by raid object `object_id`. Three draws of
-    /// SplitMix64 seeded with `(seed << 32) ^ object_id`: gold uniform in
+    /// SplitMix64 seeded with SipHash-2-4 of the id's 8 little-endian bytes under the table's
+    /// key: gold uniform in
     /// `gold_min..=gold_max`; a stack of items with probability `item_permille / 1000`; its
     /// kind uniform in `0..ITEM_KINDS` and its count uniform in `1..=item_count_max`.
     pub fn roll(&self, object_id: u64) -> LootContents {
-        let mut rng = SplitMix64((u64::from(self.seed) << 32) ^ object_id);
+        let mut rng = SplitMix64(SipHasher24::new_with_key(&self.key).hash(&object_id.to_le_bytes()));
         let span = u64::from(self.gold_max - self.gold_min) + 1;
         let gold = u64::from(self.gold_min) + rng.next_u64() % span;
         let has_items = rng.next_u64() % 1_000 < u64::from(self.item_permille);
@@ -123,15 +136,45 @@ mod tests {
         assert!((1..500u64).all(|id| table.roll(id).item_count >= 1));
     }
 
+    /// The key of the known vectors: bytes 0x00..=0x0F, as in SipHash's paper.
+    const TEST_KEY: [u8; 16] = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15];
+
+    #[test]
+    fn the_roll_is_keyed_by_siphash_2_4() {
+        // The paper's vector for the 8-byte message 00..07 under the key 00..0F: the PRF the
+        // baseline computes with highwayhash is the one specified, not a look-alike.
+        let message: [u8; 8] = [0, 1, 2, 3, 4, 5, 6, 7];
+        assert_eq!(SipHasher24::new_with_key(&TEST_KEY).hash(&message), 0x93f5_f579_9a93_2462);
+    }
+
     #[test]
     fn a_known_roll_matches_the_baseline_vector() {
-        // The same seed and id are rolled by the baseline's test (baseline_test.cpp,
+        // The same key and id are rolled by the baseline's test (baseline_test.cpp,
         // BaselineLoot.RollsTheSameContentsAsTheCore): the engines must agree bit for bit.
-        let table = LootTable::new(&CoreConfig::default());
+        let table = LootTable::new(&CoreConfig { loot_key: TEST_KEY, ..CoreConfig::default() });
         let loot = table.roll(0x8000_0000_0000_002A);
         assert_eq!(loot, LOOT_VECTOR);
     }
 
-    /// The default table's roll of object id 0x800000000000002A.
-    const LOOT_VECTOR: LootContents = LootContents { gold: 10, item_kind: 2, item_count: 3 };
+    #[test]
+    fn without_a_key_each_table_draws_its_own() {
+        // Two engines started with no key roll differently: 1,000 drops of 46 possible gold
+        // amounts agreeing by chance is out of the question.
+        let (a, b) = (LootTable::new(&CoreConfig::default()), LootTable::new(&CoreConfig::default()));
+        assert_ne!(a.key, [0; 16]);
+        let ids = (1..=1_000u64).map(|id| id | crate::arena::OBJECT_ID_TAG);
+        assert!(ids.clone().map(|id| a.roll(id)).ne(ids.map(|id| b.roll(id))));
+        // Nor does a key differing in one bit roll like its neighbour.
+        let mut flipped = TEST_KEY;
+        flipped[15] ^= 0x80;
+        let (c, d) = (
+            LootTable::new(&CoreConfig { loot_key: TEST_KEY, ..CoreConfig::default() }),
+            LootTable::new(&CoreConfig { loot_key: flipped, ..CoreConfig::default() }),
+        );
+        let ids = (1..=1_000u64).map(|id| id | crate::arena::OBJECT_ID_TAG);
+        assert!(ids.clone().map(|id| c.roll(id)).ne(ids.map(|id| d.roll(id))));
+    }
+
+    /// The roll of object id 0x800000000000002A under [`TEST_KEY`] with the default table.
+    const LOOT_VECTOR: LootContents = LootContents { gold: 7, item_kind: 7, item_count: 3 };
 }

@@ -19,7 +19,8 @@
 //! 3. the position is finite and inside the world ([`RejectReason::OutOfBounds`]);
 //! 4. the distance covered fits the body's **distance budget** ([`RejectReason::TooFast`]).
 //!
-//! The budget is kept on the server's clock only. It starts full at join, accrues
+//! The budget is kept on the server's clock only. It starts full at a join (an account's
+//! player resumes the budget its last session left instead, [`CarriedBody`]), accrues
 //! `max_speed` times the *server* time that passed (the batch's `now_ms`), is capped at the
 //! fixed allowance `max_speed * clock_slack_ms + speed_slack_m` (3.5 m by default), and each
 //! applied move spends its length. So over any window of server time `T` a player covers at
@@ -70,8 +71,8 @@ pub struct BodyState {
     /// Server clock (a batch's `now_ms`) the budget was last brought up to: the latest
     /// `now_ms` of an applied move.
     pub budget_ms: u64,
-    /// Whether any move has been applied yet (the first may carry any sequence, and finds the
-    /// budget full).
+    /// Whether any move of this session has been applied yet (the first may carry any
+    /// sequence; whether it finds the budget full is `budget_set`'s business).
     pub has_moved: bool,
     /// Whether `budget_um` and `budget_ms` hold a reckoned budget: set by the first applied
     /// move, or at join from the budget the account's last session left
@@ -121,8 +122,9 @@ impl CarriedBody {
 /// One player body: its state behind its own lock.
 #[derive(Debug, Default)]
 pub struct Body {
-    /// The body's state. Writers: the thread applying this player's move, join and leave.
-    /// Readers: the player view.
+    /// The body's state. Writers: the thread applying this player's move, its attacks (the
+    /// cooldown), join and leave. Lockers besides: its loot claims, a kill of its player
+    /// (marking it dead) and the tick respawning it. Readers: the player view.
     pub state: Mutex<BodyState>,
     /// 0 while the body's player is alive; once it is dead, the server time (ms) from which
     /// the tick respawns it. Written only under `state`'s lock (by the kill that took the last

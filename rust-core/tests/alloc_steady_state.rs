@@ -7,7 +7,8 @@
 //! the world snapshot and publishing it), every player's area of interest read from the
 //! snapshot in batches of 256 (as the network workers read it), economy requests, attacks
 //! (landed every cooldown, refused in between), a looter killing an add of the burst and
-//! claiming its loot, and a second
+//! claiming its loot, a player killed every fifth step, refused its moves while dead and
+//! respawned by the tick, and a second
 //! 11,000-object burst at the same spot and its expiry, and must make **zero** allocations. The load repeats exactly, which is what steady state means:
 //! every cell vector and arena page has already grown to the size this load
 //! needs, and nothing on these paths allocates per call.
@@ -98,6 +99,10 @@ struct Load {
     /// A player standing in the raid burst: attacks the nearest add its area of interest shows
     /// and claims the loot of each add it kills.
     looter: Who,
+    /// A player of faction 1 and one of faction 2: the first kills the second every fifth step
+    /// (the damage call), the tick respawns it three steps later, and the second tries a move
+    /// every step (refused `Dead` while it is dead).
+    fallen: (Who, Who),
     now_ms: u64,
     step: u32,
     txn: u64,
@@ -110,7 +115,7 @@ fn burst() -> RaidSpawnRequest {
 #[test]
 fn steady_state_moves_ticks_trades_and_raid_bursts_allocate_nothing() {
     // Hit points enough for every landed attack of the run.
-    let e = Engine::new(CoreConfig { starting_gold: 100, player_hp: 1_000_000, ..CoreConfig::default() }).unwrap();
+    let e = Engine::new(CoreConfig { starting_gold: 100, player_hp: 1_000_000, respawn_ms: 300, ..CoreConfig::default() }).unwrap();
     let players: Vec<Who> = (0..PLAYERS).map(|i| join(&e, x_at(i, 0), y_of(i), 1)).collect();
     let duel = (join(&e, 3_000.0, 3_000.0, 1), join(&e, 3_003.0, 3_000.0, 2));
     let mut load = Load {
@@ -123,6 +128,7 @@ fn steady_state_moves_ticks_trades_and_raid_bursts_allocate_nothing() {
         aoi_counts: vec![0; AOI_BATCH],
         duel,
         looter: join(&e, 1_500.0, 1_500.0, 1),
+        fallen: (join(&e, 3_500.0, 3_000.0, 1), join(&e, 3_503.0, 3_000.0, 2)),
         now_ms: 10_000,
         step: 0,
         txn: 0,
@@ -151,6 +157,7 @@ fn steady_state_moves_ticks_trades_and_raid_bursts_allocate_nothing() {
     let aoi_before = e.stats().aoi_queries;
     let (landed_before, cooldown_before) = (e.stats().attacks_landed, e.stats().attack_rejected_cooldown);
     let claimed_before = e.stats().loot_claimed;
+    let (kills_before, respawns_before, dead_moves_before) = (e.stats().kills, e.stats().respawns, e.stats().move_rejected_dead);
     assert!(claimed_before > 0, "the looter claimed loot in the warm-up");
     for _ in 0..50 {
         let (m, c) = load.play_step(&e);
@@ -167,6 +174,11 @@ fn steady_state_moves_ticks_trades_and_raid_bursts_allocate_nothing() {
     // 40 duel attacks in cooldown, and the looter's at the burst's other visible adds after
     // its kill, until the burst expires.
     assert_eq!(e.stats().attack_rejected_cooldown - cooldown_before, 43, "attacks refused");
+    // Killed every fifth step, dead for three (respawned on the third tick after), so ten
+    // kills, ten respawns and thirty refused moves.
+    assert_eq!(e.stats().kills - kills_before, 10 + 1, "the fallen player's kills and the looter's");
+    assert_eq!(e.stats().respawns - respawns_before, 10, "respawns");
+    assert_eq!(e.stats().move_rejected_dead - dead_moves_before, 30, "moves of the dead refused");
 
     assert_eq!(report.spawned, 11_000);
     assert_eq!(e.live_raid_objects(), 0, "the measured burst expired too");
@@ -228,6 +240,13 @@ impl Load {
             let loot = e.claim_loot(looter.id, looter.token, add.entity_id).unwrap();
             assert!(!loot.repeat);
         }
+        let (killer, victim) = self.fallen;
+        if self.step.is_multiple_of(5) {
+            let _ = e.damage(killer.id, killer.token, victim.id, 1_000_000);
+        }
+        let x = 3_503.0 + (self.step % 2) as f32 * 0.5;
+        let _ =
+            e.apply_moves(&[mv(victim, self.step, self.step * 100, x, 3_000.0)], self.now_ms, &mut self.events[..e.events_per_move_max()]);
         (moves, contacts)
     }
 }

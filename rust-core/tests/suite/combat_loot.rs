@@ -9,8 +9,10 @@ use mmo_core::{CoreConfig, Engine, LootError};
 use std::sync::Barrier;
 
 /// 100 damage, 6 m attack range, 4 m loot range, 1,000 starting gold.
+/// A key of the test's own, so `LootTable::new` of the same config rolls what the engine rolls
+/// (with none, each draws its own).
 fn loot_config() -> CoreConfig {
-    CoreConfig { loot_range_m: 4.0, starting_gold: 1_000, ..small_config() }
+    CoreConfig { loot_range_m: 4.0, starting_gold: 1_000, loot_key: *b"combat_loot test", ..small_config() }
 }
 
 /// An add with 100 hp at (x, y), and the player who killed it from `from`.
