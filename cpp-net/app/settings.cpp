@@ -35,6 +35,7 @@ struct Text {
   const char* flag;
   std::string& field;
   const char* help;
+  bool secret = false;  // a key: --help does not show its value (it may come from --config)
 };
 
 // Every setting, in the order the file and the flags table list them. `v` is called with a
@@ -98,7 +99,8 @@ void visit_settings(Settings& s, V&& v) {
          "starting zones as x,y,radius metres separated by ';': a new account of faction f appears in zone f % count"});
   v(Number<uint32_t>{"server", "saved_positions", "--saved-positions", s.server.saved_positions, 1, 1 << 24,
                      "accounts whose last position the server remembers as their next spawn (in memory; rounded up to a power of two)"});
-  v(Text{"server", "admin_key", "--admin-key", s.admin_key_text, "key for RAID_TRIGGER, STATS_REQUEST and GRANT (decimal or 0x hex; 0 disables admin messages)"});
+  v(Text{"server", "admin_key", "--admin-key", s.admin_key_text, "key for RAID_TRIGGER, STATS_REQUEST and GRANT (decimal or 0x hex; 0 disables admin messages)",
+         true});
   v(Number<unsigned>{"server", "stats_interval_s", "--stats-interval-s", s.stats_interval_s, 0, 86400, "seconds between stats lines (0: none)"});
   v(Text{"server", "metrics_bind", "--metrics-bind", s.metrics_bind, "serve Prometheus metrics at http://ADDRESS:PORT/metrics (empty: off)"});
   // [core]: the game-state engine (MmoConfig; either engine).
@@ -141,7 +143,7 @@ void visit_settings(Settings& s, V&& v) {
   v(Number<uint32_t>{"core", "trade_timeout_ms", "--trade-timeout-ms", s.core.trade_timeout_ms, 1, 3600000,
                      "server milliseconds a trade offer stays open (then its escrow goes back to its maker)"});
   v(Text{"core", "loot_key", "--loot-key", s.loot_key_text,
-         "secret key of the loot rolls, 32 hex digits (empty: a random key each start); whoever knows it can predict every drop"});
+         "secret key of the loot rolls, 32 hex digits (empty: a random key each start); whoever knows it can predict every drop", true});
 }
 
 std::string key_of(const char* section, const char* key) { return std::string(section) + "." + key; }
@@ -262,7 +264,10 @@ struct FlagAdder {
   void operator()(const Number<T>& n) const {
     app.add_option(n.flag, n.field, n.help)->capture_default_str();
   }
-  void operator()(const Text& t) const { app.add_option(t.flag, t.field, t.help)->capture_default_str(); }
+  void operator()(const Text& t) const {
+    CLI::Option* option = app.add_option(t.flag, t.field, t.help);
+    if (!t.secret) option->capture_default_str();
+  }
 };
 
 uint64_t parse_u64(const std::string& text) {

@@ -25,7 +25,6 @@ static_assert(sizeof(BodyState::payload) == sizeof(MmoMoveRecord::payload));
 
 [[noreturn]] void refuse(const char* why) { throw std::runtime_error(std::string("invalid baseline engine config: ") + why); }
 
-// A random, non-zero session token from the OS random source (as players.rs does).
 // loot.rs LootTable::new: a zero loot key is replaced by one from the OS's random source.
 MmoConfig with_loot_key(MmoConfig c) {
   const auto zero = [&] { return std::all_of(std::begin(c.loot_key), std::end(c.loot_key), [](uint8_t b) { return b == 0; }); };
@@ -37,6 +36,7 @@ MmoConfig with_loot_key(MmoConfig c) {
   return c;
 }
 
+// A random, non-zero session token from the OS random source (as players.rs does).
 uint64_t new_session_token() {
   for (;;) {
     uint64_t token = 0;
@@ -546,7 +546,9 @@ uint8_t BaselineEngine::attack_inner(uint64_t attacker_id, uint64_t session_toke
   const auto body_lock = body_waits.unique(attacker->body_mutex);
   BodyState& body = attacker->body;
   if (!body.alive) return MMO_ATTACK_ERROR_UNKNOWN_PLAYER;  // left while we looked it up
-  if (body.respawn_at_ms != 0) return MMO_ATTACK_ERROR_ATTACKER_DEAD;  // killed since its hit points were read
+  // engine.rs attack_inner: killed since its hit points were read (the mark may lag the kill;
+  // the hit points do not, and only the tick gives them back, under this lock).
+  if (body.respawn_at_ms != 0 || attacker->hp.load(std::memory_order_acquire) <= 0) return MMO_ATTACK_ERROR_ATTACKER_DEAD;
   const float dx = at.x_m - body.x_m, dy = at.y_m - body.y_m;
   if (dx * dx + dy * dy > config_.attack_range_m * config_.attack_range_m) return MMO_ATTACK_ERROR_OUT_OF_RANGE;
   if (now_ms < body.attack_ready_ms) return MMO_ATTACK_ERROR_COOLDOWN;

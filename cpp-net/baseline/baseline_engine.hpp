@@ -35,9 +35,10 @@
 // Threads: every method may be called from any thread at once; tick() is meant for one tick
 // thread (concurrent callers serialise on the tick mutex). Lock order: players/objects map
 // (shared, only to copy a shared_ptr out) -> a player's body mutex -> one grid stripe at a
-// time; economy stripes in ascending index; the tick mutex -> bursts mutex, then grid stripes
-// and the objects map one at a time. No method holds a lock while taking one earlier in that
-// order, so there is no deadlock cycle.
+// time; a player's body mutex -> the dead set's mutex; economy stripes in ascending index; the
+// tick mutex -> bursts mutex, then grid stripes and the objects map one at a time; the tick
+// mutex -> a player's body mutex (respawns). The saved-players mutex is taken alone. No
+// method holds a lock while taking one earlier in that order, so there is no deadlock cycle.
 #pragma once
 
 #include <array>
@@ -225,7 +226,8 @@ class BaselineEngine final : public Engine {
   std::mutex saved_mutex_;
   std::unordered_map<uint64_t, SavedPlayer> saved_players_;  // guarded by saved_mutex_
   // The players who are dead, as (BodyState::respawn_at_ms, player id): the tick takes the
-  // due ones from the front. Each entry is added and removed under its player's body lock.
+  // due ones from the front. Each entry is added and removed under its player's body lock
+  // (or, by a join, before the player can be found).
   std::mutex dead_mutex_;
   std::set<std::pair<uint64_t, uint64_t>> dead_players_;  // guarded by dead_mutex_
   std::atomic<uint64_t> last_tick_ms_{0};      // the last finished tick's now_ms: dates deaths that come with no clock

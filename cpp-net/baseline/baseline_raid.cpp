@@ -10,7 +10,7 @@
 // its expiry tick until the tick frees them.
 #include <algorithm>
 #include <cmath>
-#include <cstring>
+#include <cassert>
 #include <limits>
 #include <mutex>
 
@@ -20,11 +20,13 @@
 namespace mmo::baseline {
 
 // loot.rs LootTable::roll: three draws of SplitMix64 seeded with SipHash-2-4 of the id's 8
-// little-endian bytes under c.loot_key (its two halves little-endian, as siphasher reads a
-// 16-byte key). The engine fills a zero key with a random one when it is made (its config_).
+// little-endian bytes under c.loot_key (its two halves read little-endian, as siphasher reads
+// a 16-byte key, whatever the machine). The engine fills a zero key with a random one when it
+// is made (its config_); a zero key here would be a predictable roll.
 LootContents roll_loot(const MmoConfig& c, uint64_t object_id) {
-  highwayhash::HH_U64 key[2];
-  std::memcpy(key, c.loot_key, sizeof key);
+  highwayhash::HH_U64 key[2] = {0, 0};
+  for (size_t i = 0; i < sizeof c.loot_key; ++i) key[i / 8] |= highwayhash::HH_U64{c.loot_key[i]} << (8 * (i % 8));
+  assert((key[0] | key[1]) != 0 && "roll_loot needs a drawn or configured key");
   unsigned char id_bytes[8];
   for (int i = 0; i < 8; ++i) id_bytes[i] = static_cast<unsigned char>(object_id >> (8 * i));
   SplitMix64 rng(highwayhash::SipHash(key, reinterpret_cast<const char*>(id_bytes), sizeof id_bytes));

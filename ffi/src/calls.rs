@@ -289,7 +289,7 @@ pub unsafe extern "C" fn mmo_config_check(config: *const MmoConfig, message: *mu
         // SAFETY: forwarded contract.
         let message = check!(unsafe { output(message.cast::<u8>(), message_capacity) });
         let (status, why) = if config.fault_injection > 1 || config._reserved != [0; 7] || config._reserved_align != 0 {
-            (MMO_ERR_INVALID_ARGUMENT, "fault_injection must be 0 or 1 and _reserved zero".to_string())
+            (MMO_ERR_INVALID_ARGUMENT, "fault_injection must be 0 or 1, and _reserved and _reserved_align zero".to_string())
         } else {
             match CoreConfig::from(config).validate() {
                 Ok(()) => return MMO_OK,

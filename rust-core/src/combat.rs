@@ -113,6 +113,57 @@ impl Health {
     }
 }
 
+/// A lower bound on when the next dead player is due to respawn, or `u64::MAX` while none is
+/// known: the engine's tick sweeps the bodies for due respawns only once it has come, so a
+/// death costs one sweep when it is due, not one per tick while it lasts.
+///
+/// The protocol (model-checked in `tests/loom/respawn_bound.rs`): whoever marks a body dead
+/// stores its respawn time first, then [`RespawnBound::lower`]s the bound to it; the tick asks
+/// [`RespawnBound::take_if_due`], which raises the bound to `u64::MAX` when it has come, then
+/// reads every body's respawn time and lowers the bound again for each body still dead. Both
+/// changes are read-modify-writes of this one atomic, so a mark made while the tick sweeps is
+/// either seen by the sweep (the swap read the marker's `fetch_min`, so the store before it
+/// is visible) or leaves its bound in place for the next tick. Nothing raises it otherwise: a
+/// bound left by a body that has gone costs one idle sweep.
+#[derive(Debug)]
+pub struct RespawnBound {
+    /// Written by markers (`fetch_min`) and the tick (`swap`); read by the tick.
+    next_ms: AtomicU64,
+}
+
+impl Default for RespawnBound {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl RespawnBound {
+    /// No dead player known.
+    pub fn new() -> Self {
+        Self { next_ms: AtomicU64::new(u64::MAX) }
+    }
+
+    /// A body was marked dead until `at_ms` (call after the mark is stored).
+    pub fn lower(&self, at_ms: u64) {
+        self.next_ms.fetch_min(at_ms, Ordering::AcqRel);
+    }
+
+    /// Whether a sweep is due at `now_ms`; if so the bound is raised to `u64::MAX`, and the
+    /// sweep must [`RespawnBound::lower`] it again for every body it leaves dead.
+    pub fn take_if_due(&self, now_ms: u64) -> bool {
+        if self.next_ms.load(Ordering::Acquire) > now_ms {
+            return false;
+        }
+        self.next_ms.swap(u64::MAX, Ordering::AcqRel);
+        true
+    }
+
+    /// The bound as it stands (`u64::MAX`: none).
+    pub fn get(&self) -> u64 {
+        self.next_ms.load(Ordering::Acquire)
+    }
+}
+
 /// A player's combat state.
 #[derive(Debug)]
 pub struct Combatant {

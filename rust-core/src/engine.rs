@@ -13,7 +13,7 @@
 //! [`Engine::area_of_interest`] and [`Engine::area_of_interest_batch`] pin it.
 
 use crate::capacity::CapacityGate;
-use crate::combat::{Combat, DamageOutcome, ExpiryHeap, RaidError, RaidReport};
+use crate::combat::{Combat, DamageOutcome, ExpiryHeap, RaidError, RaidReport, RespawnBound};
 use crate::config::{AOI_K_MAX, ConfigError, CoreConfig, ITEM_KINDS};
 use crate::durability::{CommitPolicy, Durability};
 use crate::economy::{AccountError, Counterparty, Economy, EconomyAudit, LootCreditError, Outcome, TradeClose, WalletHandle};
@@ -39,7 +39,7 @@ use parking_lot::Mutex;
 use std::collections::BinaryHeap;
 use std::path::Path;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 /// Why a join was refused.
@@ -288,15 +288,10 @@ pub struct Engine {
     /// bound): an account has one session at a time, so the two never race for one account.
     /// One entry per account that has left, as the economy keeps one wallet per account.
     saved_players: DashMap<u64, SavedPlayer>,
-    /// A lower bound on the respawn times of the dead bodies (`Body::respawn_at_ms`), or
-    /// `u64::MAX` when none is known: the tick sweeps the bodies only once it has come, so a
-    /// death costs one sweep when it is due, not one per tick while it lasts. Lowered
-    /// (`fetch_min`) by whoever marks a body dead, after the mark; the tick that finds it due
-    /// raises it to `u64::MAX` (`swap`) before its sweep, which lowers it again for every body
-    /// still dead. Both are read-modify-writes of this one atomic, so a mark made during a
-    /// sweep is either seen by the sweep or leaves its bound in place for the next tick. A
-    /// leave does not raise it: a bound left by a body that is gone costs one idle sweep.
-    next_respawn_ms: AtomicU64,
+    /// When the next dead body (`Body::respawn_at_ms`) may be due: lowered by whoever marks a
+    /// body dead (a kill, a join resuming a dead account), taken by the tick before its sweep
+    /// ([`RespawnBound`]'s protocol).
+    next_respawn: RespawnBound,
 }
 
 /// What a player's account keeps between its sessions ([`Engine::leave`] to the next
@@ -358,7 +353,7 @@ impl Engine {
             board: TickBoard::new(),
             stats: Arc::new(Stats::new()),
             saved_players: DashMap::new(),
-            next_respawn_ms: AtomicU64::new(u64::MAX),
+            next_respawn: RespawnBound::new(),
             config,
         };
         Ok(engine)
@@ -481,7 +476,7 @@ impl Engine {
         self.aoi_hints[slot as usize].clear();
         self.movement.spawn(slot, player_id, session_token, (x_m, y_m), cell, &saved.body);
         if saved.body.respawn_at_ms != 0 {
-            self.next_respawn_ms.fetch_min(saved.body.respawn_at_ms, Ordering::AcqRel);
+            self.next_respawn.lower(saved.body.respawn_at_ms);
         }
         vacant.insert(PlayerRecord::new(session_token, slot, combatant_key, wallet, faction, account));
         self.stats.add_waits(LockKind::Grid, waits);
@@ -766,21 +761,18 @@ impl Engine {
         let respawn_at_ms = self.respawn_at(died_ms);
         body.respawn_at_ms.store(respawn_at_ms, Ordering::Release);
         drop(state);
-        self.next_respawn_ms.fetch_min(respawn_at_ms, Ordering::AcqRel);
+        self.next_respawn.lower(respawn_at_ms);
     }
 
     /// Respawns every dead player whose time has come by `now_ms` (the tick's): full hit
     /// points, where it stands. Sweeps the bodies only once the earliest respawn is due
-    /// (`next_respawn_ms`), and locks only the bodies that are due. Returns how many it
+    /// ([`RespawnBound`]), and locks only the bodies that are due. Returns how many it
     /// brought back.
     fn respawn_due(&self, now_ms: u64, waits: &mut LockWaits) -> u64 {
-        if self.next_respawn_ms.load(Ordering::Acquire) > now_ms {
+        if !self.next_respawn.take_if_due(now_ms) {
             return 0;
         }
-        self.next_respawn_ms.swap(u64::MAX, Ordering::AcqRel);
-        let still_dead = |due_ms: u64| {
-            self.next_respawn_ms.fetch_min(due_ms, Ordering::AcqRel);
-        };
+        let still_dead = |due_ms: u64| self.next_respawn.lower(due_ms);
         let mut respawned = 0;
         for slot in 0..self.movement.slots_used() {
             let body = self.movement.body(slot);
@@ -890,8 +882,12 @@ impl Engine {
         if !body.alive || body.player_id != attacker_id {
             return Err(AttackError::UnknownPlayer); // left while we looked it up
         }
-        // Killed since its hit points were read above: it lands nothing.
-        if self.movement.body(slot).respawn_at_ms.load(Ordering::Relaxed) != 0 {
+        // Killed since its hit points were read above (its killer marks the body after letting
+        // go of its own lock, so the mark may not be there yet; the hit points are, and only
+        // the tick gives them back, under this lock): it lands nothing.
+        if self.movement.body(slot).respawn_at_ms.load(Ordering::Relaxed) != 0
+            || self.combat.combatant(combatant_key).is_none_or(|c| c.health.hp() <= 0)
+        {
             return Err(AttackError::AttackerDead);
         }
         let (dx, dy) = (tx - body.x_m, ty - body.y_m);

@@ -12,5 +12,6 @@ mod capacity;
 mod health;
 mod ledger;
 mod offer_expiry;
+mod respawn_bound;
 mod snapshot_board;
 mod tick_board;
