@@ -25,9 +25,10 @@
 //! pushes to it (its capacity equals the burst limit).
 //!
 //! Concurrency contract:
-//! - [`Health`] is the one hand-written atomic protocol here: a compare-and-swap loop that
-//!   saturates at zero, so concurrent hits never resurrect or over-kill, and exactly one hit
-//!   reports [`DamageOutcome::Killed`] (model-checked in `tests/loom/health.rs`).
+//! - [`Health`] is a hand-written atomic protocol: a compare-and-swap loop that saturates at
+//!   zero, so concurrent hits never resurrect or over-kill, and exactly one hit reports
+//!   [`DamageOutcome::Killed`] (model-checked in `tests/loom/health.rs`). [`RespawnBound`] is
+//!   the other: the tick's lower bound on the next respawn (`tests/loom/respawn_bound.rs`).
 //! - Raid objects are immutable after spawn apart from their health; only the tick frees them.
 //!   A reader holding an object's guard delays the slot's reuse, never sees it reused.
 //! - Locks: none of this module's own; the tick's expiry heap is behind the tick's lock

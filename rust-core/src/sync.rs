@@ -1,7 +1,7 @@
 //! Loom shim for the crate's hand-written atomic protocols.
 //!
-//! Every type that coordinates threads through raw atomics (the health CAS loop in
-//! [`crate::combat`], the [`crate::capacity::CapacityGate`], the tick board's sequence lock in
+//! Every type that coordinates threads through raw atomics (the health CAS loop and the
+//! respawn bound in [`crate::combat`], the [`crate::capacity::CapacityGate`], the tick board's sequence lock in
 //! [`crate::tick`] and the snapshot board in [`crate::snapshot`]) imports its atomics, and the
 //! snapshot board its `UnsafeCell`, from here. A normal build re-exports `std`'s; a build with
 //! `RUSTFLAGS="--cfg mmo_loom"` re-exports loom's instrumented ones so `tests/loom/` can

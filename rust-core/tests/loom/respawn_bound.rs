@@ -7,7 +7,8 @@
 //!
 //! In every interleaving of a sweep with deaths marked meanwhile, no death is forgotten: after
 //! both, every body still dead has the bound at or below its respawn time, so the first tick
-//! at or after it sweeps and respawns it; and no body is respawned before its time.
+//! at or after it sweeps and respawns it. (The sweep's steps are written out here as the
+//! engine takes them; the bound is the engine's own type, with loom's atomics.)
 //!
 //! Run: `RUSTFLAGS="--cfg mmo_loom" cargo test -p mmo-core --release --test loom -- respawn_bound::`
 
@@ -39,8 +40,7 @@ impl World {
             match body.load(Ordering::Acquire) {
                 0 => {}
                 due_ms if due_ms > now_ms => self.bound.lower(due_ms),
-                due_ms => {
-                    assert!(due_ms <= now_ms, "respawned before its time");
+                _ => {
                     body.store(0, Ordering::Release);
                     *done = true;
                 }
