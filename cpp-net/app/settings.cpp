@@ -3,6 +3,7 @@
 #include "app/settings.hpp"
 
 #include <CLI/CLI.hpp>
+#include <sodium.h>
 #include <arpa/inet.h>
 
 #include <algorithm>
@@ -299,18 +300,13 @@ void Settings::finish() {
   // draws one). An all-zero key would be drawn over too, so it is refused as a mistake.
   std::fill(std::begin(core.loot_key), std::end(core.loot_key), uint8_t{0});
   if (!loot_key_text.empty()) {
-    const auto hex = [](char ch) {
-      if (ch >= '0' && ch <= '9') return ch - '0';
-      if (ch >= 'a' && ch <= 'f') return ch - 'a' + 10;
-      if (ch >= 'A' && ch <= 'F') return ch - 'A' + 10;
-      return -1;
-    };
-    bool ok = loot_key_text.size() == 2 * sizeof core.loot_key;
-    for (size_t i = 0; ok && i < sizeof core.loot_key; ++i) {
-      const int hi = hex(loot_key_text[2 * i]), lo = hex(loot_key_text[2 * i + 1]);
-      ok = hi >= 0 && lo >= 0;
-      if (ok) core.loot_key[i] = static_cast<uint8_t>(hi * 16 + lo);
-    }
+    // libsodium's decoder, as the token keys' (net/connect_token.cpp): every digit used, no
+    // separators, exactly the key's bytes.
+    size_t len = 0;
+    const char* end = nullptr;
+    bool ok = loot_key_text.size() == 2 * sizeof core.loot_key &&
+              sodium_hex2bin(core.loot_key, sizeof core.loot_key, loot_key_text.data(), loot_key_text.size(), nullptr, &len, &end) == 0 &&
+              len == sizeof core.loot_key;
     ok = ok && std::any_of(std::begin(core.loot_key), std::end(core.loot_key), [](uint8_t b) { return b != 0; });
     if (!ok) throw SettingsError("core.loot_key must be 32 hex digits, not all zero (or empty: a random key each start)");
   }

@@ -624,8 +624,7 @@ impl Engine {
             if state.session_token != rec.session_token {
                 return Err(RejectReason::WrongSession);
             }
-            // Written only under this lock, so a relaxed load reads it exactly.
-            if self.movement.body(slot).respawn_at_ms.load(Ordering::Relaxed) != 0 {
+            if self.movement.body(slot).dead() {
                 return Err(RejectReason::Dead);
             }
             let budget = self.rules.check(&state, rec, now_ms, self.grid.in_world(x, y))?;
@@ -755,7 +754,7 @@ impl Engine {
     fn record_death(&self, player_id: u64, slot: u32, died_ms: u64, waits: &mut LockWaits) {
         let body = self.movement.body(slot);
         let state = waits.lock(&body.state);
-        if !state.alive || state.player_id != player_id || body.respawn_at_ms.load(Ordering::Relaxed) != 0 {
+        if !state.alive || state.player_id != player_id || body.dead() {
             return;
         }
         let respawn_at_ms = self.respawn_at(died_ms);
@@ -885,9 +884,7 @@ impl Engine {
         // Killed since its hit points were read above (its killer marks the body after letting
         // go of its own lock, so the mark may not be there yet; the hit points are, and only
         // the tick gives them back, under this lock): it lands nothing.
-        if self.movement.body(slot).respawn_at_ms.load(Ordering::Relaxed) != 0
-            || self.combat.combatant(combatant_key).is_none_or(|c| c.health.hp() <= 0)
-        {
+        if self.movement.body(slot).dead() || self.combat.combatant(combatant_key).is_none_or(|c| c.health.hp() <= 0) {
             return Err(AttackError::AttackerDead);
         }
         let (dx, dy) = (tx - body.x_m, ty - body.y_m);
@@ -983,7 +980,7 @@ impl Engine {
             if !body.alive || body.player_id != player_id {
                 return Err(LootError::UnknownPlayer); // left while we looked it up
             }
-            if self.movement.body(slot).respawn_at_ms.load(Ordering::Relaxed) != 0 {
+            if self.movement.body(slot).dead() {
                 return Err(LootError::Dead);
             }
             let (dx, dy) = (object.x_m - body.x_m, object.y_m - body.y_m);

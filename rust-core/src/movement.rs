@@ -134,6 +134,15 @@ pub struct Body {
     pub respawn_at_ms: AtomicU64,
 }
 
+impl Body {
+    /// Whether the body's player is dead (until the tick respawns it). Exact for a caller
+    /// holding `state`'s lock, which every write of the mark holds.
+    #[inline]
+    pub fn dead(&self) -> bool {
+        self.respawn_at_ms.load(Ordering::Relaxed) != 0
+    }
+}
+
 /// The limits a move is checked against, derived from the config once.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct MoveRules {
