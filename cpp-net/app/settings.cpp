@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstdio>
 #include <limits>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <toml++/toml.h>
@@ -102,6 +103,9 @@ void visit_settings(Settings& s, V&& v) {
                      "accounts whose last position the server remembers as their next spawn (in memory; rounded up to a power of two)"});
   v(Text{"server", "admin_key", "--admin-key", s.admin_key_text, "key for RAID_TRIGGER, STATS_REQUEST and GRANT (decimal or 0x hex; 0 disables admin messages)",
          true});
+  v(Text{"server", "admin_sources", "--admin-sources", s.admin_sources_text,
+         "IPv4 networks admin messages are answered from, a.b.c.d[/bits] separated by ',' (at most 16; empty: none; "
+         "0.0.0.0/0: any); from elsewhere they are dropped admin_wrong_source before their key is looked at"});
   v(Number<unsigned>{"server", "stats_interval_s", "--stats-interval-s", s.stats_interval_s, 0, 86400, "seconds between stats lines (0: none)"});
   v(Text{"server", "metrics_bind", "--metrics-bind", s.metrics_bind, "serve Prometheus metrics at http://ADDRESS:PORT/metrics (empty: off)"});
   // [core]: the game-state engine (MmoConfig; either engine).
@@ -296,6 +300,10 @@ void Settings::finish() {
   } catch (const std::exception&) {
     throw SettingsError("server.admin_key = \"" + admin_key_text + "\" must be an integer (decimal or 0x hex)");
   }
+  std::string sources_error;
+  const std::optional<net::AdminSources> sources = net::AdminSources::parse(admin_sources_text, sources_error);
+  if (!sources) throw SettingsError("server.admin_sources: " + sources_error);
+  server.admin_sources = *sources;
   // core.loot_key: 32 hex digits, the key's bytes in order; empty leaves it zero (the engine
   // draws one). An all-zero key would be drawn over too, so it is refused as a mistake.
   std::fill(std::begin(core.loot_key), std::end(core.loot_key), uint8_t{0});

@@ -31,6 +31,8 @@ struct Settings {
   std::string engine = "rust";
   unsigned stats_interval_s = 10;
   std::string admin_key_text = "0";
+  // Networks admin messages are answered from (parsed into server.admin_sources by finish()).
+  std::string admin_sources_text = "127.0.0.0/8";
   std::string loot_key_text;  // core.loot_key as 32 hex digits; empty: the engine draws one
   // "host:port" of the Prometheus endpoint; empty: none.
   std::string metrics_bind;
@@ -48,8 +50,8 @@ struct Settings {
   // The defaults: the front's, and mmo_config_default()'s for the core.
   static Settings defaults();
   // Fills what is derived from other settings (core.player_capacity from server.max_players,
-  // core.tick_ms from server.tick_hz, the admin key, public address and spawn points from
-  // their text). Throws SettingsError. (The token key file is read by main, not here.)
+  // core.tick_ms from server.tick_hz, the admin key and sources, public address and spawn
+  // points from their text). Throws SettingsError. (The token key file is read by main, not here.)
   void finish();
 };
 

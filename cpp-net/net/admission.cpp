@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cassert>
+#include <charconv>
 #include <cstring>
 #include <limits>
 #include <mutex>
@@ -41,8 +42,70 @@ const char* drop_reason_name(DropReason reason) {
     case DropReason::Replayed: return "replayed";
     case DropReason::RateLimitedPlayer: return "rate_limited_player";
     case DropReason::BadSource: return "bad_source";
+    case DropReason::AdminWrongSource: return "admin_wrong_source";
   }
   return "unknown";
+}
+
+AdminSources AdminSources::loopback() {
+  AdminSources s;
+  s.networks_[0] = Network{0x7f000000u, 0xff000000u};
+  s.count_ = 1;
+  return s;
+}
+
+std::optional<AdminSources> AdminSources::parse(std::string_view text, std::string& error) {
+  AdminSources s;
+  const auto trim = [](std::string_view v) {
+    const auto blank = [](char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; };
+    while (!v.empty() && blank(v.front())) v.remove_prefix(1);
+    while (!v.empty() && blank(v.back())) v.remove_suffix(1);
+    return v;
+  };
+  if (trim(text).empty()) return s;
+  size_t entries = 0;
+  while (true) {
+    const size_t comma = text.find(',');
+    const std::string_view entry = trim(text.substr(0, comma));
+    if (++entries > kMax) {
+      error = "more than " + std::to_string(kMax) + " networks";
+      return std::nullopt;
+    }
+    const std::string shown = "\"" + std::string(entry) + "\"";
+    const size_t slash = entry.find('/');
+    const std::string address(entry.substr(0, slash));
+    in_addr ip{};
+    if (entry.empty() || inet_pton(AF_INET, address.c_str(), &ip) != 1) {
+      error = shown + " is not an IPv4 address a.b.c.d with an optional /bits";
+      return std::nullopt;
+    }
+    unsigned bits = 32;
+    if (slash != std::string_view::npos) {
+      const std::string_view digits = entry.substr(slash + 1);
+      const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), bits);
+      if (digits.empty() || ec != std::errc{} || end != digits.data() + digits.size() || bits > 32) {
+        error = shown + ": the prefix length must be 0 to 32";
+        return std::nullopt;
+      }
+    }
+    const uint32_t mask = bits == 0 ? 0 : ~uint32_t{0} << (32 - bits);
+    const uint32_t prefix = ntohl(ip.s_addr);
+    if ((prefix & ~mask) != 0) {
+      error = shown + " has bits set past its /" + std::to_string(bits) + " (write the network, or /32 for one address)";
+      return std::nullopt;
+    }
+    s.networks_[s.count_++] = Network{prefix, mask};
+    if (comma == std::string_view::npos) return s;
+    text.remove_prefix(comma + 1);
+  }
+}
+
+bool AdminSources::allows(uint32_t ip_be) const {
+  const uint32_t ip = ntohl(ip_be);
+  for (size_t i = 0; i < count_; ++i) {
+    if ((ip & networks_[i].mask) == networks_[i].prefix) return true;
+  }
+  return false;
 }
 
 bool answerable_source(SourceAddress source) {
@@ -545,6 +608,7 @@ Admitted Admission::admit(std::span<const uint8_t> datagram, SourceAddress sourc
   const auto* stats = std::get_if<wire::StatsRequest>(&out.message);
   const auto* grant = std::get_if<wire::Grant>(&out.message);
   if (raid != nullptr || stats != nullptr || grant != nullptr) {
+    if (!config_.admin_sources.allows(source.ip_be)) return {false, DropReason::AdminWrongSource, nullptr};
     const uint64_t presented = raid != nullptr ? raid->admin_key : stats != nullptr ? stats->admin_key : grant->admin_key;
     if (!admin_key_matches(config_.admin_key, presented)) return {false, DropReason::BadAdminKey, nullptr};
     return {true, DropReason::Truncated, nullptr};

@@ -17,6 +17,8 @@
 #include <optional>
 #include <shared_mutex>
 #include <span>
+#include <string>
+#include <string_view>
 #include <vector>
 
 #include "net/protocol.hpp"
@@ -45,8 +47,9 @@ enum class DropReason : uint8_t {
   Replayed,
   RateLimitedPlayer,
   BadSource,  // checked first (step 0 of docs/protocol.md's table); last here so the others keep their values
+  AdminWrongSource,  // step 12, before the admin key; appended for the same reason
 };
-inline constexpr size_t kDropReasonCount = 19;
+inline constexpr size_t kDropReasonCount = 20;
 const char* drop_reason_name(DropReason reason);
 DropReason drop_reason_of(wire::DecodeError error);
 
@@ -57,6 +60,34 @@ struct SourceAddress {
   // A unique non-zero key for (ip, port) (no real source is 0.0.0.0:0).
   uint64_t key() const { return (static_cast<uint64_t>(ip_be) << 16) | port_be; }
   bool operator==(const SourceAddress&) const = default;
+};
+
+// The IPv4 networks admin messages (RAID_TRIGGER, STATS_REQUEST, GRANT) are answered from
+// (`--admin-sources`). A holder of the admin key anywhere else can neither act nor have a
+// STATS_REPLY, up to 8 KB for a 24-byte request, sent to an address it spoofs. A fixed list:
+// checked per admin message with no allocation and no lock. Empty: admin messages are
+// answered from nowhere.
+class AdminSources {
+ public:
+  static constexpr size_t kMax = 16;
+  // A network in host byte order: `prefix` with every bit past `mask` zero.
+  struct Network {
+    uint32_t prefix = 0;
+    uint32_t mask = 0;
+  };
+  // 127.0.0.0/8, the default: admin tools on the server's own host.
+  static AdminSources loopback();
+  // "a.b.c.d[/bits]" entries separated by ',' (blanks around an entry allowed), at most kMax;
+  // "" gives none. nullopt, with `error` saying which entry and why, for a malformed address,
+  // bits outside 0..32, an address with bits set past its prefix (10.0.0.5/24: a typo for
+  // 10.0.0.0/24 or 10.0.0.5/32?), an empty entry or more than kMax entries.
+  static std::optional<AdminSources> parse(std::string_view text, std::string& error);
+  bool allows(uint32_t ip_be) const;
+  std::span<const Network> networks() const { return {networks_.data(), count_}; }
+
+ private:
+  std::array<Network, kMax> networks_{};
+  size_t count_ = 0;
 };
 
 // Whether a reply to `source` could be delivered: port not 0, and an IPv4 address that can be
@@ -377,6 +408,8 @@ struct AdmissionConfig {
   size_t address_slots_pow2 = 16384;
   // 0: admin messages are always refused.
   uint64_t admin_key = 0;
+  // Where admin messages may come from; checked before the key.
+  AdminSources admin_sources = AdminSources::loopback();
 };
 
 // What admit() decided.

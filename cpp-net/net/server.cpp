@@ -55,6 +55,7 @@ Server::Server(const ServerConfig& config, std::unique_ptr<Engine> engine)
   ac.per_player = config_.per_player;
   ac.max_sessions = config_.max_players;
   ac.admin_key = config_.admin_key;
+  ac.admin_sources = config_.admin_sources;
   ac.address_slots_pow2 = config_.address_table_slots;
   tick_latency_ = new_latency(kTickLatencyDigits);
   merged_update_ = new_latency(kUpdateLatencyDigits);

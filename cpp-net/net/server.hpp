@@ -76,6 +76,7 @@ struct ServerConfig {
   uint32_t max_players = 8192;
   uint32_t max_sessions_per_host = 64;  // live sessions one source IP address may hold (0: no limit)
   uint64_t admin_key = 0;
+  AdminSources admin_sources = AdminSources::loopback();  // where admin messages are answered from
   RateLimit per_address{400, 800};
   RateLimit per_player{60, 120};
   RateLimit per_host_joins{100, 200};  // valid-cookie JOIN_CONFIRMs per second per source IP address, per worker

@@ -120,6 +120,10 @@ TEST_F(Fixture, EveryDropReasonInValidationOrder) {
   expect_drop(encoded(JoinConfirm{1, JoinCookies::period_at(50'000), 12345, {}}), DropReason::BadCookie);
   const uint32_t old_period = JoinCookies::period_at(20'000);
   expect_drop(encoded(JoinConfirm{1, old_period, cookies.mac(kAlice, 1, old_period), {}}), DropReason::CookieExpired);
+  // From outside the admin networks (loopback by default): dropped before the key is read,
+  // the right key included.
+  const SourceAddress outsider{htonl(0x0a000001u), htons(0x1234)};
+  expect_drop(encoded(StatsRequest{kAdminKey, 1}), DropReason::AdminWrongSource, outsider);
   expect_drop(encoded(RaidTrigger{kAdminKey + 1, 1, 10, 5, 5, 5, 100, 1, 1, 2, 0}), DropReason::BadAdminKey);
   expect_drop(encoded(StatsRequest{0, 1}), DropReason::BadAdminKey);
   expect_drop(encoded(move(8, 77, 1)), DropReason::UnknownPlayer);
@@ -128,6 +132,76 @@ TEST_F(Fixture, EveryDropReasonInValidationOrder) {
   ASSERT_TRUE(admit(good).ok);
   expect_drop(good, DropReason::Replayed);
   EXPECT_EQ(seen.size() + 3, kDropReasonCount) << "rate limits are covered by their own tests";
+}
+
+TEST_F(Fixture, AdminMessagesAreAnsweredOnlyFromTheAdminNetworks) {
+  std::string error;
+  const auto sources = AdminSources::parse(" 10.1.0.0/16, 192.0.2.7 ,127.0.0.1/32", error);
+  ASSERT_TRUE(sources) << error;
+  config.admin_sources = *sources;
+  admission = std::make_unique<Admission>(config, cookies);
+  const auto at = [](uint32_t ip) { return SourceAddress{htonl(ip), htons(4000)}; };
+  for (const uint32_t ip : {0x0a010000u, 0x0a01ffffu, 0xc0000207u, 0x7f000001u}) {
+    EXPECT_TRUE(admit(encoded(StatsRequest{kAdminKey, 1}), at(ip)).ok) << std::hex << ip;
+    EXPECT_EQ(admit(encoded(StatsRequest{kAdminKey ^ 1, 1}), at(ip)).reason, DropReason::BadAdminKey) << std::hex << ip;
+  }
+  for (const uint32_t ip : {0x0a020000u, 0x0a00ffffu, 0xc0000206u, 0xc0000208u, 0x7f000002u, 0x08080808u}) {
+    EXPECT_EQ(admit(encoded(StatsRequest{kAdminKey, 1}), at(ip)).reason, DropReason::AdminWrongSource) << std::hex << ip;
+    EXPECT_EQ(admit(encoded(Grant{kAdminKey, 7, 1, {1000, 4, 3}}), at(ip)).reason, DropReason::AdminWrongSource) << std::hex << ip;
+    EXPECT_EQ(admit(encoded(RaidTrigger{kAdminKey, 1, 10, 5, 5, 5, 100, 1, 1, 2, 0}), at(ip)).reason, DropReason::AdminWrongSource)
+        << std::hex << ip;
+  }
+  // Session traffic is not held to the admin networks.
+  join(7, 77, at(0x08080808u));
+  EXPECT_TRUE(admit(encoded(move(7, 77, 1)), at(0x08080808u)).ok);
+  // None: answered from nowhere, loopback included.
+  config.admin_sources = *AdminSources::parse("", error);
+  admission = std::make_unique<Admission>(config, cookies);
+  EXPECT_EQ(admit(encoded(StatsRequest{kAdminKey, 1}), at(0x7f000001u)).reason, DropReason::AdminWrongSource);
+  // Any: 0.0.0.0/0.
+  config.admin_sources = *AdminSources::parse("0.0.0.0/0", error);
+  admission = std::make_unique<Admission>(config, cookies);
+  EXPECT_TRUE(admit(encoded(StatsRequest{kAdminKey, 1}), at(0x08080808u)).ok);
+}
+
+TEST(AdminSourcesText, ParsesNetworksAndRefusesWhatIsNotOne) {
+  std::string error;
+  const auto three = AdminSources::parse("127.0.0.0/8,10.0.0.0/24,\n\t203.0.113.9", error);
+  ASSERT_TRUE(three) << error;
+  ASSERT_EQ(three->networks().size(), 3u);
+  EXPECT_EQ(three->networks()[0].prefix, 0x7f000000u);
+  EXPECT_EQ(three->networks()[0].mask, 0xff000000u);
+  EXPECT_EQ(three->networks()[1].mask, 0xffffff00u);
+  EXPECT_EQ(three->networks()[2].prefix, 0xcb007109u);
+  EXPECT_EQ(three->networks()[2].mask, 0xffffffffu);
+  ASSERT_TRUE(AdminSources::parse("  ", error));
+  EXPECT_TRUE(AdminSources::parse("  ", error)->networks().empty());
+  EXPECT_EQ(AdminSources::loopback().networks().size(), 1u);
+  EXPECT_TRUE(AdminSources::loopback().allows(htonl(0x7f123456u)));
+  EXPECT_FALSE(AdminSources::loopback().allows(htonl(0x80000001u)));
+  std::string sixteen, seventeen;
+  for (int i = 0; i < 16; ++i) sixteen += (i ? "," : "") + std::string("10.0.0.") + std::to_string(i);
+  seventeen = sixteen + ",10.0.0.16";
+  EXPECT_TRUE(AdminSources::parse(sixteen, error)) << error;
+  const std::vector<std::pair<std::string, std::string>> bad = {
+      {"localhost", "\"localhost\" is not an IPv4 address"},
+      {"10.0.0.0/33", "prefix length must be 0 to 32"},
+      {"10.0.0.0/", "prefix length must be 0 to 32"},
+      {"10.0.0.0/-1", "prefix length must be 0 to 32"},
+      {"10.0.0.0/8x", "prefix length must be 0 to 32"},
+      {"10.0.0.5/24", "\"10.0.0.5/24\" has bits set past its /24"},
+      {"1.2.3.4/0", "has bits set past its /0"},
+      {"10.0.0.1,,10.0.0.2", "\"\" is not an IPv4 address"},
+      {"10.0.0.1,", "\"\" is not an IPv4 address"},
+      {"::1", "is not an IPv4 address"},
+      {"10.0.0.256", "is not an IPv4 address"},
+      {seventeen, "more than 16 networks"},
+  };
+  for (const auto& [text, want] : bad) {
+    error.clear();
+    EXPECT_FALSE(AdminSources::parse(text, error)) << text;
+    EXPECT_NE(error.find(want), std::string::npos) << text << ": " << error;
+  }
 }
 
 TEST(SessionDirectoryHosts, OneHostHoldsAtMostItsCapWhateverItsPorts) {

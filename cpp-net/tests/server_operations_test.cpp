@@ -141,6 +141,23 @@ TEST(ServerOperations, TheSettingsFileRaisesTheRaidCapacityAndFlagsOverrideIt) {
   EXPECT_EQ(WEXITSTATUS(status), 0) << rest;
 }
 
+TEST(ServerOperations, AdminMessagesFromOutsideTheAdminSourcesAreDroppedWithTheRightKey) {
+  ServerProcess server({"--admin-sources", "127.0.0.1/32"});
+  ASSERT_NE(server.port(), 0) << server.first_line();
+  Client outsider(server.port(), 0x7f000002);  // loopback, but not the one admin address
+  outsider.send(StatsRequest{kAdminKey, 1});
+  outsider.send(RaidTrigger{kAdminKey, 2, 100, 1000, 1000, 10, 1000, 10, 1, 2, 9});
+  outsider.send(Grant{kAdminKey, 1, 1, {1000, 0, 0}});
+  EXPECT_FALSE(outsider.wait_for<StatsReply>(std::chrono::milliseconds(300))) << "no stats to an address outside --admin-sources";
+  Client admin(server.port());
+  const auto stats = server_stats(admin, 3);
+  ASSERT_FALSE(stats.empty()) << "answered at 127.0.0.1";
+  EXPECT_EQ(stats.at("drop_admin_wrong_source"), 3u);
+  EXPECT_EQ(stats.at("drop_bad_admin_key"), 0u);
+  EXPECT_EQ(stats.at("engine_raid_bursts"), 0u);
+  EXPECT_EQ(stats.at("engine_raid_objects_spawned"), 0u);
+}
+
 TEST(ServerOperations, BadSettingsNameTheKeyAndTheRange) {
   const std::string bin = MMO_SERVER_BINARY;
   const std::vector<std::pair<std::string, std::string>> cases = {
@@ -156,6 +173,8 @@ TEST(ServerOperations, BadSettingsNameTheKeyAndTheRange) {
       {"[core]\nloot_key = \"00112233\"\n", "core.loot_key must be 32 hex digits"},
       {"[core]\nloot_key = \"0123456789abcdef0123456789abcdeg\"\n", "core.loot_key must be 32 hex digits"},
       {"[core]\nloot_key = \"00000000000000000000000000000000\"\n", "core.loot_key must be 32 hex digits, not all zero"},
+      {"[server]\nadmin_sources = \"10.0.0.5/24\"\n", "server.admin_sources: \"10.0.0.5/24\" has bits set past its /24"},
+      {"[server]\nadmin_sources = \"admin.example\"\n", "server.admin_sources: \"admin.example\" is not an IPv4 address"},
   };
   for (size_t i = 0; i < cases.size(); ++i) {
     const std::string path = write_settings("raid-bad-" + std::to_string(i + 1) + ".toml", cases[i].first);

@@ -263,8 +263,10 @@ pub fn loot_trades(before: &ServerStats, after: &ServerStats, tally: &EconomyTal
 }
 
 /// Drop reasons whose count the hostile scenario predicts exactly (every other reason but
-/// `rate_limited_player` must not move at all).
-pub const EXACT_DROPS: [DropReason; 18] = [
+/// `rate_limited_player` must not move at all). `admin_wrong_source` last, out of the table's
+/// order, so the slices below keep their places: the scenario sends none, and the tester's own
+/// admin messages must not be counted there.
+pub const EXACT_DROPS: [DropReason; 19] = [
     DropReason::BadSource,
     DropReason::Truncated,
     DropReason::Oversized,
@@ -283,6 +285,7 @@ pub const EXACT_DROPS: [DropReason; 18] = [
     DropReason::BadSession,
     DropReason::AddressMismatch,
     DropReason::Replayed,
+    DropReason::AdminWrongSource,
 ];
 
 /// Reasons the server checks after the source address's rate limit (step 9), for datagrams

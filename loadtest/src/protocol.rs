@@ -491,6 +491,8 @@ pub enum DropReason {
     BadCookie,
     /// `JOIN_CONFIRM` cookie from an older period.
     CookieExpired,
+    /// Admin message from an address outside the server's `--admin-sources` (before its key).
+    AdminWrongSource,
     /// Admin message with the wrong key.
     BadAdminKey,
     /// Session message for a player this worker has no session for.
@@ -510,7 +512,7 @@ pub enum DropReason {
 
 impl DropReason {
     /// Every reason, in the order of the protocol's validation table.
-    pub const ALL: [DropReason; 19] = [
+    pub const ALL: [DropReason; 20] = [
         DropReason::BadSource,
         DropReason::Truncated,
         DropReason::Oversized,
@@ -524,6 +526,7 @@ impl DropReason {
         DropReason::BadCookie,
         DropReason::CookieExpired,
         DropReason::RateLimitedHost,
+        DropReason::AdminWrongSource,
         DropReason::BadAdminKey,
         DropReason::UnknownPlayer,
         DropReason::BadSession,
@@ -547,6 +550,7 @@ impl DropReason {
             DropReason::RateLimitedHost => "rate_limited_host",
             DropReason::BadCookie => "bad_cookie",
             DropReason::CookieExpired => "cookie_expired",
+            DropReason::AdminWrongSource => "admin_wrong_source",
             DropReason::BadAdminKey => "bad_admin_key",
             DropReason::UnknownPlayer => "unknown_player",
             DropReason::BadSession => "bad_session",

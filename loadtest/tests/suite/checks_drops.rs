@@ -32,7 +32,7 @@ fn exact_counts_pass() {
     added.insert(DropReason::RateLimitedPlayer, 700);
     let after = figures(7, &added);
     let c = checks::drops(&before, &after, &sent(), &FLOOD, 0.01, false);
-    assert_eq!(c.len(), 19);
+    assert_eq!(c.len(), 20);
     assert!(all_passed(&c), "{c:#?}");
 }
 

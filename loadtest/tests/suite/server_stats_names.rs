@@ -46,7 +46,7 @@ fn expected_names_cover_engine_drops_and_the_rest() {
     for batching in ["worker_loop_turns", "receive_calls", "send_calls", "context_switches_voluntary", "context_switches_involuntary"] {
         assert!(names.contains(&batching.to_string()), "{batching}");
     }
-    assert_eq!(names.len(), ENGINE_FIELDS.len() + 19 + 32 + 1);
+    assert_eq!(names.len(), ENGINE_FIELDS.len() + DropReason::ALL.len() + 32 + 1);
 }
 
 #[test]
