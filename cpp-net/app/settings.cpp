@@ -137,6 +137,9 @@ void visit_settings(Settings& s, V&& v) {
                      "server milliseconds between two landed attacks of one player"});
   v(Number<uint32_t>{"core", "respawn_ms", "--respawn-ms", s.core.respawn_ms, 1, 3600000,
                      "server milliseconds a killed player stays dead (no moves, attacks or loot claims) before the tick respawns it"});
+  v(Number<uint32_t>{"core", "logout_linger_ms", "--logout-linger-ms", s.core.logout_linger_ms, 0, 600000,
+                     "server milliseconds a player who leaves (or times out) within this long of a landed hit between players stays "
+                     "in the world, attackable, after its session ends (0: leaving takes the body out at once)"});
   v(Number<float>{"core", "loot_range_m", "--loot-range-m", s.core.loot_range_m, 0.001, 1e6, "how far a claimer may be from the loot it claims, metres"});
   v(Number<uint32_t>{"core", "loot_gold_min", "--loot-gold-min", s.core.loot_gold_min, 0, 4294967295.0,
                      "least gold one drop holds (the loot table; at most loot_gold_max)"});

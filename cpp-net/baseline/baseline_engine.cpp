@@ -86,7 +86,6 @@ void validate_config(const MmoConfig& c) {
   for (const uint8_t b : c._reserved) {
     if (b != 0) refuse("_reserved bytes must be zero");
   }
-  if (c._reserved_align != 0) refuse("_reserved_align must be zero");
   const auto finite_positive = [](float v) { return std::isfinite(v) && v > 0.0f; };
   if (!(std::isfinite(c.world_size_m) && c.world_size_m >= 1.0f) || c.world_size_m > 1'000'000.0f) refuse("world_size_m must be in [1, 1e6]");
   if (!finite_positive(c.cell_size_m) || c.cell_size_m > c.world_size_m) refuse("cell_size_m must be positive and at most world_size_m");
@@ -118,6 +117,7 @@ void validate_config(const MmoConfig& c) {
   if (!finite_positive(c.attack_range_m) || c.attack_range_m > c.world_size_m) refuse("attack_range_m must be positive and at most world_size_m");
   if (c.attack_cooldown_ms > 3'600'000) refuse("attack_cooldown_ms must be at most one hour");
   if (c.respawn_ms == 0 || c.respawn_ms > 3'600'000) refuse("respawn_ms must be in 1..=3600000 (one hour)");
+  if (c.logout_linger_ms > 600'000) refuse("logout_linger_ms must be at most 600000 (ten minutes)");
   if (!finite_positive(c.loot_range_m) || c.loot_range_m > c.world_size_m) refuse("loot_range_m must be positive and at most world_size_m");
   if (c.loot_gold_min > c.loot_gold_max) refuse("loot_gold_min must be at most loot_gold_max");
   if (c.loot_item_permille > 1'000) refuse("loot_item_permille must be at most 1000");
@@ -161,6 +161,15 @@ MmoStatus BaselineEngine::join(uint64_t account_id, float x_m, float y_m, uint8_
     stats_.bump(Counter::joins_refused_bounds);
     return MMO_ERR_OUT_OF_BOUNDS;
   }
+  // engine.rs join_account: the account's player still lingering ends its leave now.
+  if (account_id != 0) {
+    uint64_t lingering_id = 0;
+    {
+      std::lock_guard lock(linger_mutex_);
+      if (const auto it = lingering_accounts_.find(account_id); it != lingering_accounts_.end()) lingering_id = it->second;
+    }
+    if (lingering_id != 0 && end_linger(lingering_id)) stats_.bump(Counter::lingers_resumed);
+  }
   if (!try_acquire(players_live_, 1, config_.player_capacity)) {
     stats_.bump(Counter::joins_refused_full);
     return MMO_ERR_SERVER_FULL;
@@ -191,6 +200,7 @@ MmoStatus BaselineEngine::join(uint64_t account_id, float x_m, float y_m, uint8_
   body.budget_ms = saved.body.budget_ms;
   body.budget_set = saved.body.budget_set;
   body.respawn_at_ms = saved.body.respawn_at_ms;
+  body.combat_until_ms = saved.body.combat_until_ms;
   body.x_m = x_m;
   body.y_m = y_m;
   body.cell = cell;
@@ -213,6 +223,9 @@ MmoStatus BaselineEngine::join(uint64_t account_id, float x_m, float y_m, uint8_
   return MMO_OK;
 }
 
+// engine.rs leave: out of combat the player goes at once; in combat (a landed hit between
+// players within logout_linger_ms, by the last tick's clock) only the session ends and the
+// body lingers until the first tick at or after the last tick's time plus logout_linger_ms.
 MmoStatus BaselineEngine::leave(uint64_t player_id, uint64_t session_token) {
   const auto player = find_player(player_id);
   MmoStatus refused = MMO_OK;
@@ -220,23 +233,81 @@ MmoStatus BaselineEngine::leave(uint64_t player_id, uint64_t session_token) {
     refused = MMO_ERR_UNKNOWN_PLAYER;
   } else if (player->session_token != session_token) {
     refused = MMO_ERR_WRONG_SESSION;
-  } else if (player->leaving.exchange(true, std::memory_order_acq_rel)) {
-    refused = MMO_ERR_UNKNOWN_PLAYER;  // another leave for this player is under way
   }
   if (refused != MMO_OK) {
     stats_.bump(Counter::leaves_refused);
     return refused;
   }
-  LockWaits grid_waits, body_waits;
+  LockWaits body_waits;
+  if (config_.logout_linger_ms > 0) {
+    const uint64_t now_ms = last_tick_ms_.load(std::memory_order_acquire);
+    bool lingers = false;
+    {
+      const auto body_lock = body_waits.unique(player->body_mutex);
+      lingers = player->body.alive && player->body.combat_until_ms > now_ms && player->advance(Player::kLive, Player::kLingering);
+    }
+    if (lingers) {
+      {
+        std::lock_guard lock(linger_mutex_);
+        player->linger_until_ms = saturating_add_u64(now_ms, config_.logout_linger_ms);
+        lingering_.emplace(player->linger_until_ms, player_id);
+        if (player->wallet->account != 0) lingering_accounts_.insert_or_assign(player->wallet->account, player_id);
+      }
+      add_lock_waits(Counter::lock_body_contended, Counter::lock_body_wait_ns, body_waits);
+      stats_.bump(Counter::leaves);
+      stats_.bump(Counter::leaves_lingered);
+      return MMO_OK;
+    }
+  }
+  if (!player->advance(Player::kLive, Player::kLeaving)) {  // another leave won, or the player lingers
+    add_lock_waits(Counter::lock_body_contended, Counter::lock_body_wait_ns, body_waits);
+    stats_.bump(Counter::leaves_refused);
+    return MMO_ERR_UNKNOWN_PLAYER;
+  }
+  remove_player(*player, body_waits);
+  stats_.bump(Counter::leaves);
+  return MMO_OK;
+}
+
+bool BaselineEngine::end_linger(uint64_t player_id) {
+  const auto player = find_player(player_id);
+  if (!player || !player->advance(Player::kLingering, Player::kLeaving)) return false;
+  {
+    std::lock_guard lock(linger_mutex_);
+    lingering_.erase({player->linger_until_ms, player_id});
+    const uint64_t account = player->wallet->account;
+    if (const auto it = lingering_accounts_.find(account); account != 0 && it != lingering_accounts_.end() && it->second == player_id) {
+      lingering_accounts_.erase(it);
+    }
+  }
+  LockWaits body_waits;
+  remove_player(*player, body_waits);
+  return true;
+}
+
+uint64_t BaselineEngine::lingers_due(uint64_t now_ms) {
+  std::vector<uint64_t> due;
+  {
+    std::lock_guard lock(linger_mutex_);
+    for (auto it = lingering_.begin(); it != lingering_.end() && it->first <= now_ms && due.size() < 256; ++it) due.push_back(it->second);
+  }
+  uint64_t ended = 0;
+  for (const uint64_t id : due) ended += end_linger(id) ? 1 : 0;
+  return ended;
+}
+
+void BaselineEngine::remove_player(Player& player, LockWaits& body_waits) {
+  const uint64_t player_id = player.id;
+  LockWaits grid_waits;
   SavedPlayer saved;
   {
-    const auto body_lock = body_waits.unique(player->body_mutex);
-    BodyState& body = player->body;
+    const auto body_lock = body_waits.unique(player.body_mutex);
+    BodyState& body = player.body;
     body.alive = false;
-    grid_.remove(body.cell, player->entity, grid_waits);
+    grid_.remove(body.cell, player.entity, grid_waits);
     // engine.rs leave: every hit point taken as it is read, the death dated if the kill found
     // the body gone before it could.
-    saved.hp = player->hp.exchange(0, std::memory_order_acq_rel);
+    saved.hp = player.hp.exchange(0, std::memory_order_acq_rel);
     saved.body = body;
     if (body.respawn_at_ms != 0) {
       std::lock_guard lock(dead_mutex_);
@@ -248,18 +319,16 @@ MmoStatus BaselineEngine::leave(uint64_t player_id, uint64_t session_token) {
   }
   add_lock_waits(Counter::lock_grid_contended, Counter::lock_grid_wait_ns, grid_waits);
   add_lock_waits(Counter::lock_body_contended, Counter::lock_body_wait_ns, body_waits);
-  if (player->wallet->account != 0) {  // saved before the wallet is released: the next join binds it first
+  if (player.wallet->account != 0) {  // saved before the wallet is released: the next join binds it first
     std::lock_guard lock(saved_mutex_);
-    saved_players_.insert_or_assign(player->wallet->account, saved);
+    saved_players_.insert_or_assign(player.wallet->account, saved);
   }
-  economy_.release(player->wallet);  // an account's stays; a session's goes to the departed totals
+  economy_.release(player.wallet);  // an account's stays; a session's goes to the departed totals
   {
     std::unique_lock lock(players_mutex_);
     players_.erase(player_id);
   }
   players_live_.fetch_sub(1, std::memory_order_acq_rel);
-  stats_.bump(Counter::leaves);
-  return MMO_OK;
 }
 
 size_t BaselineEngine::move_events_required(size_t moves) const {
@@ -360,7 +429,7 @@ uint8_t BaselineEngine::apply_move(const MmoMoveRecord& rec, uint64_t now_ms, st
                                    size_t& written) {
   const auto player = find_player(rec.player_id);
   if (!player) return MMO_REJECT_REASON_UNKNOWN_PLAYER;
-  if (player->session_token != rec.session_token) return MMO_REJECT_REASON_WRONG_SESSION;
+  if (!player->in_session(rec.session_token)) return MMO_REJECT_REASON_WRONG_SESSION;
   const float x = rec.x_m, y = rec.y_m;
   const uint64_t grid_waited = tally.grid_waits.contended, body_waited = tally.body_waits.contended;
   {
@@ -435,7 +504,7 @@ MmoStatus BaselineEngine::damage_inner(uint64_t attacker_id, uint64_t session_to
                                        MmoDamageResult& out) {
   const auto attacker = find_player(attacker_id);
   if (!attacker) return MMO_ERR_UNKNOWN_PLAYER;
-  if (attacker->session_token != session_token) return MMO_ERR_WRONG_SESSION;
+  if (!attacker->in_session(session_token)) return MMO_ERR_WRONG_SESSION;
   const uint8_t faction = attacker->faction;
   if (amount <= 0) return MMO_ERR_INVALID_ARGUMENT;
   if ((target_id & kObjectIdTag) != 0) {
@@ -449,9 +518,11 @@ MmoStatus BaselineEngine::damage_inner(uint64_t attacker_id, uint64_t session_to
   if (!target) return MMO_ERR_UNKNOWN_TARGET;
   if (target->faction == faction) return MMO_ERR_FRIENDLY_FIRE;
   out = hit(target->hp, amount);
-  if (out.outcome == 2) {  // this call has no clock of its own: the death is dated by the last tick
+  if (out.outcome == 1 || out.outcome == 2) {  // this call has no clock of its own: the hit is dated by the last tick
+    const uint64_t now_ms = last_tick_ms_.load(std::memory_order_acquire);
     LockWaits body_waits;
-    record_death(target_id, last_tick_ms_.load(std::memory_order_acquire), body_waits);
+    record_hit(attacker_id, now_ms, false, body_waits);
+    record_hit(target_id, now_ms, out.outcome == 2, body_waits);
     add_lock_waits(Counter::lock_body_contended, Counter::lock_body_wait_ns, body_waits);
   }
   return MMO_OK;
@@ -459,12 +530,14 @@ MmoStatus BaselineEngine::damage_inner(uint64_t attacker_id, uint64_t session_to
 
 uint64_t BaselineEngine::respawn_at(uint64_t died_ms) const { return std::max<uint64_t>(saturating_add_u64(died_ms, config_.respawn_ms), 1); }
 
-void BaselineEngine::record_death(uint64_t player_id, uint64_t died_ms, LockWaits& body_waits) {
+void BaselineEngine::record_hit(uint64_t player_id, uint64_t now_ms, bool killed, LockWaits& body_waits) {
   const auto player = find_player(player_id);
-  if (!player) return;  // left: its leave dates the death
+  if (!player) return;  // left: its leave dates a death
   const auto body_lock = body_waits.unique(player->body_mutex);
-  if (!player->body.alive || player->body.respawn_at_ms != 0) return;
-  player->body.respawn_at_ms = respawn_at(died_ms);
+  if (!player->body.alive) return;
+  player->body.combat_until_ms = std::max(player->body.combat_until_ms, saturating_add_u64(now_ms, config_.logout_linger_ms));
+  if (!killed || player->body.respawn_at_ms != 0) return;
+  player->body.respawn_at_ms = respawn_at(now_ms);
   std::lock_guard lock(dead_mutex_);
   dead_players_.emplace(player->body.respawn_at_ms, player_id);
 }
@@ -498,9 +571,10 @@ MmoStatus BaselineEngine::attack(uint64_t attacker_id, uint64_t session_token, u
   MmoAttackResult result{};
   LockWaits body_waits;
   const uint8_t refusal = attack_inner(attacker_id, session_token, target_id, now_ms, result, body_waits);
-  // engine.rs attack_inner: a killed player is dead until the tick respawns it (recorded with
-  // the attacker's body lock released: two body locks are never held at once).
-  if (refusal == 0 && result.killed != 0 && result.target_kind == MMO_ENTITY_KIND_PLAYER) record_death(target_id, now_ms, body_waits);
+  // engine.rs attack_inner: the victim is in combat now, and a killed one is dead until the
+  // tick respawns it (recorded with the attacker's body lock released: two body locks are
+  // never held at once).
+  if (refusal == 0 && result.target_kind == MMO_ENTITY_KIND_PLAYER) record_hit(target_id, now_ms, result.killed != 0, body_waits);
   add_lock_waits(Counter::lock_body_contended, Counter::lock_body_wait_ns, body_waits);
   if (refusal == 0) {
     stats_.bump(Counter::attacks_landed);
@@ -529,7 +603,7 @@ uint8_t BaselineEngine::attack_inner(uint64_t attacker_id, uint64_t session_toke
                                      MmoAttackResult& out, LockWaits& body_waits) {
   const auto attacker = find_player(attacker_id);
   if (!attacker) return MMO_ATTACK_ERROR_UNKNOWN_PLAYER;
-  if (attacker->session_token != session_token) return MMO_ATTACK_ERROR_WRONG_SESSION;
+  if (!attacker->in_session(session_token)) return MMO_ATTACK_ERROR_WRONG_SESSION;
   if (attacker->hp.load(std::memory_order_acquire) <= 0) return MMO_ATTACK_ERROR_ATTACKER_DEAD;
   std::shared_ptr<RaidObject> object;
   std::shared_ptr<Player> player;
@@ -556,6 +630,7 @@ uint8_t BaselineEngine::attack_inner(uint64_t attacker_id, uint64_t session_toke
   const MmoDamageResult r = hit(hp, config_.attack_damage, &taken);
   if (r.outcome == 3) return MMO_ATTACK_ERROR_TARGET_DEAD;  // another attack took the last hit points
   body.attack_ready_ms = saturating_add_u64(now_ms, config_.attack_cooldown_ms);
+  if (player) body.combat_until_ms = std::max(body.combat_until_ms, saturating_add_u64(now_ms, config_.logout_linger_ms));
   out.hp_left = r.hp_left;
   out.killed = r.outcome == 2 ? 1 : 0;
   out.target_kind = object ? object->kind.load() : static_cast<uint8_t>(MMO_ENTITY_KIND_PLAYER);
@@ -602,7 +677,7 @@ uint8_t BaselineEngine::claim_loot_inner(uint64_t player_id, uint64_t session_to
                                          LockWaits& body_waits, LockWaits& economy_waits) {
   const auto player = find_player(player_id);
   if (!player) return MMO_LOOT_ERROR_UNKNOWN_PLAYER;
-  if (player->session_token != session_token) return MMO_LOOT_ERROR_WRONG_SESSION;
+  if (!player->in_session(session_token)) return MMO_LOOT_ERROR_WRONG_SESSION;
   const auto object = (loot_id & kObjectIdTag) != 0 ? find_object(loot_id) : nullptr;
   if (!object) return MMO_LOOT_ERROR_UNKNOWN_LOOT;
   const uint64_t state = object->loot.load(std::memory_order_acquire);
@@ -662,7 +737,7 @@ std::shared_ptr<Player> BaselineEngine::economy_parties(uint64_t player_id, uint
     refusal = MMO_ECONOMY_STATUS_UNKNOWN_PLAYER;
     return nullptr;
   }
-  if (player->session_token != session_token) {
+  if (!player->in_session(session_token)) {
     stats_.bump(Counter::economy_wrong_session);
     refusal = MMO_ECONOMY_STATUS_WRONG_SESSION;
     return nullptr;

@@ -37,7 +37,8 @@
 // (shared, only to copy a shared_ptr out) -> a player's body mutex -> one grid stripe at a
 // time; a player's body mutex -> the dead set's mutex; economy stripes in ascending index; the
 // tick mutex -> bursts mutex, then grid stripes and the objects map one at a time; the tick
-// mutex -> a player's body mutex (respawns). The saved-players mutex is taken alone. No
+// mutex -> a player's body mutex (respawns, lingers' ends). The saved-players and lingering
+// mutexes are each taken alone. No
 // method holds a lock while taking one earlier in that order, so there is no deadlock cycle.
 #pragma once
 
@@ -90,6 +91,7 @@ struct BodyState {
   bool budget_set = false;       // budget_um/ms hold a budget (else full): the first move, or the account's last session
   uint64_t attack_ready_ms = 0;  // server clock from which the next attack may land
   uint64_t respawn_at_ms = 0;    // 0 alive; else (dead) the server time from which the tick respawns the player
+  uint64_t combat_until_ms = 0;  // in combat until then (a landed hit between players): a leave before then lingers
   CellKey cell = 0;              // the grid cell the body is registered in
   bool alive = true;             // cleared by leave, under the lock
   std::array<uint8_t, 32> payload{};
@@ -100,10 +102,18 @@ struct Player {
   Player(uint64_t id_, uint64_t token, uint8_t faction_, int32_t hp_, EntityPtr entity_, WalletPtr wallet_, BodyState body_)
       : id(id_), session_token(token), faction(faction_), hp(hp_), entity(std::move(entity_)), wallet(std::move(wallet_)), body(body_) {}
 
+  // engine.rs PlayerRecord's stages: in session, its session ended while the body lingers,
+  // being torn down. Each step is won by exactly one caller.
+  static constexpr uint8_t kLive = 0, kLingering = 1, kLeaving = 2;
+  bool advance(uint8_t from, uint8_t to) { return stage.compare_exchange_strong(from, to, std::memory_order_acq_rel); }
+  // The token is this session's, and the session has not ended in a linger.
+  bool in_session(uint64_t token) const { return session_token == token && stage.load(std::memory_order_acquire) != kLingering; }
+
   const uint64_t id;
   const uint64_t session_token;
   const uint8_t faction;
-  std::atomic<bool> leaving{false};  // exactly one leave() wins it
+  std::atomic<uint8_t> stage{kLive};
+  uint64_t linger_until_ms = 0;      // while lingering, when the linger ends; guarded by BaselineEngine::linger_mutex_
   std::atomic<int32_t> hp;           // never below 0; CAS by damage()
   const EntityPtr entity;            // the body's grid registration (its position is atomic)
   const WalletPtr wallet;
@@ -221,7 +231,8 @@ class BaselineEngine final : public Engine {
   // engine.rs saved_players: what each account's last session left its player, by account.
   struct SavedPlayer {
     int32_t hp = 0;
-    BodyState body;  // of it, join takes only what carries over (movement.rs CarriedBody): attack_ready_ms, the budget, respawn_at_ms
+    BodyState body;  // of it, join takes only what carries over (movement.rs CarriedBody): attack_ready_ms, the budget,
+                     // respawn_at_ms, combat_until_ms
   };
   std::mutex saved_mutex_;
   std::unordered_map<uint64_t, SavedPlayer> saved_players_;  // guarded by saved_mutex_
@@ -231,8 +242,21 @@ class BaselineEngine final : public Engine {
   std::mutex dead_mutex_;
   std::set<std::pair<uint64_t, uint64_t>> dead_players_;  // guarded by dead_mutex_
   std::atomic<uint64_t> last_tick_ms_{0};      // the last finished tick's now_ms: dates deaths that come with no clock
-  // engine.rs record_death: marks the player dead from died_ms (its hit points just reached 0).
-  void record_death(uint64_t player_id, uint64_t died_ms, LockWaits& body_waits);
+  // engine.rs lingering / lingering_accounts: the players whose session ended in combat while
+  // their body stays in the world, as (linger end, player id), and each account's one.
+  std::mutex linger_mutex_;
+  std::set<std::pair<uint64_t, uint64_t>> lingering_;            // guarded by linger_mutex_
+  std::unordered_map<uint64_t, uint64_t> lingering_accounts_;    // account -> player id; guarded by linger_mutex_
+  // engine.rs end_linger: true for the one caller that ends `player_id`'s linger (and removes it).
+  bool end_linger(uint64_t player_id);
+  // engine.rs lingers_due: ends the lingers due by now_ms (at most 256 a tick); returns how many.
+  uint64_t lingers_due(uint64_t now_ms);
+  // engine.rs remove_player: the body off the grid, its state saved, the wallet released, the
+  // player out of the map, for the caller that won the player's leave or linger's end.
+  void remove_player(Player& player, LockWaits& body_waits);
+  // engine.rs record_hit: a landed hit between players puts `player_id` in combat from now_ms;
+  // `killed` (its hit points just reached 0) also marks it dead.
+  void record_hit(uint64_t player_id, uint64_t now_ms, bool killed, LockWaits& body_waits);
   uint64_t respawn_at(uint64_t died_ms) const;
   // engine.rs respawn_due: brings back every dead player due by now_ms; returns how many.
   uint64_t respawn_due(uint64_t now_ms, LockWaits& body_waits);

@@ -167,6 +167,7 @@ MmoStatus BaselineEngine::tick(uint64_t now_ms, MmoTickInfo& out) {
   add_lock_waits(Counter::lock_economy_contended, Counter::lock_economy_wait_ns, economy_waits);
   LockWaits body_waits;
   stats_.add(Counter::respawns, respawn_due(now_ms, body_waits));
+  stats_.add(Counter::lingers_ended, lingers_due(now_ms));
   add_lock_waits(Counter::lock_body_contended, Counter::lock_body_wait_ns, body_waits);
   MmoTickInfo info{};
   publish_snapshot(tick_, now_ms, grid_waits);

@@ -324,6 +324,7 @@ class Runner {
     f("attack_range_m", config_.attack_range_m);
     u("attack_cooldown_ms", config_.attack_cooldown_ms);
     u("respawn_ms", config_.respawn_ms);
+    u("logout_linger_ms", config_.logout_linger_ms);
     f("loot_range_m", config_.loot_range_m);
     u("loot_gold_min", config_.loot_gold_min);
     u("loot_gold_max", config_.loot_gold_max);

@@ -9,7 +9,7 @@
   X(moves_applied) X(move_rejected_unknown_player) X(move_rejected_wrong_session) X(move_rejected_stale_sequence)                  \
   X(move_rejected_too_fast) X(move_rejected_out_of_bounds) X(move_rejected_dead) X(cell_crossings) X(contacts_reported) X(contacts_truncated)             \
   X(move_batches) X(move_batches_refused) X(economy_batches_refused) X(joins) X(joins_refused_full) X(joins_refused_bounds)         \
-  X(leaves) X(leaves_refused) X(raid_bursts) X(raid_objects_spawned) X(raid_objects_despawned) X(raid_refused_capacity)            \
+  X(leaves) X(leaves_refused) X(leaves_lingered) X(lingers_ended) X(lingers_resumed) X(raid_bursts) X(raid_objects_spawned) X(raid_objects_despawned) X(raid_refused_capacity)            \
   X(raid_refused_invalid) X(damage_applied) X(kills) X(respawns) X(damage_rejected) X(attacks_landed) X(attack_rejected_unknown_player)        \
   X(attack_rejected_wrong_session) X(attack_rejected_attacker_dead) X(attack_rejected_unknown_target)                             \
   X(attack_rejected_friendly_fire) X(attack_rejected_target_dead) X(attack_rejected_out_of_range) X(attack_rejected_cooldown)     \

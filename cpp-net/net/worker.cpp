@@ -544,7 +544,8 @@ void Worker::on_join_confirm(const wire::JoinConfirm& m, SourceAddress source, u
                                 now_unix_ms);
   if (added != DirectoryAdd::Added) {
     // A table is full, or another worker's join took the host's last place, the account or
-    // the token since the early look: undo.
+    // the token since the early look: undo. (An account that came back still in combat
+    // lingers after this leave as after any other, and its next join takes up from it.)
     if (inserted != nullptr) admission_.sessions().remove(inserted);
     server_.engine_status("leave", server_.engine().leave(ticket.player_id, ticket.session_token), counters);
     return directory_refusal(added);

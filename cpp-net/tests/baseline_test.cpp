@@ -58,6 +58,7 @@ MmoConfig default_config() {
   c.attack_range_m = 6.0f;
   c.attack_cooldown_ms = 500;
   c.respawn_ms = 10'000;
+  c.logout_linger_ms = 10'000;
   c.loot_range_m = 6.0f;
   c.loot_gold_min = 5;
   c.loot_gold_max = 50;
@@ -265,6 +266,9 @@ TEST(BaselineConfig, RefusesExactlyWhatTheRustCoreRefuses) {
       {[](MmoConfig& c) { c.respawn_ms = 3'600'001; }, false},
       {[](MmoConfig& c) { c.respawn_ms = 3'600'000; }, true},
       {[](MmoConfig& c) { c.respawn_ms = 1; }, true},
+      {[](MmoConfig& c) { c.logout_linger_ms = 600'001; }, false},
+      {[](MmoConfig& c) { c.logout_linger_ms = 600'000; }, true},
+      {[](MmoConfig& c) { c.logout_linger_ms = 0; }, true},
       {[](MmoConfig& c) { c.loot_range_m = 0.0f; }, false},
       {[](MmoConfig& c) { c.loot_range_m = INFINITY; }, false},
       {[](MmoConfig& c) { c.loot_range_m = 1024.0f; }, true},
@@ -1963,6 +1967,7 @@ TEST(BaselineStress, MixedOperationsKeepConservationAndAtMostOnce) {
   c.player_capacity = 1024;
   c.raid_object_capacity = 20'000;
   c.raid_burst_capacity = 64;
+  c.logout_linger_ms = 0;  // a leave departs at once: the audits count departed wallets (the linger has its own tests)
   BaselineEngine e(c);
   std::vector<std::atomic<uint64_t>> directory(kWorkers * kPlayersPerWorker);
   std::vector<Shared> shared(kSharedPlayers);

@@ -34,6 +34,7 @@ MMO_STATIC_ASSERT(offsetof(MmoConfig, aoi_radius_m) == 24, "MmoConfig.aoi_radius
 MMO_STATIC_ASSERT(offsetof(MmoConfig, loot_range_m) == 80, "MmoConfig.loot_range_m");
 MMO_STATIC_ASSERT(offsetof(MmoConfig, trade_timeout_ms) == 100, "MmoConfig.trade_timeout_ms");
 MMO_STATIC_ASSERT(offsetof(MmoConfig, respawn_ms) == 104, "MmoConfig.respawn_ms");
+MMO_STATIC_ASSERT(offsetof(MmoConfig, logout_linger_ms) == 108, "MmoConfig.logout_linger_ms");
 MMO_STATIC_ASSERT(offsetof(MmoConfig, starting_gold) == 112, "MmoConfig.starting_gold");
 MMO_STATIC_ASSERT(offsetof(MmoConfig, loot_key) == 120, "MmoConfig.loot_key");
 MMO_STATIC_ASSERT(offsetof(MmoConfig, fault_injection) == 136, "MmoConfig.fault_injection");

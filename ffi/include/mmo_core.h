@@ -59,7 +59,7 @@
 #define MMO_AOI_NOT_IN_SNAPSHOT 4294967295
 
 // Version of this ABI. Bumped on any change to a function signature or record layout.
-#define MMO_ABI_VERSION 10
+#define MMO_ABI_VERSION 11
 
 // What an event written by a move batch reports.
 enum MmoEventKind
@@ -352,8 +352,9 @@ typedef struct MmoConfig {
   uint32_t trade_timeout_ms;
   // How long a player brought to 0 hit points stays dead, server milliseconds (1..=3,600,000).
   uint32_t respawn_ms;
-  // Zero (alignment of `starting_gold`).
-  uint32_t _reserved_align;
+  // How long a player who leaves in combat stays in the world, server milliseconds
+  // (0..=600,000; 0: leaving takes the body out at once).
+  uint32_t logout_linger_ms;
   // Gold a new wallet starts with.
   uint64_t starting_gold;
   // The secret key of the loot rolls (SipHash-2-4); all zero: the engine draws one from the
@@ -710,6 +711,13 @@ typedef struct MmoStats {
   uint64_t leaves;
   // Leaves refused: unknown player or wrong session.
   uint64_t leaves_refused;
+  // Leaves of players in combat: the session ended, the body stayed in the world
+  // (`logout_linger_ms`).
+  uint64_t leaves_lingered;
+  // Lingering bodies taken out of the world by the tick, their linger over.
+  uint64_t lingers_ended;
+  // Lingering bodies taken out of the world by their account's next join.
+  uint64_t lingers_resumed;
   // Raid bursts spawned.
   uint64_t raid_bursts;
   // Raid objects spawned.
@@ -1076,7 +1084,11 @@ MmoStatus mmo_join(const struct MmoEngine *engine,
                    uint8_t faction,
                    struct MmoJoinTicket *out_ticket);
 
-// Removes a player (their id goes stale; their wallet is handed to persistence).
+// Ends a player's session: out of combat the player is removed at once (their id goes
+// stale; their wallet is handed to persistence); within `logout_linger_ms` of a landed hit
+// between players, only the session ends (its token is refused from now on) and the body
+// stays in the world until the first tick at or after the last tick's time plus
+// `logout_linger_ms`, or the account's next `mmo_join`.
 //
 // # Safety
 // `engine` a live engine or NULL.

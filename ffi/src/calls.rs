@@ -288,8 +288,8 @@ pub unsafe extern "C" fn mmo_config_check(config: *const MmoConfig, message: *mu
         let config = check!(unsafe { in_ref(config) });
         // SAFETY: forwarded contract.
         let message = check!(unsafe { output(message.cast::<u8>(), message_capacity) });
-        let (status, why) = if config.fault_injection > 1 || config._reserved != [0; 7] || config._reserved_align != 0 {
-            (MMO_ERR_INVALID_ARGUMENT, "fault_injection must be 0 or 1, and _reserved and _reserved_align zero".to_string())
+        let (status, why) = if config.fault_injection > 1 || config._reserved != [0; 7] {
+            (MMO_ERR_INVALID_ARGUMENT, "fault_injection must be 0 or 1, and _reserved zero".to_string())
         } else {
             match CoreConfig::from(config).validate() {
                 Ok(()) => return MMO_OK,
@@ -314,7 +314,7 @@ pub unsafe extern "C" fn mmo_engine_new(config: *const MmoConfig, out_engine: *m
         // SAFETY: checked by in_ref; initialised per the contract.
         let config = check!(unsafe { in_ref(config) });
         let out_engine = check!(out_ptr(out_engine));
-        if config.fault_injection > 1 || config._reserved != [0; 7] || config._reserved_align != 0 {
+        if config.fault_injection > 1 || config._reserved != [0; 7] {
             return MMO_ERR_INVALID_ARGUMENT;
         }
         let Ok(engine) = Engine::new(CoreConfig::from(config)) else { return MMO_ERR_INVALID_CONFIG };
@@ -384,7 +384,11 @@ pub unsafe extern "C" fn mmo_join(
     }
 }
 
-/// Removes a player (their id goes stale; their wallet is handed to persistence).
+/// Ends a player's session: out of combat the player is removed at once (their id goes
+/// stale; their wallet is handed to persistence); within `logout_linger_ms` of a landed hit
+/// between players, only the session ends (its token is refused from now on) and the body
+/// stays in the world until the first tick at or after the last tick's time plus
+/// `logout_linger_ms`, or the account's next [`mmo_join`].
 ///
 /// # Safety
 /// `engine` a live engine or NULL.

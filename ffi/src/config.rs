@@ -66,8 +66,9 @@ pub struct MmoConfig {
     pub trade_timeout_ms: u32,
     /// How long a player brought to 0 hit points stays dead, server milliseconds (1..=3,600,000).
     pub respawn_ms: u32,
-    /// Zero (alignment of `starting_gold`).
-    pub _reserved_align: u32,
+    /// How long a player who leaves in combat stays in the world, server milliseconds
+    /// (0..=600,000; 0: leaving takes the body out at once).
+    pub logout_linger_ms: u32,
     /// Gold a new wallet starts with.
     pub starting_gold: u64,
     /// The secret key of the loot rolls (SipHash-2-4); all zero: the engine draws one from the
@@ -82,7 +83,7 @@ pub struct MmoConfig {
 
 const _: () = assert!(size_of::<MmoConfig>() == 144 && align_of::<MmoConfig>() == 8);
 const _: () = assert!(offset_of!(MmoConfig, loot_range_m) == 80 && offset_of!(MmoConfig, trade_timeout_ms) == 100);
-const _: () = assert!(offset_of!(MmoConfig, respawn_ms) == 104 && offset_of!(MmoConfig, _reserved_align) == 108);
+const _: () = assert!(offset_of!(MmoConfig, respawn_ms) == 104 && offset_of!(MmoConfig, logout_linger_ms) == 108);
 const _: () = assert!(offset_of!(MmoConfig, starting_gold) == 112 && offset_of!(MmoConfig, loot_key) == 120);
 const _: () = assert!(offset_of!(MmoConfig, fault_injection) == 136);
 
@@ -107,7 +108,7 @@ impl From<&CoreConfig> for MmoConfig {
             loot_item_count_max: c.loot_item_count_max,
             trade_timeout_ms: c.trade_timeout_ms,
             respawn_ms: c.respawn_ms,
-            _reserved_align: 0,
+            logout_linger_ms: c.logout_linger_ms,
             loot_key: c.loot_key,
             clock_slack_ms: c.clock_slack_ms,
             contacts_per_move_max: c.contacts_per_move_max,
@@ -148,6 +149,7 @@ impl From<&MmoConfig> for CoreConfig {
             loot_key: c.loot_key,
             trade_timeout_ms: c.trade_timeout_ms,
             respawn_ms: c.respawn_ms,
+            logout_linger_ms: c.logout_linger_ms,
             contacts_per_move_max: c.contacts_per_move_max,
             aoi_k: c.aoi_k,
             player_capacity: c.player_capacity,

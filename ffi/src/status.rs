@@ -1,7 +1,7 @@
 //! Status codes: what every fallible call returns, their names, and the ABI version.
 
 /// Version of this ABI. Bumped on any change to a function signature or record layout.
-pub const MMO_ABI_VERSION: u32 = 10;
+pub const MMO_ABI_VERSION: u32 = 11;
 
 /// Result of a call: [`MMO_OK`] or an error code in 1001..=1099.
 pub type MmoStatus = u32;

@@ -369,9 +369,10 @@ fn config_check_names_the_field_and_writes_only_what_fits() {
         config._reserved[2] = 1;
         assert_eq!(mmo_config_check(&config, null_mut(), 0), MMO_ERR_INVALID_ARGUMENT);
         config._reserved[2] = 0;
-        config._reserved_align = 1;
-        assert_eq!(mmo_config_check(&config, null_mut(), 0), MMO_ERR_INVALID_ARGUMENT);
-        config._reserved_align = 0;
+        config.logout_linger_ms = 600_001;
+        assert_eq!(mmo_config_check(&config, null_mut(), 0), MMO_ERR_INVALID_CONFIG);
+        config.logout_linger_ms = 0;
+        assert_eq!(mmo_config_check(&config, null_mut(), 0), MMO_OK, "0: no linger");
         config._reserved[6] = 1;
         assert_eq!(mmo_config_check(&config, null_mut(), 0), MMO_ERR_INVALID_ARGUMENT);
         let mut e = null_mut();

@@ -90,6 +90,13 @@ pub struct CoreConfig {
     /// tick at or after its death plus this respawns it with `player_hp` where it stands.
     /// Default 10,000.
     pub respawn_ms: u32,
+    /// How long a player who leaves in combat stays in the world, server milliseconds. A
+    /// landed hit between two players puts both in combat until this long after it; a leave
+    /// (or a session's timeout) before then ends the session at once but leaves the body where
+    /// it stands, attackable and killable, until the first tick at or after the leave plus
+    /// this (or the account's next join), so leaving cannot deny a kill. 0: a leave always
+    /// takes the body out at once. At most 600,000 (ten minutes). Default 10,000.
+    pub logout_linger_ms: u32,
     /// How far a claimer may be from the loot it claims, metres (centre to centre). Default 6.
     pub loot_range_m: f32,
     /// The loot table's gold: each drop holds a uniform amount in
@@ -139,6 +146,7 @@ impl Default for CoreConfig {
             attack_range_m: 6.0,
             attack_cooldown_ms: 500,
             respawn_ms: 10_000,
+            logout_linger_ms: 10_000,
             loot_range_m: 6.0,
             loot_gold_min: 5,
             loot_gold_max: 50,
@@ -252,6 +260,9 @@ impl CoreConfig {
         if self.respawn_ms == 0 || self.respawn_ms > 3_600_000 {
             return Err(ConfigError("respawn_ms must be in 1..=3600000 (one hour)"));
         }
+        if self.logout_linger_ms > 600_000 {
+            return Err(ConfigError("logout_linger_ms must be at most 600000 (ten minutes)"));
+        }
         if !finite_positive(self.loot_range_m) || self.loot_range_m > self.world_size_m {
             return Err(ConfigError("loot_range_m must be positive and at most world_size_m"));
         }
@@ -288,7 +299,7 @@ mod tests {
 
     #[test]
     fn rejects_each_bad_field() {
-        let bad: [fn(&mut CoreConfig); 36] = [
+        let bad: [fn(&mut CoreConfig); 37] = [
             |c| c.world_size_m = 0.5,
             |c| c.world_size_m = 1e-9,
             |c| c.snapshot_cell_m = c.aoi_radius_m / 257.0,
@@ -327,6 +338,7 @@ mod tests {
             |c| c.attack_cooldown_ms = 3_600_001,
             |c| c.respawn_ms = 0,
             |c| c.respawn_ms = 3_600_001,
+            |c| c.logout_linger_ms = 600_001,
             |c| c.loot_range_m = 0.0,
             |c| c.loot_range_m = f32::INFINITY,
             |c| c.loot_gold_min = c.loot_gold_max + 1,

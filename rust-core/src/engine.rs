@@ -292,7 +292,23 @@ pub struct Engine {
     /// body dead (a kill, a join resuming a dead account), taken by the tick before its sweep
     /// ([`RespawnBound`]'s protocol).
     next_respawn: RespawnBound,
+    /// The players whose session ended in combat while their body stays in the world: player
+    /// id to when the linger ends (`logout_linger_ms` after the leave, by the last tick's
+    /// clock; the first tick at or after it ends it). Inserted by the leave that began the linger (after
+    /// winning [`PlayerRecord::begin_linger`]), removed by whoever ends it (the tick, or the
+    /// account's next join, after winning [`PlayerRecord::claim_linger_end`]); read by the tick.
+    lingering: DashMap<u64, u64>,
+    /// The lingering player of each account (account id to player id), for the account's next
+    /// join to end the linger and take up where it left off. Written beside `lingering`.
+    lingering_accounts: DashMap<u64, u64>,
+    /// When the earliest linger may end: lowered by the leave that begins one, taken by the
+    /// tick before it looks through `lingering` (the same protocol as `next_respawn`).
+    next_linger_end: RespawnBound,
 }
+
+/// At most this many lingers end in one tick; the rest end at the next (a bound on the
+/// tick's work, and the size of the stack array it gathers them in).
+const LINGERS_ENDED_PER_TICK_MAX: usize = 256;
 
 /// What a player's account keeps between its sessions ([`Engine::leave`] to the next
 /// [`Engine::join_account`]).
@@ -354,6 +370,9 @@ impl Engine {
             stats: Arc::new(Stats::new()),
             saved_players: DashMap::new(),
             next_respawn: RespawnBound::new(),
+            lingering: DashMap::new(),
+            lingering_accounts: DashMap::new(),
+            next_linger_end: RespawnBound::new(),
             config,
         };
         Ok(engine)
@@ -433,6 +452,18 @@ impl Engine {
             self.stats.bump(Counter::JoinsRefusedBounds);
             return Err(JoinError::OutOfBounds);
         }
+        // The account's player still lingering from its last session: that session's leave
+        // ends now (its state saved as a leave saves it), and this join takes up from it.
+        if account != 0
+            && let Some(player_id) = self.lingering_accounts.get(&account).map(|entry| *entry)
+        {
+            if self.end_linger(player_id) {
+                self.stats.bump(Counter::LingersResumed);
+            } else if self.players.get(player_id).is_none() {
+                // An entry left naming a player already gone (see `leave`).
+                self.lingering_accounts.remove_if(&account, |_, lingering_id| *lingering_id == player_id);
+            }
+        }
         if !self.players.admit() {
             self.stats.bump(Counter::JoinsRefusedFull);
             return Err(JoinError::ServerFull);
@@ -484,8 +515,13 @@ impl Engine {
         Ok(JoinTicket { player_id, session_token, slot_hint: Movement::slot_hint(slot) })
     }
 
-    /// Removes a player: their body leaves the grid, their wallet is handed to persistence
-    /// (the economy's departed totals), and their id goes stale.
+    /// Ends a player's session. Out of combat (no landed hit between it and another player
+    /// within `logout_linger_ms`, by the last tick's clock) the player is removed at once:
+    /// its body leaves the grid, its wallet is handed to persistence (the economy's departed
+    /// totals), and its id goes stale. In combat, only the session ends (its token is
+    /// refused from now on) and the body lingers where it stands, attackable and killable,
+    /// until the first tick at or after the last tick's time plus `logout_linger_ms`, or the
+    /// account's next join; then it is removed as above.
     pub fn leave(&self, player_id: u64, session_token: u64) -> Result<(), LeaveError> {
         let refuse = |e| {
             self.stats.bump(Counter::LeavesRefused);
@@ -495,12 +531,110 @@ impl Engine {
         if player.session_token != session_token {
             return refuse(LeaveError::WrongSession);
         }
+        let now_ms = self.board.read().now_ms;
+        let linger_ms = u64::from(self.config.logout_linger_ms);
+        let mut body_waits = LockWaits::default();
+        if linger_ms > 0 {
+            let body = self.movement.body(player.slot);
+            let mut state = body_waits.lock(&body.state);
+            // Decided under the body's lock, which every hit's mark takes: a hit that lands
+            // before this look holds the player; one after it finds the body leaving or
+            // lingering, and a lingering body is still in the world to be hit.
+            if state.alive && state.player_id == player_id && state.combat_until_ms > now_ms && player.begin_linger() {
+                // The session's token is refused from now on: moves check the body's copy,
+                // replaced by one nobody holds; every other call checks the record's stage.
+                state.session_token = new_session_token();
+                drop(state);
+                let until_ms = now_ms.saturating_add(linger_ms);
+                let account = player.account;
+                drop(player);
+                // `lingering` first: a join finds the player only through the account's entry,
+                // so whoever ends the linger finds both entries to remove. (A tick can end it
+                // in between only if this thread stalls for the whole linger: the account's
+                // entry it then leaves names a player gone, which the account's next join
+                // clears.)
+                self.lingering.insert(player_id, until_ms);
+                if account != 0 {
+                    self.lingering_accounts.insert(account, player_id);
+                }
+                self.next_linger_end.lower(until_ms);
+                self.stats.add_waits(LockKind::Body, body_waits);
+                self.stats.bump(Counter::Leaves);
+                self.stats.bump(Counter::LeavesLingered);
+                return Ok(());
+            }
+        }
         if !player.claim_leave() {
+            self.stats.add_waits(LockKind::Body, body_waits);
             return refuse(LeaveError::UnknownPlayer);
         }
+        drop(player);
+        self.remove_player(player_id, body_waits);
+        self.stats.bump(Counter::Leaves);
+        Ok(())
+    }
+
+    /// Ends the linger of `player_id` now: `true` for the one caller (the tick, or the
+    /// account's next join) that wins [`PlayerRecord::claim_linger_end`], which removes the
+    /// player as an immediate leave does.
+    fn end_linger(&self, player_id: u64) -> bool {
+        let Some(player) = self.players.get(player_id) else { return false };
+        if !player.claim_linger_end() {
+            return false;
+        }
+        let account = player.account;
+        drop(player);
+        self.lingering.remove(&player_id);
+        if account != 0 {
+            self.lingering_accounts.remove_if(&account, |_, lingering_id| *lingering_id == player_id);
+        }
+        self.remove_player(player_id, LockWaits::default());
+        true
+    }
+
+    /// Ends every linger due by `now_ms` (the tick's), at most
+    /// [`LINGERS_ENDED_PER_TICK_MAX`] a tick (the rest at the next; which of more than that
+    /// end first is unspecified). Looks through the lingering players only once the earliest
+    /// end is due ([`RespawnBound`]'s protocol). Returns how many it ended.
+    fn lingers_due(&self, now_ms: u64) -> u64 {
+        if !self.next_linger_end.take_if_due(now_ms) {
+            return 0;
+        }
+        let mut due = [0u64; LINGERS_ENDED_PER_TICK_MAX];
+        let mut count = 0;
+        // Gathered first, ended after: ending one removes it from the map being read.
+        for entry in self.lingering.iter() {
+            let until_ms = *entry.value();
+            if until_ms <= now_ms && count < due.len() {
+                due[count] = *entry.key();
+                count += 1;
+            } else {
+                self.next_linger_end.lower(until_ms);
+            }
+        }
+        let mut ended = 0;
+        for &player_id in &due[..count] {
+            if self.end_linger(player_id) {
+                ended += 1;
+            } else if self.players.get(player_id).is_none() {
+                // Ended meanwhile by its account's join, which removes the entry itself; never
+                // left behind for the next sweep (player ids are never reused).
+                self.lingering.remove(&player_id);
+            }
+        }
+        ended
+    }
+
+    /// Takes a player whose leave (or linger's end) this caller won out of the world: the body
+    /// off the grid, its state saved for its account, its wallet released, its record removed.
+    fn remove_player(&self, player_id: u64, mut body_waits: LockWaits) {
+        let Some(player) = self.players.get(player_id) else {
+            debug_assert!(false, "the winner of a leave removes the record itself");
+            return;
+        };
         let (slot, combatant_key, wallet, account) = (player.slot, player.combatant_key, player.wallet, player.account);
         drop(player);
-        let (mut grid_waits, mut body_waits) = (LockWaits::default(), LockWaits::default());
+        let mut grid_waits = LockWaits::default();
         let saved = {
             let body = self.movement.body(slot);
             let mut state = body_waits.lock(&body.state);
@@ -527,8 +661,6 @@ impl Engine {
         self.players.remove(player_id);
         self.stats.add_waits(LockKind::Grid, grid_waits);
         self.stats.add_waits(LockKind::Body, body_waits);
-        self.stats.bump(Counter::Leaves);
-        Ok(())
     }
 
     /// Applies a batch of moves. `now_ms` is the server's clock when the batch was received.
@@ -712,10 +844,10 @@ impl Engine {
 
     fn damage_inner(&self, attacker_id: u64, session_token: u64, target_id: u64, amount: i32) -> Result<DamageOutcome, DamageError> {
         let attacker = self.players.get(attacker_id).ok_or(DamageError::UnknownAttacker)?;
-        if attacker.session_token != session_token {
+        if !attacker.in_session(session_token) {
             return Err(DamageError::WrongSession);
         }
-        let faction = attacker.faction;
+        let (faction, attacker_slot) = (attacker.faction, attacker.slot);
         drop(attacker);
         if amount <= 0 {
             return Err(DamageError::InvalidAmount);
@@ -734,10 +866,12 @@ impl Engine {
         let combatant = self.combat.combatant(target.combatant_key).ok_or(DamageError::UnknownTarget)?;
         drop(target);
         let outcome = combatant.health.damage(amount);
-        if outcome == DamageOutcome::Killed {
-            // This call has no clock of its own: the death is dated by the last tick.
+        if matches!(outcome, DamageOutcome::Hit { .. } | DamageOutcome::Killed) {
+            // This call has no clock of its own: the hit (and a death) is dated by the last tick.
+            let now_ms = self.board.read().now_ms;
             let mut waits = LockWaits::default();
-            self.record_death(target_id, victim_slot, self.board.read().now_ms, &mut waits);
+            self.record_hit(attacker_id, attacker_slot, now_ms, false, &mut waits);
+            self.record_hit(target_id, victim_slot, now_ms, outcome == DamageOutcome::Killed, &mut waits);
             self.stats.add_waits(LockKind::Body, waits);
         }
         Ok(outcome)
@@ -748,16 +882,22 @@ impl Engine {
         died_ms.saturating_add(u64::from(self.config.respawn_ms)).max(1)
     }
 
-    /// Marks the body of `player_id` in `slot` dead from `died_ms` (its health has just reached
-    /// 0) until the tick respawns it. Nothing if the player has left meanwhile (its leave then
-    /// dates the death itself) or the body is already marked.
-    fn record_death(&self, player_id: u64, slot: u32, died_ms: u64, waits: &mut LockWaits) {
+    /// What a landed hit between two players does to one of them, the body of `player_id` in
+    /// `slot`, at server time `now_ms`: puts it in combat until `logout_linger_ms` later, and,
+    /// if `killed` (its health has just reached 0), marks it dead until the tick respawns it.
+    /// Nothing if the player has left meanwhile (its leave then dates a death itself); no
+    /// second mark on a body already dead.
+    fn record_hit(&self, player_id: u64, slot: u32, now_ms: u64, killed: bool, waits: &mut LockWaits) {
         let body = self.movement.body(slot);
-        let state = waits.lock(&body.state);
-        if !state.alive || state.player_id != player_id || body.dead() {
+        let mut state = waits.lock(&body.state);
+        if !state.alive || state.player_id != player_id {
             return;
         }
-        let respawn_at_ms = self.respawn_at(died_ms);
+        state.combat_until_ms = state.combat_until_ms.max(now_ms.saturating_add(u64::from(self.config.logout_linger_ms)));
+        if !killed || body.dead() {
+            return;
+        }
+        let respawn_at_ms = self.respawn_at(now_ms);
         body.respawn_at_ms.store(respawn_at_ms, Ordering::Release);
         drop(state);
         self.next_respawn.lower(respawn_at_ms);
@@ -843,7 +983,7 @@ impl Engine {
         grid_waits: &mut LockWaits,
     ) -> Result<AttackReport, AttackError> {
         let attacker = self.players.get(attacker_id).ok_or(AttackError::UnknownPlayer)?;
-        if attacker.session_token != session_token {
+        if !attacker.in_session(session_token) {
             return Err(AttackError::WrongSession);
         }
         let (faction, slot, combatant_key, wallet) = (attacker.faction, attacker.slot, attacker.combatant_key, attacker.wallet);
@@ -902,6 +1042,9 @@ impl Engine {
             (_, DamageOutcome::AlreadyDead) => return Err(AttackError::TargetDead),
         };
         body.attack_ready_ms = now_ms.saturating_add(u64::from(self.config.attack_cooldown_ms));
+        if matches!(target, Target::Player(..)) {
+            body.combat_until_ms = body.combat_until_ms.max(now_ms.saturating_add(u64::from(self.config.logout_linger_ms)));
+        }
         drop(body);
         // The one killing attack drops the add's loot: the killer's wallet in its loot word (the
         // loot is the account's, not the session's: WalletHandle::loot_owner), and the corpse
@@ -912,10 +1055,10 @@ impl Engine {
                 self.grid.relabel_object(o.cell, target_id, o.x_m, o.y_m, EntityKind::Loot, grid_waits);
                 true
             }
-            // A killed player is dead until the tick respawns it (the attacker's lock is
-            // released above: two body locks are never held at once).
-            Target::Player(_, victim_slot) if killed => {
-                self.record_death(target_id, *victim_slot, now_ms, body_waits);
+            // The victim is in combat now, and a killed one is dead until the tick respawns it
+            // (the attacker's lock is released above: two body locks are never held at once).
+            Target::Player(_, victim_slot) => {
+                self.record_hit(target_id, *victim_slot, now_ms, killed, body_waits);
                 false
             }
             _ => false,
@@ -956,7 +1099,7 @@ impl Engine {
         economy_waits: &mut LockWaits,
     ) -> Result<LootReport, LootError> {
         let player = self.players.get(player_id).ok_or(LootError::UnknownPlayer)?;
-        if player.session_token != session_token {
+        if !player.in_session(session_token) {
             return Err(LootError::WrongSession);
         }
         let (slot, wallet) = (player.slot, player.wallet);
@@ -1034,7 +1177,7 @@ impl Engine {
             self.stats.bump(Counter::EconomyUnknownPlayer);
             return Err(EconomyStatus::UnknownPlayer);
         };
-        if player.session_token != session_token {
+        if !player.in_session(session_token) {
             self.stats.bump(Counter::EconomyWrongSession);
             return Err(EconomyStatus::WrongSession);
         }
@@ -1139,6 +1282,7 @@ impl Engine {
         let mut body_waits = LockWaits::default();
         self.stats.add(Counter::Respawns, self.respawn_due(now_ms, &mut body_waits));
         self.stats.add_waits(LockKind::Body, body_waits);
+        self.stats.add(Counter::LingersEnded, self.lingers_due(now_ms));
         self.stats.add_waits(LockKind::Economy, economy_waits);
         let snapshot_entities = self.publish_snapshot(state, now_ms, &mut waits);
         let info = TickInfo {

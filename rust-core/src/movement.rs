@@ -81,6 +81,10 @@ pub struct BodyState {
     /// Server clock from which this player's next attack may land (0 at join). Written by
     /// the player's landed attacks, under this lock.
     pub attack_ready_ms: u64,
+    /// Server clock until which the player is in combat: a leave before then lingers
+    /// (`logout_linger_ms`). Raised, never lowered, by every landed hit between two players,
+    /// on both bodies, under this lock.
+    pub combat_until_ms: u64,
     /// The grid cell the body is registered in.
     pub cell: CellKey,
     /// Cleared by leave, under the lock, before the body is freed.
@@ -91,7 +95,7 @@ pub struct BodyState {
 
 /// What a body carries from its account's last session to the next (taken at leave, given
 /// back at the account's next join), so a reconnect neither refills the distance budget, nor
-/// ends the attack cooldown, nor brings the dead back early.
+/// ends the attack cooldown, nor brings the dead back early, nor ends a fight.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct CarriedBody {
     /// [`BodyState::attack_ready_ms`].
@@ -104,6 +108,8 @@ pub struct CarriedBody {
     pub budget_set: bool,
     /// [`Body::respawn_at_ms`]: 0 alive, else when the dead player respawns.
     pub respawn_at_ms: u64,
+    /// [`BodyState::combat_until_ms`]: so leaving, coming back and leaving again still lingers.
+    pub combat_until_ms: u64,
 }
 
 impl CarriedBody {
@@ -115,6 +121,7 @@ impl CarriedBody {
             budget_ms: state.budget_ms,
             budget_set: state.budget_set,
             respawn_at_ms,
+            combat_until_ms: state.combat_until_ms,
         }
     }
 }
@@ -266,6 +273,7 @@ impl Movement {
             budget_um: carried.budget_um,
             budget_ms: carried.budget_ms,
             budget_set: carried.budget_set,
+            combat_until_ms: carried.combat_until_ms,
             ..BodyState::default()
         };
         body.respawn_at_ms.store(carried.respawn_at_ms, Ordering::Release);

@@ -5,8 +5,10 @@
 //! lookup is one slab `get` with no map and no lock, and the key's generation makes an id
 //! from before a leave miss instead of finding whoever reuses the slot.
 //!
-//! Concurrency contract: records are immutable after insert except `leaving`, an atomic flag
-//! that exactly one `leave` call wins. Writers: join (insert) and leave (flag, then remove);
+//! Concurrency contract: records are immutable after insert except `stage`, an atomic that
+//! moves forward only (live, then lingering or leaving, then leaving), each step won by
+//! exactly one caller. Writers: join (insert) and leave, or the end of a linger (stage, then
+//! remove);
 //! readers: every service resolving a player id, from any thread. A reader holding a record's
 //! guard keeps the slot from being reused until it drops the guard (sharded-slab defers the
 //! removal), so what it read stays consistent; it may still be working with a player who is
@@ -17,7 +19,7 @@ use crate::arena::{ArenaConfig, key_from_player_id, player_id_from_key};
 use crate::capacity::CapacityGate;
 use crate::economy::WalletHandle;
 use sharded_slab::Slab;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicU8, Ordering};
 
 /// What join hands back to the client.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -32,7 +34,14 @@ pub struct JoinTicket {
     pub slot_hint: u32,
 }
 
-/// One joined player. Immutable after insert except `leaving`.
+/// [`PlayerRecord`]'s stages: in session, ...
+const STAGE_LIVE: u8 = 0;
+/// ... its session ended while its body stays in the world (`logout_linger_ms`) ...
+const STAGE_LINGERING: u8 = 1;
+/// ... and being torn down by the one caller that won the leave (or the linger's end).
+const STAGE_LEAVING: u8 = 2;
+
+/// One joined player. Immutable after insert except `stage`.
 #[derive(Debug)]
 pub struct PlayerRecord {
     /// Random session token. Written at join, read by every authenticated request but a move
@@ -51,19 +60,46 @@ pub struct PlayerRecord {
     /// The account the player joined as (0: none). Written at join, read by leave (which
     /// keeps the player's combat state for the account's next session).
     pub account: u64,
-    /// Set by the one `leave` call that wins; read by other `leave` calls.
-    leaving: AtomicBool,
+    /// Live, lingering or leaving (the `STAGE_*` constants). Moved forward by the one `leave`
+    /// call that wins and by whoever ends a linger (the tick, or the account's next join);
+    /// read by every session check ([`PlayerRecord::in_session`]).
+    stage: AtomicU8,
 }
 
 impl PlayerRecord {
     /// A record for a player about to be inserted.
     pub fn new(session_token: u64, slot: u32, combatant_key: usize, wallet: WalletHandle, faction: u8, account: u64) -> Self {
-        Self { session_token, slot, combatant_key, wallet, faction, account, leaving: AtomicBool::new(false) }
+        Self { session_token, slot, combatant_key, wallet, faction, account, stage: AtomicU8::new(STAGE_LIVE) }
     }
 
-    /// Claims the right to tear this player down; `true` for exactly one caller.
+    fn advance(&self, from: u8, to: u8) -> bool {
+        self.stage.compare_exchange(from, to, Ordering::AcqRel, Ordering::Acquire).is_ok()
+    }
+
+    /// Claims the right to tear this player down now; `true` for exactly one caller, and
+    /// never once the player lingers.
     pub fn claim_leave(&self) -> bool {
-        self.leaving.compare_exchange(false, true, Ordering::AcqRel, Ordering::Acquire).is_ok()
+        self.advance(STAGE_LIVE, STAGE_LEAVING)
+    }
+
+    /// Ends the session but not the player: `true` for exactly one caller, which then owns
+    /// the linger (the body stays in the world until [`PlayerRecord::claim_linger_end`]).
+    pub fn begin_linger(&self) -> bool {
+        self.advance(STAGE_LIVE, STAGE_LINGERING)
+    }
+
+    /// Claims the right to tear a lingering player down; `true` for exactly one caller (the
+    /// tick whose time has come, or the account's next join).
+    pub fn claim_linger_end(&self) -> bool {
+        self.advance(STAGE_LINGERING, STAGE_LEAVING)
+    }
+
+    /// Whether `token` is this player's session's: the token it joined with, and a session
+    /// that has not ended in a linger. (A player in the middle of an immediate leave still
+    /// answers to its token: each service finds its body or wallet closed under their locks.)
+    #[inline]
+    pub fn in_session(&self, token: u64) -> bool {
+        self.session_token == token && self.stage.load(Ordering::Acquire) != STAGE_LINGERING
     }
 }
 

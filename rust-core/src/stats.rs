@@ -93,6 +93,13 @@ pub struct StatsSnapshot {
     pub leaves: u64,
     /// Leaves refused: unknown player or wrong session.
     pub leaves_refused: u64,
+    /// Leaves of players in combat: the session ended, the body stayed in the world
+    /// (`logout_linger_ms`).
+    pub leaves_lingered: u64,
+    /// Lingering bodies taken out of the world by the tick, their linger over.
+    pub lingers_ended: u64,
+    /// Lingering bodies taken out of the world by their account's next join.
+    pub lingers_resumed: u64,
     /// Raid bursts spawned.
     pub raid_bursts: u64,
     /// Raid objects spawned.
@@ -278,6 +285,9 @@ define_counters! {
     JoinsRefusedBounds / joins_refused_bounds: "Joins refused: spawn point outside the world.",
     Leaves / leaves: "Players left.",
     LeavesRefused / leaves_refused: "Leaves refused: unknown player or wrong session.",
+    LeavesLingered / leaves_lingered: "Leaves of players in combat: the session ended, the body stayed in the world (`logout_linger_ms`).",
+    LingersEnded / lingers_ended: "Lingering bodies taken out of the world by the tick, their linger over.",
+    LingersResumed / lingers_resumed: "Lingering bodies taken out of the world by their account's next join.",
     RaidBursts / raid_bursts: "Raid bursts spawned.",
     RaidObjectsSpawned / raid_objects_spawned: "Raid objects spawned.",
     RaidObjectsDespawned / raid_objects_despawned: "Raid objects expired and freed.",

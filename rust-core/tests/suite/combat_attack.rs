@@ -78,11 +78,13 @@ fn every_refusal_is_reported_in_order_and_counted_by_reason() {
     assert_eq!(e.attack(a.id, a.token, foe.id, 1_499), Err(AttackError::Cooldown));
     assert_eq!(e.attack(a.id, a.token, foe.id, 1_000), Err(AttackError::Cooldown));
     assert!(e.attack(a.id, a.token, foe.id, 1_500).is_ok());
-    // A left target is unknown; a left attacker too.
+    // A left target is unknown; a left attacker too (out of combat by the last tick's clock,
+    // 12,000: the last hit at 1,500 held them until 11,500, so they leave at once).
+    e.tick(12_000);
     e.leave(foe.id, foe.token).unwrap();
-    assert_eq!(e.attack(a.id, a.token, foe.id, 5_000), Err(AttackError::UnknownTarget));
+    assert_eq!(e.attack(a.id, a.token, foe.id, 13_000), Err(AttackError::UnknownTarget));
     e.leave(a.id, a.token).unwrap();
-    assert_eq!(e.attack(a.id, a.token, far_foe.id, 5_000), Err(AttackError::UnknownPlayer));
+    assert_eq!(e.attack(a.id, a.token, far_foe.id, 13_000), Err(AttackError::UnknownPlayer));
     let s = e.stats();
     assert_eq!(s.attack_rejected_unknown_player, 2);
     assert_eq!(s.attack_rejected_wrong_session, 1);

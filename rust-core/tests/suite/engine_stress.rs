@@ -232,6 +232,9 @@ fn a_million_mixed_operations_keep_conservation_and_at_most_once() {
         player_capacity: 1_024,
         raid_object_capacity: 20_000,
         raid_burst_capacity: 64,
+        // A leave departs at once: the audits count departed wallets (combat_linger.rs has
+        // the linger).
+        logout_linger_ms: 0,
         ..small_config()
     })
     .unwrap();

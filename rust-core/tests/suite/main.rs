@@ -12,6 +12,7 @@
 mod common;
 
 mod combat_attack;
+mod combat_linger;
 mod combat_loot;
 mod combat_raid;
 mod combat_respawn;
