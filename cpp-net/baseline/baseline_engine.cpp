@@ -161,14 +161,19 @@ MmoStatus BaselineEngine::join(uint64_t account_id, float x_m, float y_m, uint8_
     stats_.bump(Counter::joins_refused_bounds);
     return MMO_ERR_OUT_OF_BOUNDS;
   }
-  // engine.rs join_account: the account's player still lingering ends its leave now.
+  // engine.rs join_account: the account's player still lingering ends its leave now, and this
+  // join takes up from it where the body stood.
   if (account_id != 0) {
     uint64_t lingering_id = 0;
     {
       std::lock_guard lock(linger_mutex_);
       if (const auto it = lingering_accounts_.find(account_id); it != lingering_accounts_.end()) lingering_id = it->second;
     }
-    if (lingering_id != 0 && end_linger(lingering_id)) stats_.bump(Counter::lingers_resumed);
+    if (const auto stood = lingering_id != 0 ? end_linger(lingering_id) : std::nullopt) {
+      stats_.bump(Counter::lingers_resumed);
+      x_m = stood->x_m;
+      y_m = stood->y_m;
+    }
   }
   if (!try_acquire(players_live_, 1, config_.player_capacity)) {
     stats_.bump(Counter::joins_refused_full);
@@ -219,7 +224,7 @@ MmoStatus BaselineEngine::join(uint64_t account_id, float x_m, float y_m, uint8_
     players_.emplace(id, std::move(player));
   }
   stats_.bump(Counter::joins);
-  out = MmoJoinTicket{id, token, 0, 0};  // no slot hint: this engine finds a player by id
+  out = MmoJoinTicket{id, token, 0, x_m, y_m, 0};  // no slot hint: this engine finds a player by id
   return MMO_OK;
 }
 
@@ -269,9 +274,9 @@ MmoStatus BaselineEngine::leave(uint64_t player_id, uint64_t session_token) {
   return MMO_OK;
 }
 
-bool BaselineEngine::end_linger(uint64_t player_id) {
+std::optional<Vec2> BaselineEngine::end_linger(uint64_t player_id) {
   const auto player = find_player(player_id);
-  if (!player || !player->advance(Player::kLingering, Player::kLeaving)) return false;
+  if (!player || !player->advance(Player::kLingering, Player::kLeaving)) return std::nullopt;
   {
     std::lock_guard lock(linger_mutex_);
     lingering_.erase({player->linger_until_ms, player_id});
@@ -281,8 +286,7 @@ bool BaselineEngine::end_linger(uint64_t player_id) {
     }
   }
   LockWaits body_waits;
-  remove_player(*player, body_waits);
-  return true;
+  return remove_player(*player, body_waits);
 }
 
 uint64_t BaselineEngine::lingers_due(uint64_t now_ms) {
@@ -292,18 +296,20 @@ uint64_t BaselineEngine::lingers_due(uint64_t now_ms) {
     for (auto it = lingering_.begin(); it != lingering_.end() && it->first <= now_ms && due.size() < 256; ++it) due.push_back(it->second);
   }
   uint64_t ended = 0;
-  for (const uint64_t id : due) ended += end_linger(id) ? 1 : 0;
+  for (const uint64_t id : due) ended += end_linger(id).has_value() ? 1 : 0;
   return ended;
 }
 
-void BaselineEngine::remove_player(Player& player, LockWaits& body_waits) {
+Vec2 BaselineEngine::remove_player(Player& player, LockWaits& body_waits) {
   const uint64_t player_id = player.id;
   LockWaits grid_waits;
   SavedPlayer saved;
+  Vec2 stood{};
   {
     const auto body_lock = body_waits.unique(player.body_mutex);
     BodyState& body = player.body;
     body.alive = false;
+    stood = Vec2{body.x_m, body.y_m};
     grid_.remove(body.cell, player.entity, grid_waits);
     // engine.rs leave: every hit point taken as it is read, the death dated if the kill found
     // the body gone before it could.
@@ -329,6 +335,7 @@ void BaselineEngine::remove_player(Player& player, LockWaits& body_waits) {
     players_.erase(player_id);
   }
   players_live_.fetch_sub(1, std::memory_order_acq_rel);
+  return stood;
 }
 
 size_t BaselineEngine::move_events_required(size_t moves) const {

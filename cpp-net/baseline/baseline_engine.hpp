@@ -247,13 +247,15 @@ class BaselineEngine final : public Engine {
   std::mutex linger_mutex_;
   std::set<std::pair<uint64_t, uint64_t>> lingering_;            // guarded by linger_mutex_
   std::unordered_map<uint64_t, uint64_t> lingering_accounts_;    // account -> player id; guarded by linger_mutex_
-  // engine.rs end_linger: true for the one caller that ends `player_id`'s linger (and removes it).
-  bool end_linger(uint64_t player_id);
+  // engine.rs end_linger: where the body stood, for the one caller that ends `player_id`'s
+  // linger (and removes it); nothing for every other.
+  std::optional<Vec2> end_linger(uint64_t player_id);
   // engine.rs lingers_due: ends the lingers due by now_ms (at most 256 a tick); returns how many.
   uint64_t lingers_due(uint64_t now_ms);
   // engine.rs remove_player: the body off the grid, its state saved, the wallet released, the
-  // player out of the map, for the caller that won the player's leave or linger's end.
-  void remove_player(Player& player, LockWaits& body_waits);
+  // player out of the map, for the caller that won the player's leave or linger's end. Returns
+  // where the body stood.
+  Vec2 remove_player(Player& player, LockWaits& body_waits);
   // engine.rs record_hit: a landed hit between players puts `player_id` in combat from now_ms;
   // `killed` (its hit points just reached 0) also marks it dead.
   void record_hit(uint64_t player_id, uint64_t now_ms, bool killed, LockWaits& body_waits);

@@ -24,7 +24,7 @@ class NullEngine final : public Engine {
 
   std::string_view name() const override { return "null"; }
   using Engine::join;
-  MmoStatus join(uint64_t, float, float, uint8_t, MmoJoinTicket& out) override {
+  MmoStatus join(uint64_t, float x_m, float y_m, uint8_t, MmoJoinTicket& out) override {
     if (live_.load(std::memory_order_relaxed) >= player_capacity_) {
       joins_refused_full_.fetch_add(1, std::memory_order_relaxed);
       return MMO_ERR_SERVER_FULL;
@@ -33,7 +33,7 @@ class NullEngine final : public Engine {
     live_.fetch_add(1, std::memory_order_relaxed);
     joins_.fetch_add(1, std::memory_order_relaxed);
     // A token the front stores and checks; the null engine never checks it itself.
-    out = MmoJoinTicket{id, (id * 0x9E3779B97F4A7C15ull) | 1, 0, 0};
+    out = MmoJoinTicket{id, (id * 0x9E3779B97F4A7C15ull) | 1, 0, x_m, y_m, 0};
     return MMO_OK;
   }
   MmoStatus leave(uint64_t, uint64_t) override {

@@ -523,6 +523,10 @@ void Worker::on_join_confirm(const wire::JoinConfirm& m, SourceAddress source, u
     }
     return refuse(wire::JoinStatus::ServerFull, &counters.joins_refused_server_full);
   }
+  // Where the engine put the player: the spawn point asked for, or where its account's
+  // lingering body stood.
+  x_m = ticket.x_m;
+  y_m = ticket.y_m;
   Session s;
   s.player_id = ticket.player_id;
   s.session_token = ticket.session_token;

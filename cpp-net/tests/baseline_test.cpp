@@ -338,7 +338,7 @@ TEST(BaselinePlayers, JoinRefusesOutOfBoundsThenFull) {
   MmoConfig c = small_config();
   c.player_capacity = 2;
   BaselineEngine e(c);
-  MmoJoinTicket t{0xDEAD, 0xBEEF, 0, 0};
+  MmoJoinTicket t{0xDEAD, 0xBEEF, 0, 0.0f, 0.0f, 0};
   for (const auto& [x, y] : std::vector<std::pair<float, float>>{{-0.1f, 5.0f}, {5.0f, 1024.0f}, {NAN, 1.0f}, {1.0f, INFINITY}}) {
     EXPECT_EQ(e.join(x, y, 1, t), MMO_ERR_OUT_OF_BOUNDS);
   }

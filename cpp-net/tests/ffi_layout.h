@@ -38,7 +38,8 @@ MMO_STATIC_ASSERT(offsetof(MmoConfig, logout_linger_ms) == 108, "MmoConfig.logou
 MMO_STATIC_ASSERT(offsetof(MmoConfig, starting_gold) == 112, "MmoConfig.starting_gold");
 MMO_STATIC_ASSERT(offsetof(MmoConfig, loot_key) == 120, "MmoConfig.loot_key");
 MMO_STATIC_ASSERT(offsetof(MmoConfig, fault_injection) == 136, "MmoConfig.fault_injection");
-MMO_STATIC_ASSERT(sizeof(MmoJoinTicket) == 24, "MmoJoinTicket size");
+MMO_STATIC_ASSERT(sizeof(MmoJoinTicket) == 32, "MmoJoinTicket size");
+MMO_STATIC_ASSERT(offsetof(MmoJoinTicket, x_m) == 20, "MmoJoinTicket.x_m");
 MMO_STATIC_ASSERT(offsetof(MmoJoinTicket, slot_hint) == 16, "MmoJoinTicket.slot_hint");
 MMO_STATIC_ASSERT(sizeof(MmoRaidReport) == 16, "MmoRaidReport size");
 MMO_STATIC_ASSERT(sizeof(MmoTickInfo) == 32, "MmoTickInfo size");

@@ -673,6 +673,59 @@ TEST_P(ServerEndToEndEngines, NoAreaOfInterestReachesAPlayerAfterItLeft) {
   server.terminate();
 }
 
+// Leaving in combat over the wire: A, hit by B, leaves; its body stays and B's next hit lands
+// on it. Another account's leave then takes the one slot of the saved-position table, so the
+// front no longer knows where A was; A's account rejoins all the same where its body stood
+// (JOIN_ACCEPT says so), with the hit points it had, and B's next hit finds it there.
+TEST_P(ServerEndToEndEngines, ALeaveInCombatLeavesTheBodyAndTheRejoinTakesItUp) {
+  ServerProcess server({"--engine", GetParam(), "--saved-positions", "1", "--attack-cooldown-ms", "0", "--spawn-points",
+                        "1000,1000,0;1003,1000,0;3000,3000,0"});
+  ASSERT_NE(server.port(), 0) << server.first_line();
+  const uint16_t port = server.port();
+  Client a(port), b(port, 0x7F000102), c(port, 0x7F000103), admin(port);
+  const uint64_t account_a = next_test_account();
+  const auto joined_a = join_with(a, 1, mint_token({.account_id = account_a, .faction = 0}, port));
+  ASSERT_TRUE(joined_a && joined_a->status == JoinStatus::Joined);
+  const Joined ja{joined_a->player_id, joined_a->session_token, joined_a->spawn_x_m, joined_a->spawn_y_m};
+  const Joined jb = join(b, 2, 1);
+  // A steps 2 m off its spawn point: from here on, where it stands is not where it spawned.
+  a.send(move(ja, 1, 100, 1002, 1000));
+  const auto stepped = a.wait_for<MoveAck>(std::chrono::milliseconds(2000), [](const MoveAck& m) { return m.sequence == 1; });
+  ASSERT_TRUE(stepped);
+  ASSERT_EQ(stepped->result, 0);
+  const auto hit = [&](uint64_t target, uint32_t sequence) {
+    b.send(Attack{jb.player_id, jb.token, target, sequence});
+    return b.wait_for<AttackResult>(std::chrono::milliseconds(2000), [&](const AttackResult& r) { return r.sequence == sequence; });
+  };
+  const auto first = hit(ja.player_id, 1);
+  ASSERT_TRUE(first);
+  ASSERT_EQ(first->refusal, 0);
+  EXPECT_EQ(first->hp_left, 900);
+  a.send(Leave{ja.player_id, ja.token, 2});
+  ASSERT_TRUE(a.wait_for<LeaveAck>());
+  const auto on_the_body = hit(ja.player_id, 2);
+  ASSERT_TRUE(on_the_body);
+  EXPECT_EQ(on_the_body->refusal, 0) << "the body lingers, attackable";
+  EXPECT_EQ(on_the_body->hp_left, 800);
+  const auto joined_c = join_with(c, 3, mint_token({.account_id = next_test_account(), .faction = 2}, port));
+  ASSERT_TRUE(joined_c && joined_c->status == JoinStatus::Joined);
+  c.send(Leave{joined_c->player_id, joined_c->session_token, 1});
+  ASSERT_TRUE(c.wait_for<LeaveAck>());
+  const auto rejoined = join_with(a, 4, mint_token({.account_id = account_a, .faction = 0}, port));
+  ASSERT_TRUE(rejoined && rejoined->status == JoinStatus::Joined);
+  EXPECT_EQ(rejoined->spawn_x_m, 1002.0f) << "where the body stood, not the starting zone";
+  EXPECT_EQ(rejoined->spawn_y_m, 1000.0f);
+  const auto again = hit(rejoined->player_id, 3);
+  ASSERT_TRUE(again);
+  EXPECT_EQ(again->refusal, 0);
+  EXPECT_EQ(again->hp_left, 700) << "not healed by leaving";
+  const auto stats = server_stats(admin, 10);
+  EXPECT_EQ(stats.at("engine_leaves_lingered"), 1u);
+  EXPECT_EQ(stats.at("engine_lingers_resumed"), 1u);
+  EXPECT_EQ(stats.at("joins_at_saved_position"), 0u) << "the saved position was another account's by then";
+  server.terminate();
+}
+
 // No reply to a not-yet-proven source is larger than what it sent: JOIN_REQUEST, JOIN_CONFIRM
 // (whatever its token says) and PING, each answered by the real server.
 TEST_P(ServerEndToEndEngines, NoReplyToAnUnprovenSourceIsLargerThanItsRequest) {

@@ -377,6 +377,11 @@ typedef struct MmoJoinTicket {
   // of this session, and a move finds its player's body without an arena lookup (0: none;
   // any value is safe, a wrong one only costs that lookup).
   uint32_t slot_hint;
+  // Where the player stands, metres: the spawn point asked for or, for an account whose
+  // last session's body was still lingering (`logout_linger_ms`), where that body stood.
+  float x_m;
+  // See `x_m`.
+  float y_m;
   // Zero.
   uint32_t _reserved;
 } MmoJoinTicket;

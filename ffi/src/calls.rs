@@ -21,7 +21,7 @@ pub use mmo_core::stats::StatsSnapshot;
 
 /// What [`mmo_join`] hands back.
 #[repr(C)]
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct MmoJoinTicket {
     /// The new player's id (never 0).
     pub player_id: u64,
@@ -31,6 +31,11 @@ pub struct MmoJoinTicket {
     /// of this session, and a move finds its player's body without an arena lookup (0: none;
     /// any value is safe, a wrong one only costs that lookup).
     pub slot_hint: u32,
+    /// Where the player stands, metres: the spawn point asked for or, for an account whose
+    /// last session's body was still lingering (`logout_linger_ms`), where that body stood.
+    pub x_m: f32,
+    /// See `x_m`.
+    pub y_m: f32,
     /// Zero.
     pub _reserved: u32,
 }
@@ -240,7 +245,8 @@ pub struct MmoPlayerView {
 
 const _: () = assert!(mmo_core::config::ITEM_KINDS == 16);
 
-const _: () = assert!(size_of::<MmoJoinTicket>() == 24 && offset_of!(MmoJoinTicket, slot_hint) == 16);
+const _: () = assert!(size_of::<MmoJoinTicket>() == 32 && offset_of!(MmoJoinTicket, slot_hint) == 16);
+const _: () = assert!(offset_of!(MmoJoinTicket, x_m) == 20 && offset_of!(MmoJoinTicket, y_m) == 24);
 const _: () = assert!(size_of::<MmoRaidReport>() == 16);
 const _: () = assert!(size_of::<MmoTickInfo>() == 32 && offset_of!(MmoTickInfo, tick) == 8);
 const _: () = assert!(size_of::<MmoAoiBatchInfo>() == 16 && offset_of!(MmoAoiBatchInfo, found) == 12);
@@ -370,6 +376,8 @@ pub unsafe extern "C" fn mmo_join(
                         player_id: t.player_id,
                         session_token: t.session_token,
                         slot_hint: t.slot_hint,
+                        x_m: t.x_m,
+                        y_m: t.y_m,
                         _reserved: 0,
                     });
                     MMO_OK

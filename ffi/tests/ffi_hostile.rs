@@ -185,11 +185,11 @@ fn join_refuses_positions_that_are_not_in_the_world() {
     unsafe {
         for &v in &bad {
             for (x, y) in [(v, 100.0), (100.0, v), (v, v)] {
-                let mut ticket = MmoJoinTicket { player_id: 7, session_token: 7, slot_hint: 7, _reserved: 7 };
+                let mut ticket = MmoJoinTicket { player_id: 7, session_token: 7, slot_hint: 7, x_m: 7.0, y_m: 7.0, _reserved: 7 };
                 assert_eq!(mmo_join(e, 0, x, y, 1, &mut ticket), MMO_ERR_OUT_OF_BOUNDS, "join at ({x}, {y})");
                 assert_eq!(
                     ticket,
-                    MmoJoinTicket { player_id: 7, session_token: 7, slot_hint: 7, _reserved: 7 },
+                    MmoJoinTicket { player_id: 7, session_token: 7, slot_hint: 7, x_m: 7.0, y_m: 7.0, _reserved: 7 },
                     "no ticket written for ({x}, {y})"
                 );
                 refused += 1;

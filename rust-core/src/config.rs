@@ -93,8 +93,9 @@ pub struct CoreConfig {
     /// How long a player who leaves in combat stays in the world, server milliseconds. A
     /// landed hit between two players puts both in combat until this long after it; a leave
     /// (or a session's timeout) before then ends the session at once but leaves the body where
-    /// it stands, attackable and killable, until the first tick at or after the leave plus
-    /// this (or the account's next join), so leaving cannot deny a kill. 0: a leave always
+    /// it stands, attackable and killable, until the first tick at or after the last tick's
+    /// time at the leave plus this (or the account's next join, which takes up from it where
+    /// it stood), so leaving cannot deny a kill. 0: a leave always
     /// takes the body out at once. At most 600,000 (ten minutes). Default 10,000.
     pub logout_linger_ms: u32,
     /// How far a claimer may be from the loot it claims, metres (centre to centre). Default 6.

@@ -453,12 +453,15 @@ impl Engine {
             return Err(JoinError::OutOfBounds);
         }
         // The account's player still lingering from its last session: that session's leave
-        // ends now (its state saved as a leave saves it), and this join takes up from it.
+        // ends now (its state saved as a leave saves it), and this join takes up from it,
+        // where the body stood, whatever spawn point was asked for.
+        let (mut x_m, mut y_m) = (x_m, y_m);
         if account != 0
             && let Some(player_id) = self.lingering_accounts.get(&account).map(|entry| *entry)
         {
-            if self.end_linger(player_id) {
+            if let Some((x, y)) = self.end_linger(player_id) {
                 self.stats.bump(Counter::LingersResumed);
+                (x_m, y_m) = (x, y);
             } else if self.players.get(player_id).is_none() {
                 // An entry left naming a player already gone (see `leave`).
                 self.lingering_accounts.remove_if(&account, |_, lingering_id| *lingering_id == player_id);
@@ -512,7 +515,7 @@ impl Engine {
         vacant.insert(PlayerRecord::new(session_token, slot, combatant_key, wallet, faction, account));
         self.stats.add_waits(LockKind::Grid, waits);
         self.stats.bump(Counter::Joins);
-        Ok(JoinTicket { player_id, session_token, slot_hint: Movement::slot_hint(slot) })
+        Ok(JoinTicket { player_id, session_token, slot_hint: Movement::slot_hint(slot), x_m, y_m })
     }
 
     /// Ends a player's session. Out of combat (no landed hit between it and another player
@@ -574,13 +577,13 @@ impl Engine {
         Ok(())
     }
 
-    /// Ends the linger of `player_id` now: `true` for the one caller (the tick, or the
-    /// account's next join) that wins [`PlayerRecord::claim_linger_end`], which removes the
-    /// player as an immediate leave does.
-    fn end_linger(&self, player_id: u64) -> bool {
-        let Some(player) = self.players.get(player_id) else { return false };
+    /// Ends the linger of `player_id` now: where the body stood, for the one caller (the tick,
+    /// or the account's next join) that wins [`PlayerRecord::claim_linger_end`], which removes
+    /// the player as an immediate leave does; `None` for every other.
+    fn end_linger(&self, player_id: u64) -> Option<(f32, f32)> {
+        let player = self.players.get(player_id)?;
         if !player.claim_linger_end() {
-            return false;
+            return None;
         }
         let account = player.account;
         drop(player);
@@ -588,8 +591,7 @@ impl Engine {
         if account != 0 {
             self.lingering_accounts.remove_if(&account, |_, lingering_id| *lingering_id == player_id);
         }
-        self.remove_player(player_id, LockWaits::default());
-        true
+        Some(self.remove_player(player_id, LockWaits::default()))
     }
 
     /// Ends every linger due by `now_ms` (the tick's), at most
@@ -614,7 +616,7 @@ impl Engine {
         }
         let mut ended = 0;
         for &player_id in &due[..count] {
-            if self.end_linger(player_id) {
+            if self.end_linger(player_id).is_some() {
                 ended += 1;
             } else if self.players.get(player_id).is_none() {
                 // Ended meanwhile by its account's join, which removes the entry itself; never
@@ -627,15 +629,16 @@ impl Engine {
 
     /// Takes a player whose leave (or linger's end) this caller won out of the world: the body
     /// off the grid, its state saved for its account, its wallet released, its record removed.
-    fn remove_player(&self, player_id: u64, mut body_waits: LockWaits) {
+    /// Returns where the body stood.
+    fn remove_player(&self, player_id: u64, mut body_waits: LockWaits) -> (f32, f32) {
         let Some(player) = self.players.get(player_id) else {
             debug_assert!(false, "the winner of a leave removes the record itself");
-            return;
+            return (0.0, 0.0);
         };
         let (slot, combatant_key, wallet, account) = (player.slot, player.combatant_key, player.wallet, player.account);
         drop(player);
         let mut grid_waits = LockWaits::default();
-        let saved = {
+        let (saved, stood) = {
             let body = self.movement.body(slot);
             let mut state = body_waits.lock(&body.state);
             debug_assert!(state.alive && state.player_id == player_id, "a live record's slot holds its body");
@@ -649,7 +652,7 @@ impl Engine {
                 // Killed, and the kill found the body gone before it could say until when.
                 respawn_at_ms = self.respawn_at(self.board.read().now_ms);
             }
-            SavedPlayer { hp, body: CarriedBody::of(&state, respawn_at_ms) }
+            (SavedPlayer { hp, body: CarriedBody::of(&state, respawn_at_ms) }, (state.x_m, state.y_m))
         };
         self.movement.release(slot);
         self.combat.remove_combatant(combatant_key);
@@ -661,6 +664,7 @@ impl Engine {
         self.players.remove(player_id);
         self.stats.add_waits(LockKind::Grid, grid_waits);
         self.stats.add_waits(LockKind::Body, body_waits);
+        stood
     }
 
     /// Applies a batch of moves. `now_ms` is the server's clock when the batch was received.

@@ -22,7 +22,7 @@ use sharded_slab::Slab;
 use std::sync::atomic::{AtomicU8, Ordering};
 
 /// What join hands back to the client.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub struct JoinTicket {
     /// The new player's id.
     pub player_id: u64,
@@ -32,6 +32,11 @@ pub struct JoinTicket {
     /// [`crate::records::MoveRecord::slot_hint`]: a move then finds its body without an arena
     /// lookup. Server-side only (the client never sees it).
     pub slot_hint: u32,
+    /// Where the player stands, metres: the spawn point the join asked for or, for an
+    /// account whose last session's body was still lingering, where that body stood.
+    pub x_m: f32,
+    /// See `x_m`.
+    pub y_m: f32,
 }
 
 /// [`PlayerRecord`]'s stages: in session, ...

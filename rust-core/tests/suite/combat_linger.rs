@@ -61,9 +61,13 @@ fn the_accounts_next_join_takes_up_from_its_lingering_body() {
     e.attack(a.id, a.token, b.id, 100).unwrap(); // the attacker is in combat too
     e.leave(a.id, a.token).unwrap();
     assert_eq!(e.attack(b.id, b.token, a.id, 120).unwrap().hp_left, 100);
-    let a2 = join_account(&e, 1, 100.0, 100.0, 1);
+    // Whatever spawn point the join asks for, it takes up where the body stood.
+    let ticket = e.join_account(1, 500.0, 500.0, 1).unwrap();
+    assert_eq!((ticket.x_m, ticket.y_m), (100.0, 100.0));
+    let a2 = Who::of(ticket);
     assert!(e.player(a.id).is_none(), "the old body is gone the moment the account is back");
-    assert_eq!(e.player(a2.id).unwrap().hp, 100, "with the hit points the linger left");
+    let p = e.player(a2.id).unwrap();
+    assert_eq!((p.hp, p.x_m, p.y_m), (100, 100.0, 100.0), "with the hit points the linger left, where it stood");
     // Still in combat (until 120 + 2,000, carried with the account): leaving again lingers.
     e.leave(a2.id, a2.token).unwrap();
     assert!(e.player(a2.id).is_some());
