@@ -537,12 +537,16 @@ MmoStatus BaselineEngine::damage_inner(uint64_t attacker_id, uint64_t session_to
 
 uint64_t BaselineEngine::respawn_at(uint64_t died_ms) const { return std::max<uint64_t>(saturating_add_u64(died_ms, config_.respawn_ms), 1); }
 
+void BaselineEngine::mark_in_combat(BodyState& body, uint64_t now_ms) const {
+  body.combat_until_ms = std::max(body.combat_until_ms, saturating_add_u64(now_ms, config_.logout_linger_ms));
+}
+
 void BaselineEngine::record_hit(uint64_t player_id, uint64_t now_ms, bool killed, LockWaits& body_waits) {
   const auto player = find_player(player_id);
   if (!player) return;  // left: its leave dates a death
   const auto body_lock = body_waits.unique(player->body_mutex);
   if (!player->body.alive) return;
-  player->body.combat_until_ms = std::max(player->body.combat_until_ms, saturating_add_u64(now_ms, config_.logout_linger_ms));
+  mark_in_combat(player->body, now_ms);
   if (!killed || player->body.respawn_at_ms != 0) return;
   player->body.respawn_at_ms = respawn_at(now_ms);
   std::lock_guard lock(dead_mutex_);
@@ -637,7 +641,7 @@ uint8_t BaselineEngine::attack_inner(uint64_t attacker_id, uint64_t session_toke
   const MmoDamageResult r = hit(hp, config_.attack_damage, &taken);
   if (r.outcome == 3) return MMO_ATTACK_ERROR_TARGET_DEAD;  // another attack took the last hit points
   body.attack_ready_ms = saturating_add_u64(now_ms, config_.attack_cooldown_ms);
-  if (player) body.combat_until_ms = std::max(body.combat_until_ms, saturating_add_u64(now_ms, config_.logout_linger_ms));
+  if (player) mark_in_combat(body, now_ms);
   out.hp_left = r.hp_left;
   out.killed = r.outcome == 2 ? 1 : 0;
   out.target_kind = object ? object->kind.load() : static_cast<uint8_t>(MMO_ENTITY_KIND_PLAYER);

@@ -256,6 +256,8 @@ class BaselineEngine final : public Engine {
   // player out of the map, for the caller that won the player's leave or linger's end. Returns
   // where the body stood.
   Vec2 remove_player(Player& player, LockWaits& body_waits);
+  // engine.rs mark_in_combat: a body (its mutex held) in combat until logout_linger_ms after now_ms.
+  void mark_in_combat(BodyState& body, uint64_t now_ms) const;
   // engine.rs record_hit: a landed hit between players puts `player_id` in combat from now_ms;
   // `killed` (its hit points just reached 0) also marks it dead.
   void record_hit(uint64_t player_id, uint64_t now_ms, bool killed, LockWaits& body_waits);

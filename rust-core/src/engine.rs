@@ -21,8 +21,8 @@ use crate::grid::{Grid, ObjectMember, prefetch_lines};
 use crate::ledger::EconomyStore;
 use crate::locks::{LockKind, LockWaits};
 use crate::loot::{LOOT_CLAIMED, LootContents, LootTable};
-use crate::movement::{CarriedBody, MoveRules, Movement};
-use crate::players::{JoinTicket, PlayerRecord, Players, new_session_token};
+use crate::movement::{BodyState, CarriedBody, MoveRules, Movement};
+use crate::players::{JoinTicket, PlayerGuard, PlayerRecord, Players, new_session_token};
 use crate::records::{
     AoiEntry, AttackError, EconomyOp, EconomyResult, EconomyStatus, EntityKind, EventKind, LootError, MoveEvent, MoveRecord,
     RaidSpawnRequest, RejectReason, TradeAnswer, TradeOffer, TradeStack,
@@ -571,8 +571,7 @@ impl Engine {
             self.stats.add_waits(LockKind::Body, body_waits);
             return refuse(LeaveError::UnknownPlayer);
         }
-        drop(player);
-        self.remove_player(player_id, body_waits);
+        self.remove_player(player_id, player, body_waits);
         self.stats.bump(Counter::Leaves);
         Ok(())
     }
@@ -585,13 +584,11 @@ impl Engine {
         if !player.claim_linger_end() {
             return None;
         }
-        let account = player.account;
-        drop(player);
         self.lingering.remove(&player_id);
-        if account != 0 {
-            self.lingering_accounts.remove_if(&account, |_, lingering_id| *lingering_id == player_id);
+        if player.account != 0 {
+            self.lingering_accounts.remove_if(&player.account, |_, lingering_id| *lingering_id == player_id);
         }
-        Some(self.remove_player(player_id, LockWaits::default()))
+        Some(self.remove_player(player_id, player, LockWaits::default()))
     }
 
     /// Ends every linger due by `now_ms` (the tick's), at most
@@ -627,14 +624,10 @@ impl Engine {
         ended
     }
 
-    /// Takes a player whose leave (or linger's end) this caller won out of the world: the body
-    /// off the grid, its state saved for its account, its wallet released, its record removed.
-    /// Returns where the body stood.
-    fn remove_player(&self, player_id: u64, mut body_waits: LockWaits) -> (f32, f32) {
-        let Some(player) = self.players.get(player_id) else {
-            debug_assert!(false, "the winner of a leave removes the record itself");
-            return (0.0, 0.0);
-        };
+    /// Takes a player whose leave (or linger's end) this caller won, holding its record, out
+    /// of the world: the body off the grid, its state saved for its account, its wallet
+    /// released, its record removed. Returns where the body stood.
+    fn remove_player(&self, player_id: u64, player: PlayerGuard<'_>, mut body_waits: LockWaits) -> (f32, f32) {
         let (slot, combatant_key, wallet, account) = (player.slot, player.combatant_key, player.wallet, player.account);
         drop(player);
         let mut grid_waits = LockWaits::default();
@@ -886,6 +879,12 @@ impl Engine {
         died_ms.saturating_add(u64::from(self.config.respawn_ms)).max(1)
     }
 
+    /// Puts a body (its lock held) in combat until `logout_linger_ms` after a landed hit
+    /// between players at `now_ms`: never earlier than a mark it already has.
+    fn mark_in_combat(&self, state: &mut BodyState, now_ms: u64) {
+        state.combat_until_ms = state.combat_until_ms.max(now_ms.saturating_add(u64::from(self.config.logout_linger_ms)));
+    }
+
     /// What a landed hit between two players does to one of them, the body of `player_id` in
     /// `slot`, at server time `now_ms`: puts it in combat until `logout_linger_ms` later, and,
     /// if `killed` (its health has just reached 0), marks it dead until the tick respawns it.
@@ -897,7 +896,7 @@ impl Engine {
         if !state.alive || state.player_id != player_id {
             return;
         }
-        state.combat_until_ms = state.combat_until_ms.max(now_ms.saturating_add(u64::from(self.config.logout_linger_ms)));
+        self.mark_in_combat(&mut state, now_ms);
         if !killed || body.dead() {
             return;
         }
@@ -1047,7 +1046,7 @@ impl Engine {
         };
         body.attack_ready_ms = now_ms.saturating_add(u64::from(self.config.attack_cooldown_ms));
         if matches!(target, Target::Player(..)) {
-            body.combat_until_ms = body.combat_until_ms.max(now_ms.saturating_add(u64::from(self.config.logout_linger_ms)));
+            self.mark_in_combat(&mut body, now_ms);
         }
         drop(body);
         // The one killing attack drops the add's loot: the killer's wallet in its loot word (the
