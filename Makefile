@@ -10,6 +10,18 @@ ASAN_BUILD  := build/cpp-asan
 TSAN_BUILD  := build/cpp-tsan
 # mmo-server without mimalloc: heaptrack sees every allocation of C++ and Rust alike there.
 SYSALLOC_BUILD := build/cpp-sysalloc
+# Profile-guided builds (make pgo): the instrumented server, its counts, the optimised servers;
+# their own cargo target directories (target/pgo-generate, target/pgo-use), so the plain
+# build in target/release stays as it is.
+PGO_BUILD   := build/pgo
+PGO_TARGET  := target/pgo
+# make compare measures the profile-guided servers unless PGO=0.
+PGO         ?= 1
+ifeq ($(PGO),0)
+COMPARE_SERVERS := --server $(CPP_BUILD)/mmo-server --sysalloc-server $(SYSALLOC_BUILD)/mmo-server
+else
+COMPARE_SERVERS := --server $(PGO_BUILD)/cpp/mmo-server --sysalloc-server $(PGO_BUILD)/cpp-sysalloc/mmo-server
+endif
 CMAKE_FLAGS := -G Ninja
 
 # Loom models build with a cfg that swaps in loom's atomics; a separate target directory
@@ -22,7 +34,7 @@ FUZZ_RUNS   ?= 2000000
 LOOM_TARGET := target/loom
 LOOM_TESTS  := --test loom
 
-.PHONY: all build rust-build cpp-build run test deps settings-docs hot-code soak capacity check-format lint docs unit-tests loom bench bench-smoke bench-token \
+.PHONY: all build rust-build cpp-build run test deps settings-docs hot-code pgo sysalloc-build soak capacity check-format lint docs unit-tests loom bench bench-smoke bench-token \
         header header-check cpp-test cpp-asan cpp-tsan cpp-valgrind fuzz compare compare-quick loadtest-smoke crash-test crash-test-short economy-latency commit-linger clean
 
 all: build
@@ -167,37 +179,55 @@ fuzz:
 loom:
 	RUSTFLAGS="--cfg mmo_loom" CARGO_TARGET_DIR=$(LOOM_TARGET) $(CARGO) test --locked -p mmo-core --release $(LOOM_TESTS)
 
+## Profile-guided servers (cpp-net/app/pgo-train.sh says why and how): an instrumented build
+## of mmo-server (both engines, the front), a training load on each engine, then the
+## mimalloc and system-allocator servers built with its counts, in build/pgo/cpp and
+## build/pgo/cpp-sysalloc. The optimised builds start clean (neither ninja nor cargo sees new
+## counts as a change). About 8 minutes on the 2-core development machine.
+pgo: build
+	cmake -S cpp-net -B $(PGO_BUILD)/generate $(CMAKE_FLAGS) -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+	  -DMMO_PGO=GENERATE -DMMO_PGO_DIR=$(abspath $(PGO_BUILD)/profiles) -DMMO_CARGO_TARGET_DIR=$(abspath $(PGO_TARGET)-generate)
+	cmake --build $(PGO_BUILD)/generate --target mmo-server
+	cpp-net/app/pgo-train.sh $(PGO_BUILD)/generate/mmo-server $(PGO_BUILD)/profiles
+	rm -rf $(PGO_BUILD)/cpp $(PGO_BUILD)/cpp-sysalloc $(PGO_TARGET)-use
+	for allocator in ON OFF; do \
+	  dir=$(PGO_BUILD)/cpp$$([ $$allocator = OFF ] && echo -sysalloc); \
+	  cmake -S cpp-net -B $$dir $(CMAKE_FLAGS) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMMO_SERVER_MIMALLOC=$$allocator \
+	    -DMMO_PGO=USE -DMMO_PGO_DIR=$(abspath $(PGO_BUILD)/profiles) -DMMO_CARGO_TARGET_DIR=$(abspath $(PGO_TARGET)-use) && \
+	  cmake --build $$dir --target mmo-server || exit 1; \
+	done
+
 ## The comparison of the engines (docs in README "Rust core vs C++ baseline"): each row
 ## (rust, rust-memory, baseline, baseline-mimalloc, baseline-jemalloc, null-engine) under the
 ## same load, three interleaved plain runs each, then heaptrack, then three interleaved perf
-## runs; writes report/compare.md and report/compare.json. Full mode about 40 minutes on the
-## 2-core development machine.
-compare: deps build
+## runs; writes report/compare.md and report/compare.json. Full mode about 50 minutes on the
+## 2-core development machine, the profile-guided builds included (`make pgo`); PGO=0
+## measures the plain builds (build/cpp, build/cpp-sysalloc) instead.
+compare: deps build $(if $(filter 0,$(PGO)),sysalloc-build,pgo)
+	target/release/mmo-compare $(COMPARE_SERVERS) $(COMPARE_FLAGS)
+
+sysalloc-build:
 	cmake -S cpp-net -B $(SYSALLOC_BUILD) $(CMAKE_FLAGS) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMMO_SERVER_MIMALLOC=OFF
 	cmake --build $(SYSALLOC_BUILD) --target mmo-server
-	target/release/mmo-compare $(COMPARE_FLAGS)
 
 ## The most players each engine holds within a 2 ms round-trip p99 (mmo-loadtest
 ## --find-capacity, steady and raid, Rust and baseline); report in report/capacity/. About 10
 ## minutes here.
-capacity: build
-	cmake -S cpp-net -B $(SYSALLOC_BUILD) $(CMAKE_FLAGS) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMMO_SERVER_MIMALLOC=OFF
-	cmake --build $(SYSALLOC_BUILD) --target mmo-server
+capacity: build sysalloc-build
 	loadtest/scripts/capacity.sh report/capacity
 
 ## The soak: steady play, raid bursts and an economy storm at once against mmo-server (Rust
 ## engine, system-allocator build under heaptrack) for SOAK_S seconds (default an hour), its
 ## RSS sampled every 10 s; fails if RSS grows 1% or more after warm-up. Report in report/soak/.
 SOAK_S ?= 3600
-soak: build
-	cmake -S cpp-net -B $(SYSALLOC_BUILD) $(CMAKE_FLAGS) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMMO_SERVER_MIMALLOC=OFF
-	cmake --build $(SYSALLOC_BUILD) --target mmo-server
+soak: build sysalloc-build
 	loadtest/scripts/soak.sh $(SOAK_S) report/soak
 
 ## Short phases, one run each of rust, rust-memory, baseline and null-engine (about 5
-## minutes); part of make test (figures reported, not asserted).
+## minutes); part of make test (figures reported, not asserted). The plain builds: the
+## profile-guided ones would add their 8 minutes of builds and training to every test run.
 compare-quick:
-	$(MAKE) compare COMPARE_FLAGS="--quick $(COMPARE_FLAGS)"
+	$(MAKE) compare PGO=0 COMPARE_FLAGS="--quick $(COMPARE_FLAGS)"
 
 ## Full criterion run (several minutes).
 bench: bench-token
