@@ -15,12 +15,12 @@ SYSALLOC_BUILD := build/cpp-sysalloc
 # build in target/release stays as it is.
 PGO_BUILD   := build/pgo
 PGO_TARGET  := target/pgo
-# make compare measures the profile-guided servers unless PGO=0.
-PGO         ?= 1
-ifeq ($(PGO),0)
-COMPARE_SERVERS := --server $(CPP_BUILD)/mmo-server --sysalloc-server $(SYSALLOC_BUILD)/mmo-server
-else
+# make compare measures the plain builds; PGO=1 builds and measures the profile-guided ones.
+PGO         ?= 0
+ifeq ($(PGO),1)
 COMPARE_SERVERS := --server $(PGO_BUILD)/cpp/mmo-server --sysalloc-server $(PGO_BUILD)/cpp-sysalloc/mmo-server
+else
+COMPARE_SERVERS := --server $(CPP_BUILD)/mmo-server --sysalloc-server $(SYSALLOC_BUILD)/mmo-server
 endif
 CMAKE_FLAGS := -G Ninja
 
@@ -183,7 +183,8 @@ loom:
 ## of mmo-server (both engines, the front), a training load on each engine, then the
 ## mimalloc and system-allocator servers built with its counts, in build/pgo/cpp and
 ## build/pgo/cpp-sysalloc. The optimised builds start clean (neither ninja nor cargo sees new
-## counts as a change). About 8 minutes on the 2-core development machine.
+## counts as a change). About 8 minutes on the 2-core development machine. Not the default
+## for make compare: no gain beyond the runs' spread measured yet (benches/README.md).
 pgo: build
 	cmake -S cpp-net -B $(PGO_BUILD)/generate $(CMAKE_FLAGS) -DCMAKE_BUILD_TYPE=RelWithDebInfo \
 	  -DMMO_PGO=GENERATE -DMMO_PGO_DIR=$(abspath $(PGO_BUILD)/profiles) -DMMO_CARGO_TARGET_DIR=$(abspath $(PGO_TARGET)-generate)
@@ -200,10 +201,10 @@ pgo: build
 ## The comparison of the engines (docs in README "Rust core vs C++ baseline"): each row
 ## (rust, rust-memory, baseline, baseline-mimalloc, baseline-jemalloc, null-engine) under the
 ## same load, three interleaved plain runs each, then heaptrack, then three interleaved perf
-## runs; writes report/compare.md and report/compare.json. Full mode about 50 minutes on the
-## 2-core development machine, the profile-guided builds included (`make pgo`); PGO=0
-## measures the plain builds (build/cpp, build/cpp-sysalloc) instead.
-compare: deps build $(if $(filter 0,$(PGO)),sysalloc-build,pgo)
+## runs; writes report/compare.md and report/compare.json. Full mode about 40 minutes on the
+## 2-core development machine. PGO=1 builds and measures the profile-guided servers (`make
+## pgo`, about 8 minutes more) instead of the plain builds (build/cpp, build/cpp-sysalloc).
+compare: deps build $(if $(filter 1,$(PGO)),pgo,sysalloc-build)
 	target/release/mmo-compare $(COMPARE_SERVERS) $(COMPARE_FLAGS)
 
 sysalloc-build:
@@ -224,10 +225,9 @@ soak: build sysalloc-build
 	loadtest/scripts/soak.sh $(SOAK_S) report/soak
 
 ## Short phases, one run each of rust, rust-memory, baseline and null-engine (about 5
-## minutes); part of make test (figures reported, not asserted). The plain builds: the
-## profile-guided ones would add their 8 minutes of builds and training to every test run.
+## minutes); part of make test (figures reported, not asserted).
 compare-quick:
-	$(MAKE) compare PGO=0 COMPARE_FLAGS="--quick $(COMPARE_FLAGS)"
+	$(MAKE) compare COMPARE_FLAGS="--quick $(COMPARE_FLAGS)"
 
 ## Full criterion run (several minutes).
 bench: bench-token

@@ -5,9 +5,9 @@
 #
 # Why: the compiler lays out and inlines by guesses; with counts of what the server really runs
 # it keeps the hot paths (the move, the area-of-interest query, the receive loop) straight and
-# together and moves the rest out of the way. On the development VM that took the Rust core's
-# CPU per raid update down by about a tenth and the C++ baseline's by a few percent
-# (benches/README.md, "Profile-guided builds").
+# together and moves the rest out of the way. What it measured on the development VM (no gain
+# for either engine beyond the spread of alternated runs, so it is not make compare's default):
+# benches/README.md, "Profile-guided builds".
 #
 # What it trains on: each engine (the Rust core with its economy durable and in memory, the
 # baseline) through short runs of the load tester's scenarios: steady play, raids, trade storms
