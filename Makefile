@@ -207,7 +207,8 @@ pgo: build
 compare: deps build $(if $(filter 1,$(PGO)),pgo,sysalloc-build)
 	target/release/mmo-compare $(COMPARE_SERVERS) $(COMPARE_FLAGS)
 
-sysalloc-build:
+## mmo-server without mimalloc (build/cpp-sysalloc): heaptrack's server, and the baseline rows'.
+sysalloc-build: build
 	cmake -S cpp-net -B $(SYSALLOC_BUILD) $(CMAKE_FLAGS) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMMO_SERVER_MIMALLOC=OFF
 	cmake --build $(SYSALLOC_BUILD) --target mmo-server
 

@@ -22,10 +22,14 @@
 # llvm-profdata for the toolchain's LLVM (`rustup component add llvm-tools`; make deps adds it)
 # and a release build of the load tester (make build).
 set -euo pipefail
-cd "$(git rev-parse --show-toplevel)"
-
+if [ $# -ne 2 ]; then
+  echo "usage: cpp-net/app/pgo-train.sh INSTRUMENTED_SERVER PROFILE_DIR" >&2
+  exit 2
+fi
 server=$(readlink -f "$1")
 profiles=$(readlink -f "$2")
+cd "$(git rev-parse --show-toplevel)"
+
 [ -x "$server" ] || { echo "pgo-train.sh: $server is not an executable" >&2; exit 2; }
 if ! nm "$server" | grep __llvm_profile_write_file >/dev/null; then
   echo "pgo-train.sh: $server is not an instrumented build (cmake -DMMO_PGO=GENERATE)" >&2
@@ -63,7 +67,8 @@ done
 shopt -s nullglob
 raw=("$profiles"/rust/*.profraw)
 [ ${#raw[@]} -gt 0 ] || { echo "pgo-train.sh: the server left no Rust counts in $profiles/rust" >&2; exit 1; }
-gcda=$(find "$profiles/cxx" -name '*.gcda' | wc -l)
+gcda=0
+[ -d "$profiles/cxx" ] && gcda=$(find "$profiles/cxx" -name '*.gcda' | wc -l)
 [ "$gcda" -gt 0 ] || { echo "pgo-train.sh: the server left no C++ counts in $profiles/cxx" >&2; exit 1; }
 "$profdata" merge -o "$profiles/rust.profdata" "${raw[@]}"
 echo "pgo-train.sh: ${#raw[@]} Rust count files merged into $profiles/rust.profdata; $gcda C and C++ count files"
