@@ -14,7 +14,8 @@
 //! - [`grid`]: the collision grid, a `DashMap` of cell -> members and a table of player
 //!   positions by slot; the contact query of every move.
 //! - [`snapshot`]: the world as of the last tick, published once per tick through
-//!   crossbeam-epoch and read by every area-of-interest query, never the live grid.
+//!   crossbeam-epoch and read by every area-of-interest query, never the live grid;
+//!   [`candidate_sort`] orders a query's candidates (a branch-free network on AVX2).
 //! - [`combat`]: hit points (a lock-free CAS), raid bursts in an arena whose pages are reused,
 //!   expiry by sweeping each burst's cells.
 //! - [`loot`]: what a killed add drops (a seeded roll of the configured table) and the one
@@ -46,6 +47,7 @@
 
 pub mod allocator;
 pub mod arena;
+pub mod candidate_sort;
 pub mod capacity;
 pub mod combat;
 pub mod commit_log;

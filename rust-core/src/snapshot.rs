@@ -61,6 +61,7 @@
 //! snapshots or publishing allocates every tick; a reader count per buffer needs neither, and
 //! readers pin once per batch, so the count is touched a few times per tick.
 
+use crate::candidate_sort;
 use crate::config::AOI_K_MAX;
 use crate::records::{AoiEntry, EntityKind};
 use crate::sync::{AtomicUsize, ConstPtr, MutPtr, Ordering, UnsafeCell};
@@ -779,15 +780,16 @@ fn lane_not_farther(x: f32, y: f32, viewer: (f32, f32), worst: f32) -> (f32, boo
 
 const _: () = assert!(SCAN_LANES.is_multiple_of(4) && SCAN_LANES <= 32, "whole SSE quads, and a mask that fits a u32");
 
-/// Sorts candidate keys by `before` (distance, then id): the standard library's unstable sort
-/// of the plain `u64` keys (distance bits, then entity index), then each run of equal
-/// distances, rare outside a lattice, again by `before` with an insertion sort. The sort of
-/// plain integers runs without a call per comparison and with few mispredicted branches; an
-/// insertion sort by `before` over all of them, as before, was a third of a crowded query's
-/// samples and 8% to 10% slower (`benches/README.md`).
+/// Sorts candidate keys by `before` (distance, then id): the plain `u64` keys (distance bits,
+/// then entity index) sorted as integers ([`candidate_sort::sort_keys`]: a branch-free
+/// sorting network for up to 32 on AVX2, else the standard library's unstable sort), then each
+/// run of equal distances, rare outside a lattice, again by `before` with an insertion sort.
+/// Sorting plain integers needs no call per comparison; an insertion sort by `before` over all
+/// of them, as before, was a third of a crowded query's samples and 8% to 10% slower
+/// (`benches/README.md`).
 #[inline]
 fn sort_candidates(keys: &mut [u64], before: &impl Fn(u64, u64) -> bool) {
-    keys.sort_unstable();
+    candidate_sort::sort_keys(keys);
     // Ties: the keys' low halves are entity indices, not ids, so a run of equal distances is
     // ordered again by id.
     for run in keys.chunk_by_mut(|a, b| a >> 32 == b >> 32) {

@@ -19,6 +19,9 @@
 //! meets them (the kernel and the front run through the core between its queries); and
 //! `snapshot_build`, the tick's build alone (gather, sort by cell, index the players).
 //!
+//! `aoi_candidate_sort`: the query's one sort of its first 32 candidates, the core's
+//! (`mmo_core::candidate_sort`, a sorting network on AVX2) against `sort_unstable`.
+//!
 //! Every variant answers the same question; the bench checks their answers agree (the
 //! distances of the first players' answers) before timing them.
 
@@ -337,4 +340,47 @@ fn query_hinted(player: &Entity, snapshot: &WorldSnapshot, out: &mut [AoiEntry],
     n
 }
 
-criterion_group!(benches, bench_aoi);
+/// `aoi_candidate_sort`: the one sort of a query's first 32 candidates, as
+/// `WorldSnapshot::nearest_within` asks it (`mmo_core::candidate_sort::sort_keys`: a sorting
+/// network on AVX2) against the standard library's `sort_unstable`, over 4,096 sets of keys
+/// shaped as a query's (squared-distance bits of entities up to 48 m away, over entity indices
+/// up to 12,000), each set copied into place and sorted; so the two differ by the sorts alone.
+fn bench_candidate_sort(c: &mut Criterion) {
+    let mut unit = uniform(0xC0DE_u64);
+    let sets: Vec<[u64; K]> = (0..4_096)
+        .map(|_| {
+            std::array::from_fn(|_| {
+                let d = unit() * RADIUS_M;
+                (u64::from((d * d).to_bits()) << 32) | (unit() * 12_000.0) as u64
+            })
+        })
+        .collect();
+    let mut group = c.benchmark_group("aoi_candidate_sort_4096_sets_of_32");
+    group.sample_size(30).warm_up_time(Duration::from_secs(1)).measurement_time(Duration::from_secs(3));
+    let mut keys = [0u64; K];
+    group.bench_function("sort_keys", |b| {
+        b.iter(|| {
+            let mut first = 0;
+            for set in &sets {
+                keys = *set;
+                mmo_core::candidate_sort::sort_keys(black_box(&mut keys));
+                first ^= keys[0];
+            }
+            first
+        })
+    });
+    group.bench_function("sort_unstable", |b| {
+        b.iter(|| {
+            let mut first = 0;
+            for set in &sets {
+                keys = *set;
+                black_box(&mut keys).sort_unstable();
+                first ^= keys[0];
+            }
+            first
+        })
+    });
+    group.finish();
+}
+
+criterion_group!(benches, bench_aoi, bench_candidate_sort);
