@@ -396,49 +396,73 @@ fn ratios(rust: &Map<String, Value>, baseline: &Map<String, Value>) -> Map<Strin
     out
 }
 
+/// One row's figures and their ratios to the baseline's, as the targets read them: the
+/// medians, and each figure's extremes over the runs.
+struct TargetInputs<'a> {
+    /// The Rust row's medians, least and greatest figures over its runs.
+    rust: [&'a Map<String, Value>; 3],
+    /// Its ratios to the baseline: of the medians, the least (the row's least over the
+    /// baseline's greatest) and the greatest (its greatest over the baseline's least).
+    ratios: [&'a Map<String, Value>; 3],
+}
+
+/// One target, checked.
+struct TargetCheck {
+    what: &'static str,
+    /// The figure the verdict is on (medians, or a ratio of medians), formatted.
+    measured: String,
+    /// The figure's range over the runs, formatted: for a ratio, its worst pairings of the
+    /// two rows' runs (least over greatest, greatest over least), so a verdict the runs'
+    /// spread could turn reads as such. Empty when every run gave the same figure.
+    over_runs: String,
+    met: Option<bool>,
+}
+
 /// The product's targets for the Rust core against the baseline (the compare and
-/// area-of-interest issues), each checked against this run's figures.
-fn targets(rust: &Map<String, Value>, ratios: &Map<String, Value>) -> Vec<(String, String, Option<bool>)> {
-    let f = |m: &Map<String, Value>, k: &str| m.get(k).and_then(Value::as_f64);
-    let sub = |m: &Map<String, Value>, k: &str, s: &str| m.get(k).and_then(|v| v.get(s)).and_then(Value::as_f64);
-    let check = |v: Option<f64>, limit: f64| v.map(|v| v <= limit);
+/// area-of-interest issues), each checked against this run's medians.
+fn targets(inputs: &TargetInputs<'_>) -> Vec<TargetCheck> {
+    type Pick = fn(&Map<String, Value>) -> Option<f64>;
     let show = |v: Option<f64>| v.map_or("n/a".to_string(), |v| format!("{v:.4}"));
-    let grid_waited = rust
-        .get("lock_waits")
-        .and_then(|l| l.get("raid"))
-        .and_then(|r| r.get("grid"))
-        .and_then(|g| g.get("moves_waited_fraction"))
-        .and_then(Value::as_f64);
-    let mut out: Vec<(String, String, Option<bool>)> = vec![
+    let check = |what: &'static str, maps: [&Map<String, Value>; 3], pick: Pick, limit: f64| {
+        let [median, lo, hi] = maps.map(pick);
+        let over_runs = match (lo, hi) {
+            (Some(lo), Some(hi)) if lo != hi => format!("{lo:.4}–{hi:.4}"),
+            _ => String::new(),
+        };
+        TargetCheck { what, measured: show(median), over_runs, met: median.map(|v| v <= limit) }
+    };
+    fn top(m: &Map<String, Value>, k: &str) -> Option<f64> {
+        m.get(k).and_then(Value::as_f64)
+    }
+    fn sub(m: &Map<String, Value>, k: &str, s: &str) -> Option<f64> {
+        m.get(k).and_then(|v| v.get(s)).and_then(Value::as_f64)
+    }
+    let (rust, ratios) = (inputs.rust, inputs.ratios);
+    let rows: [(&'static str, bool, Pick, f64); 11] = [
+        ("allocation calls per steady update <= 0.001", false, |m| top(m, "alloc_calls_per_update"), 0.001),
+        ("raid spawn of 11,000 objects <= 1 ms (median)", false, |m| sub(m, "raid_spawn_ms", "median"), 1.0),
+        ("raid spawn <= 0.2x the baseline's", true, |m| sub(m, "raid_spawn_ms", "median"), 0.2),
+        ("raid: server-side update latency p99 <= 0.5x", true, |m| sub(m, "update_latency_us_raid", "p99"), 0.5),
+        ("raid: server-side update latency p99.9 <= 0.5x", true, |m| sub(m, "update_latency_us_raid", "p999"), 0.5),
+        ("raid: move round trip p99 during raids <= 1.0x", true, |m| sub(m, "rtt_us_during_raid", "p99"), 1.0),
+        ("steady: server-side update latency p99 <= 0.7x", true, |m| sub(m, "update_latency_us", "p99"), 0.7),
+        ("raid: engine CPU per update <= 0.25x (perf)", true, |m| top(m, "engine_cpu_ns_per_update"), 0.25),
+        ("raid: whole-process CPU per update <= 0.6x", true, |m| top(m, "cpu_ns_per_update_raid"), 0.6),
+        ("peak RSS <= 1.0x", true, |m| top(m, "peak_rss_bytes"), 1.0),
         (
-            "allocation calls per steady update <= 0.001".into(),
-            show(f(rust, "alloc_calls_per_update")),
-            check(f(rust, "alloc_calls_per_update"), 0.001),
-        ),
-        (
-            "raid spawn of 11,000 objects <= 1 ms (median)".into(),
-            show(sub(rust, "raid_spawn_ms", "median")),
-            check(sub(rust, "raid_spawn_ms", "median"), 1.0),
-        ),
-        (
-            "raid spawn <= 0.2x the baseline's".into(),
-            show(sub(ratios, "raid_spawn_ms", "median")),
-            check(sub(ratios, "raid_spawn_ms", "median"), 0.2),
+            "raid: moves that waited on a grid lock <= 0.001",
+            false,
+            |m| {
+                m.get("lock_waits")
+                    .and_then(|l| l.get("raid"))
+                    .and_then(|r| r.get("grid"))
+                    .and_then(|g| g.get("moves_waited_fraction"))
+                    .and_then(Value::as_f64)
+            },
+            0.001,
         ),
     ];
-    for (what, value, limit) in [
-        ("raid: server-side update latency p99 <= 0.5x", sub(ratios, "update_latency_us_raid", "p99"), 0.5),
-        ("raid: server-side update latency p99.9 <= 0.5x", sub(ratios, "update_latency_us_raid", "p999"), 0.5),
-        ("raid: move round trip p99 during raids <= 1.0x", sub(ratios, "rtt_us_during_raid", "p99"), 1.0),
-        ("steady: server-side update latency p99 <= 0.7x", sub(ratios, "update_latency_us", "p99"), 0.7),
-        ("raid: engine CPU per update <= 0.25x (perf)", f(ratios, "engine_cpu_ns_per_update"), 0.25),
-        ("raid: whole-process CPU per update <= 0.6x", f(ratios, "cpu_ns_per_update_raid"), 0.6),
-        ("peak RSS <= 1.0x", f(ratios, "peak_rss_bytes"), 1.0),
-    ] {
-        out.push((what.into(), show(value), check(value, limit)));
-    }
-    out.push(("raid: moves that waited on a grid lock <= 0.001".into(), show(grid_waited), check(grid_waited, 0.001)));
-    out
+    rows.into_iter().map(|(what, is_ratio, pick, limit)| check(what, if is_ratio { ratios } else { rust }, pick, limit)).collect()
 }
 
 fn machine() -> Value {
@@ -520,6 +544,25 @@ pub fn write(out: &Path, rows: &[(&'static str, RowResult)], info: &RunInfo) -> 
     let ratio_map = over_baseline("rust");
     // Like for like: the Rust core with its economy in memory, as the baseline keeps it.
     let memory_ratio_map = over_baseline("rust-memory");
+    // Each Rust row's targets: against its medians' ratios, with the ratios' worst pairings of
+    // the two rows' runs beside them.
+    let row_figures = |name: &str| all.iter().find(|(n, _)| *n == name).map(|(_, f)| f);
+    let checks: Vec<(&str, &str, Vec<TargetCheck>)> = [
+        ("rust", &ratio_map, "Targets (Rust core as it ships, economy durable; measured in this run)"),
+        (
+            "rust-memory",
+            &memory_ratio_map,
+            "Targets like for like (rust-memory: the Rust core with its economy in memory, as the baseline keeps it; measured in this run)",
+        ),
+    ]
+    .into_iter()
+    .filter_map(|(row, median_ratios, title)| {
+        let (rust, base, median_ratios) = (row_figures(row)?, row_figures("baseline")?, median_ratios.as_ref()?);
+        let (lo, hi) = (ratios(&rust.min, &base.max), ratios(&rust.max, &base.min));
+        let inputs = TargetInputs { rust: [&rust.median, &rust.min, &rust.max], ratios: [median_ratios, &lo, &hi] };
+        Some((row, title, targets(&inputs)))
+    })
+    .collect();
     let floor = find("null-engine").map(flat);
     let mut engines = Map::new();
     let mut spread = Map::new();
@@ -566,6 +609,16 @@ pub fn write(out: &Path, rows: &[(&'static str, RowResult)], info: &RunInfo) -> 
         "runs": runs,
         "above_null_engine": above_floor,
         "capacity": info.capacity,
+        "targets": checks
+            .iter()
+            .map(|(row, _, list)| {
+                let list: Vec<Value> = list
+                    .iter()
+                    .map(|t| json!({"target": t.what, "measured": t.measured, "over_runs": t.over_runs, "met": t.met}))
+                    .collect();
+                ((*row).to_string(), Value::Array(list))
+            })
+            .collect::<Map<String, Value>>(),
         "ratios": {
             "rust_over_baseline": ratio_map.clone().map_or(Value::Null, Value::Object),
             "rust_memory_over_baseline": memory_ratio_map.clone().map_or(Value::Null, Value::Object),
@@ -654,26 +707,15 @@ pub fn write(out: &Path, rows: &[(&'static str, RowResult)], info: &RunInfo) -> 
             md.push('\n');
         }
     }
-    for (row, ratios, title) in [
-        ("rust", &ratio_map, "Targets (Rust core as it ships, economy durable; measured in this run)"),
-        (
-            "rust-memory",
-            &memory_ratio_map,
-            "Targets like for like (rust-memory: the Rust core with its economy in memory, as the baseline keeps it; measured in this run)",
-        ),
-    ] {
-        let (Some(rust), Some(r)) = (find(row), ratios) else { continue };
-        let _ = writeln!(md, "\n## {title}\n\n| target | measured | met |\n|---|---|---|");
-        for (what, measured, met) in targets(rust, r) {
-            let _ = writeln!(
-                md,
-                "| {what} | {measured} | {} |",
-                match met {
-                    Some(true) => "yes",
-                    Some(false) => "**no**",
-                    None => "n/a",
-                }
-            );
+    for (_, title, list) in &checks {
+        let _ = writeln!(md, "\n## {title}\n\n| target | measured | over the runs (worst pairings) | met |\n|---|---|---|---|");
+        for t in list {
+            let met = match t.met {
+                Some(true) => "yes",
+                Some(false) => "**no**",
+                None => "n/a",
+            };
+            let _ = writeln!(md, "| {} | {} | {} | {met} |", t.what, t.measured, t.over_runs);
         }
     }
     let _ = writeln!(
@@ -809,7 +851,7 @@ pub fn write(out: &Path, rows: &[(&'static str, RowResult)], info: &RunInfo) -> 
     }
     let _ = writeln!(
         md,
-        "\n## How to read this\n\n- Rows: `rust` the Rust core (mimalloc); `rust-memory` the same server with `--economy-store memory`; `baseline` the C++ baseline (glibc malloc); `baseline-mimalloc` and `baseline-jemalloc` the same baseline with that allocator preloaded, so the allocator's part and the design's part of a ratio can be told apart; `null-engine` the same front with an engine that keeps no state (every move acknowledged, every area of interest empty): the front and the kernel alone, the floor under every row.\n- What each row persists: `rust` keeps its economy durable (the server's default `economy_store = \"durable\"`: every wallet change a ledger entry, committed in groups to the commit log in a fresh data directory per server, one append and one fdatasync per group, full log segments folded into `economy.redb` by a checkpoint thread; economy replies, here the raid's loot claims and trades, wait for their group, moves never do); `rust-memory` and the `baseline` rows keep their economy in memory only (a crash loses every wallet), so `rust-memory` against `baseline` compares the engines like for like and `rust` against `rust-memory` is what durability costs; `null-engine` keeps nothing.\n- `alloc_calls` and `alloc_calls_per_update`: the raw difference between a {0} s and a {1} s steady heaptrack run (signed, never clamped), over the difference in updates applied: start-up and joins cancel out, so this is what one more update costs. `alloc_calls_per_update_resolution` is one call over that difference: a figure of that order is noise.\n- `cpu_ns_per_update`: the server process's user + system CPU time (rusage) over the steady phase, divided by the updates the engine applied in it; it includes the network front and the kernel's UDP work, which the null-engine row measures alone (see \"Above the floor\").\n- `engine_cpu_share` and `engine_cpu_ns_per_update`: from the perf runs (raid load), the share of samples whose whole stack (frame pointers, every build) passes through the engine (`mmo_core::`, `mmo_ffi::`, `mmo::baseline::`) off the economy's store threads and outside the front's latency histograms (`mmo_latency_record`: the front records them through the Rust library in every row, the null engine's too, so they count as the front's), times that run's CPU per update (`perf_cpu_ns_per_update`), each the median over the perf runs; `store_cpu_ns_per_update` the same for the store threads (durability: the commit log's appends and fsyncs, redb's checkpoints, and the kernel's work for them), `front_cpu_ns_per_update` and `kernel_cpu_ns_per_update` for the network front's own code and for the kernel outside engine calls (\"Where the time goes\"). `perf_unknown_root_share`: samples whose stack does not reach the process's or a thread's start; the shares are only as good as this is small.\n- `update_latency_us` (steady) and `update_latency_us_raid`: server-side, from each move datagram's kernel receive timestamp (`SO_TIMESTAMPNS`, so time spent waiting in the socket buffer counts) to the end of its batch's engine call (hdrhistogram in the server). `update_service_us` and `update_service_us_raid`: the part of each of those after the worker read the datagram (from its batch's read to the end of the engine call): the server's own time, without the wait in the socket buffer for a sleeping or busy worker. `rtt_us`, `rtt_us_raid_phase` and `rtt_us_during_raid`: the load tester's move-to-ack round trip from each move's intended send time (steady; the whole raid phase; moves overlapping a raid window). `send_lag_us`: how late the tester sent, part of every round trip.\n- `host_steal_share` (steady) and `host_steal_share_raid`: the CPU time the hypervisor took during each plain run (`/proc/stat` `steal`, all CPUs) over that run's wall time times the CPUs online; zero on bare metal, no ratio (it is the hour's, not the engine's). A datagram whose CPU was taken waits with it, whichever engine runs, so steal lengthens the tails of every row; read a tail figure beside it.\n- `system_calls` (compare.json; the table after \"Where the time goes\"): per phase, from the server's counters, the datagrams per `recvmmsg` and per send call, and the workers' loop turns and the process's context switches per update.\n- `lock_waits` (compare.json): per lock left on the update path, the fraction of moves that waited on it, its contended acquisitions, and the wait per update, counted by each engine (a lock is tried first; only a held one is timed). The front has no lock on that path.\n- `peak_rss_bytes`: the server's `ru_maxrss` in the plain runs; `peak_rss_bytes_per_player` divides it by the bots. `peak_heap_bytes` and `leaked_bytes`: heaptrack, system-allocator build (the Rust core's capacity-sized tables are their own mappings, not heap: RSS counts them, heaptrack does not).\n- Ratios divide a Rust row's median by the `baseline` row's of this same run.",
+        "\n## How to read this\n\n- Rows: `rust` the Rust core (mimalloc); `rust-memory` the same server with `--economy-store memory`; `baseline` the C++ baseline (glibc malloc); `baseline-mimalloc` and `baseline-jemalloc` the same baseline with that allocator preloaded, so the allocator's part and the design's part of a ratio can be told apart; `null-engine` the same front with an engine that keeps no state (every move acknowledged, every area of interest empty): the front and the kernel alone, the floor under every row.\n- What each row persists: `rust` keeps its economy durable (the server's default `economy_store = \"durable\"`: every wallet change a ledger entry, committed in groups to the commit log in a fresh data directory per server, one append and one fdatasync per group, full log segments folded into `economy.redb` by a checkpoint thread; economy replies, here the raid's loot claims and trades, wait for their group, moves never do); `rust-memory` and the `baseline` rows keep their economy in memory only (a crash loses every wallet), so `rust-memory` against `baseline` compares the engines like for like and `rust` against `rust-memory` is what durability costs; `null-engine` keeps nothing.\n- `alloc_calls` and `alloc_calls_per_update`: the raw difference between a {0} s and a {1} s steady heaptrack run (signed, never clamped), over the difference in updates applied: start-up and joins cancel out, so this is what one more update costs. `alloc_calls_per_update_resolution` is one call over that difference: a figure of that order is noise.\n- `cpu_ns_per_update`: the server process's user + system CPU time (rusage) over the steady phase, divided by the updates the engine applied in it; it includes the network front and the kernel's UDP work, which the null-engine row measures alone (see \"Above the floor\").\n- `engine_cpu_share` and `engine_cpu_ns_per_update`: from the perf runs (raid load), the share of samples whose whole stack (frame pointers, every build) passes through the engine (`mmo_core::`, `mmo_ffi::`, `mmo::baseline::`) off the economy's store threads and outside the front's latency histograms (`mmo_latency_record`: the front records them through the Rust library in every row, the null engine's too, so they count as the front's), times that run's CPU per update (`perf_cpu_ns_per_update`), each the median over the perf runs; `store_cpu_ns_per_update` the same for the store threads (durability: the commit log's appends and fsyncs, redb's checkpoints, and the kernel's work for them), `front_cpu_ns_per_update` and `kernel_cpu_ns_per_update` for the network front's own code and for the kernel outside engine calls (\"Where the time goes\"). `perf_unknown_root_share`: samples whose stack does not reach the process's or a thread's start; the shares are only as good as this is small.\n- `update_latency_us` (steady) and `update_latency_us_raid`: server-side, from each move datagram's kernel receive timestamp (`SO_TIMESTAMPNS`, so time spent waiting in the socket buffer counts) to the end of its batch's engine call (hdrhistogram in the server). `update_service_us` and `update_service_us_raid`: the part of each of those after the worker read the datagram (from its batch's read to the end of the engine call): the server's own time, without the wait in the socket buffer for a sleeping or busy worker. `rtt_us`, `rtt_us_raid_phase` and `rtt_us_during_raid`: the load tester's move-to-ack round trip from each move's intended send time (steady; the whole raid phase; moves overlapping a raid window). `send_lag_us`: how late the tester sent, part of every round trip.\n- `host_steal_share` (steady) and `host_steal_share_raid`: the CPU time the hypervisor took during each plain run (`/proc/stat` `steal`, all CPUs) over that run's wall time times the CPUs online; zero on bare metal, no ratio (it is the hour's, not the engine's). A datagram whose CPU was taken waits with it, whichever engine runs, so steal lengthens the tails of every row; read a tail figure beside it.\n- `system_calls` (compare.json; the table after \"Where the time goes\"): per phase, from the server's counters, the datagrams per `recvmmsg` and per send call, and the workers' loop turns and the process's context switches per update.\n- `lock_waits` (compare.json): per lock left on the update path, the fraction of moves that waited on it, its contended acquisitions, and the wait per update, counted by each engine (a lock is tried first; only a held one is timed). The front has no lock on that path.\n- `peak_rss_bytes`: the server's `ru_maxrss` in the plain runs; `peak_rss_bytes_per_player` divides it by the bots. `peak_heap_bytes` and `leaked_bytes`: heaptrack, system-allocator build (the Rust core's capacity-sized tables are their own mappings, not heap: RSS counts them, heaptrack does not).\n- Ratios divide a Rust row's median by the `baseline` row's of this same run.\n- Targets are judged on those medians. Beside each, `over the runs (worst pairings)`: a ratio's least (the Rust row's least run over the baseline's greatest) and greatest (its greatest over the baseline's least), a figure's least and greatest run for the others; a verdict whose range straddles its limit is one the runs' spread could turn.",
         info.phase_s,
         info.phase_s * 2
     );
@@ -840,18 +882,14 @@ pub fn write(out: &Path, rows: &[(&'static str, RowResult)], info: &RunInfo) -> 
             cell(g("perf_unknown_root_share"), "")
         );
     }
-    for (row, ratios) in [("rust", &ratio_map), ("rust-memory", &memory_ratio_map)] {
-        let (Some(rust), Some(r)) = (find(row), ratios) else { continue };
-        for (what, measured, met) in targets(rust, r) {
-            let _ = writeln!(
-                summary,
-                "  {row:<11} target {what:<48} {measured:>10}  {}",
-                match met {
-                    Some(true) => "met",
-                    Some(false) => "MISSED",
-                    None => "n/a",
-                }
-            );
+    for (row, _, list) in &checks {
+        for t in list {
+            let met = match t.met {
+                Some(true) => "met",
+                Some(false) => "MISSED",
+                None => "n/a",
+            };
+            let _ = writeln!(summary, "  {row:<11} target {:<48} {:>10} {:>15}  {met}", t.what, t.measured, t.over_runs);
         }
     }
     let _ = writeln!(summary, "  report: {}/compare.md, {}/compare.json", out.display(), out.display());
@@ -921,6 +959,33 @@ mod tests {
         );
         assert_eq!((found[1].engine.as_str(), found[1].players, found[1].limit.as_str()), ("baseline", None, "loss"));
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_target_is_judged_on_the_medians_and_shows_its_worst_pairings() {
+        let obj = |v: Value| v.as_object().unwrap().clone();
+        // Engine CPU: Rust runs 4,800-5,700 ns (median 5,000), the baseline's 19,000-21,000
+        // (median 20,000): 0.25 on the medians, met, though the runs pair as high as 0.30.
+        let rust = [
+            obj(json!({"engine_cpu_ns_per_update": 5_000.0, "peak_rss_bytes": 100.0})),
+            obj(json!({"engine_cpu_ns_per_update": 4_800.0, "peak_rss_bytes": 100.0})),
+            obj(json!({"engine_cpu_ns_per_update": 5_700.0, "peak_rss_bytes": 100.0})),
+        ];
+        let base = [
+            obj(json!({"engine_cpu_ns_per_update": 20_000.0, "peak_rss_bytes": 200.0})),
+            obj(json!({"engine_cpu_ns_per_update": 19_000.0, "peak_rss_bytes": 200.0})),
+            obj(json!({"engine_cpu_ns_per_update": 21_000.0, "peak_rss_bytes": 200.0})),
+        ];
+        let (median, lo, hi) = (ratios(&rust[0], &base[0]), ratios(&rust[1], &base[2]), ratios(&rust[2], &base[1]));
+        let checks = targets(&TargetInputs { rust: [&rust[0], &rust[1], &rust[2]], ratios: [&median, &lo, &hi] });
+        let engine = checks.iter().find(|t| t.what.starts_with("raid: engine CPU")).unwrap();
+        assert_eq!(engine.measured, "0.2500");
+        assert_eq!(engine.met, Some(true), "the verdict is the medians'");
+        assert_eq!(engine.over_runs, "0.2286–0.3000", "4,800 / 21,000 and 5,700 / 19,000");
+        let rss = checks.iter().find(|t| t.what.starts_with("peak RSS")).unwrap();
+        assert_eq!((rss.measured.as_str(), rss.over_runs.as_str(), rss.met), ("0.5000", "", Some(true)), "runs that agree show no range");
+        let alloc = checks.iter().find(|t| t.what.starts_with("allocation calls")).unwrap();
+        assert_eq!((alloc.measured.as_str(), alloc.met), ("n/a", None), "a figure no run measured is not judged");
     }
 
     #[test]
