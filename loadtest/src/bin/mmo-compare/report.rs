@@ -105,13 +105,18 @@ struct RowFigures {
 /// run `i`'s (either may be missing: there may be more of one kind than of the other).
 fn figures(r: &RowResult) -> RowFigures {
     let n = r.plain_steady.len().max(r.plain_raid.len()).max(r.perf_runs.len()).max(1);
-    let runs: Vec<Map<String, Value>> =
-        (0..n).map(|i| figures_one(r, r.plain_steady.get(i), r.plain_raid.get(i), r.perf_runs.get(i))).collect();
-    RowFigures {
-        median: combine(&runs, median),
-        min: combine(&runs, |v| v.iter().copied().fold(f64::INFINITY, f64::min)),
-        max: combine(&runs, |v| v.iter().copied().fold(f64::NEG_INFINITY, f64::max)),
-        runs,
+    RowFigures::of_runs((0..n).map(|i| figures_one(r, r.plain_steady.get(i), r.plain_raid.get(i), r.perf_runs.get(i))).collect())
+}
+
+impl RowFigures {
+    /// Each figure's median, least and greatest over `runs`, leaf by leaf ([`combine`]).
+    fn of_runs(runs: Vec<Map<String, Value>>) -> Self {
+        RowFigures {
+            median: combine(&runs, median),
+            min: combine(&runs, |v| v.iter().copied().fold(f64::INFINITY, f64::min)),
+            max: combine(&runs, |v| v.iter().copied().fold(f64::NEG_INFINITY, f64::max)),
+            runs,
+        }
     }
 }
 
@@ -396,40 +401,79 @@ fn ratios(rust: &Map<String, Value>, baseline: &Map<String, Value>) -> Map<Strin
     out
 }
 
-/// One row's figures and their ratios to the baseline's, as the targets read them: the
-/// medians, and each figure's extremes over the runs.
-struct TargetInputs<'a> {
-    /// The Rust row's medians, least and greatest figures over its runs.
-    rust: [&'a Map<String, Value>; 3],
-    /// Its ratios to the baseline: of the medians, the least (the row's least over the
-    /// baseline's greatest) and the greatest (its greatest over the baseline's least).
-    ratios: [&'a Map<String, Value>; 3],
+/// One Rust row's figures and their ratios to the baseline's, as the targets read them.
+struct TargetInputs {
+    /// The Rust row's median, least and greatest of each figure over its runs.
+    rust: [Map<String, Value>; 3],
+    /// Its ratios to the baseline's: of the medians; the least pairing of the two rows' runs
+    /// (the Rust row's least over the baseline's greatest); the greatest (its greatest over
+    /// the baseline's least). Every target is a non-negative figure, so no pairing of runs
+    /// gives a ratio outside the last two.
+    ratios: [Map<String, Value>; 3],
+}
+
+impl TargetInputs {
+    fn new(rust: &RowFigures, baseline: &RowFigures) -> Self {
+        Self {
+            rust: [rust.median.clone(), rust.min.clone(), rust.max.clone()],
+            ratios: [ratios(&rust.median, &baseline.median), ratios(&rust.min, &baseline.max), ratios(&rust.max, &baseline.min)],
+        }
+    }
 }
 
 /// One target, checked.
 struct TargetCheck {
     what: &'static str,
-    /// The figure the verdict is on (medians, or a ratio of medians), formatted.
-    measured: String,
-    /// The figure's range over the runs, formatted: for a ratio, its worst pairings of the
-    /// two rows' runs (least over greatest, greatest over least), so a verdict the runs'
-    /// spread could turn reads as such. Empty when every run gave the same figure.
-    over_runs: String,
-    met: Option<bool>,
+    limit: f64,
+    /// The figure the verdict is on: the row's median, or the ratio of the medians.
+    median: Option<f64>,
+    /// The least and greatest the figure is over the runs (for a ratio, its extreme pairings
+    /// of the two rows' runs); `None` where a run measured nothing or a divisor was 0.
+    least: Option<f64>,
+    greatest: Option<f64>,
+}
+
+impl TargetCheck {
+    /// Whether the median meets the limit (`None`: not measured).
+    fn met(&self) -> Option<bool> {
+        self.median.map(|v| v <= self.limit)
+    }
+
+    /// The verdict in `words`: met, missed, not measured.
+    fn verdict(&self, words: [&'static str; 3]) -> &'static str {
+        match self.met() {
+            Some(true) => words[0],
+            Some(false) => words[1],
+            None => words[2],
+        }
+    }
+
+    fn measured(&self) -> String {
+        show_ratio(self.median)
+    }
+
+    /// The range over the runs, as shown: empty when nothing was measured or the runs agree
+    /// to the digits shown; an end no pairing could give (a divisor of 0) is `n/a`.
+    fn over_runs(&self) -> String {
+        if self.median.is_none() {
+            return String::new();
+        }
+        let (least, greatest) = (show_ratio(self.least), show_ratio(self.greatest));
+        if least == greatest { String::new() } else { format!("{least}–{greatest}") }
+    }
+}
+
+fn show_ratio(v: Option<f64>) -> String {
+    v.map_or("n/a".to_string(), |v| format!("{v:.4}"))
 }
 
 /// The product's targets for the Rust core against the baseline (the compare and
 /// area-of-interest issues), each checked against this run's medians.
-fn targets(inputs: &TargetInputs<'_>) -> Vec<TargetCheck> {
+fn targets(inputs: &TargetInputs) -> Vec<TargetCheck> {
     type Pick = fn(&Map<String, Value>) -> Option<f64>;
-    let show = |v: Option<f64>| v.map_or("n/a".to_string(), |v| format!("{v:.4}"));
-    let check = |what: &'static str, maps: [&Map<String, Value>; 3], pick: Pick, limit: f64| {
-        let [median, lo, hi] = maps.map(pick);
-        let over_runs = match (lo, hi) {
-            (Some(lo), Some(hi)) if lo != hi => format!("{lo:.4}–{hi:.4}"),
-            _ => String::new(),
-        };
-        TargetCheck { what, measured: show(median), over_runs, met: median.map(|v| v <= limit) }
+    let check = |what: &'static str, maps: &[Map<String, Value>; 3], pick: Pick, limit: f64| {
+        let [median, least, greatest] = [pick(&maps[0]), pick(&maps[1]), pick(&maps[2])];
+        TargetCheck { what, limit, median, least, greatest }
     };
     fn top(m: &Map<String, Value>, k: &str) -> Option<f64> {
         m.get(k).and_then(Value::as_f64)
@@ -437,7 +481,7 @@ fn targets(inputs: &TargetInputs<'_>) -> Vec<TargetCheck> {
     fn sub(m: &Map<String, Value>, k: &str, s: &str) -> Option<f64> {
         m.get(k).and_then(|v| v.get(s)).and_then(Value::as_f64)
     }
-    let (rust, ratios) = (inputs.rust, inputs.ratios);
+    let (rust, ratios) = (&inputs.rust, &inputs.ratios);
     let rows: [(&'static str, bool, Pick, f64); 11] = [
         ("allocation calls per steady update <= 0.001", false, |m| top(m, "alloc_calls_per_update"), 0.001),
         ("raid spawn of 11,000 objects <= 1 ms (median)", false, |m| sub(m, "raid_spawn_ms", "median"), 1.0),
@@ -544,24 +588,17 @@ pub fn write(out: &Path, rows: &[(&'static str, RowResult)], info: &RunInfo) -> 
     let ratio_map = over_baseline("rust");
     // Like for like: the Rust core with its economy in memory, as the baseline keeps it.
     let memory_ratio_map = over_baseline("rust-memory");
-    // Each Rust row's targets: against its medians' ratios, with the ratios' worst pairings of
-    // the two rows' runs beside them.
+    // Each Rust row's targets: judged on its medians, with their extremes over the runs.
     let row_figures = |name: &str| all.iter().find(|(n, _)| *n == name).map(|(_, f)| f);
     let checks: Vec<(&str, &str, Vec<TargetCheck>)> = [
-        ("rust", &ratio_map, "Targets (Rust core as it ships, economy durable; measured in this run)"),
+        ("rust", "Targets (Rust core as it ships, economy durable; measured in this run)"),
         (
             "rust-memory",
-            &memory_ratio_map,
             "Targets like for like (rust-memory: the Rust core with its economy in memory, as the baseline keeps it; measured in this run)",
         ),
     ]
     .into_iter()
-    .filter_map(|(row, median_ratios, title)| {
-        let (rust, base, median_ratios) = (row_figures(row)?, row_figures("baseline")?, median_ratios.as_ref()?);
-        let (lo, hi) = (ratios(&rust.min, &base.max), ratios(&rust.max, &base.min));
-        let inputs = TargetInputs { rust: [&rust.median, &rust.min, &rust.max], ratios: [median_ratios, &lo, &hi] };
-        Some((row, title, targets(&inputs)))
-    })
+    .filter_map(|(row, title)| Some((row, title, targets(&TargetInputs::new(row_figures(row)?, row_figures("baseline")?)))))
     .collect();
     let floor = find("null-engine").map(flat);
     let mut engines = Map::new();
@@ -614,7 +651,9 @@ pub fn write(out: &Path, rows: &[(&'static str, RowResult)], info: &RunInfo) -> 
             .map(|(row, _, list)| {
                 let list: Vec<Value> = list
                     .iter()
-                    .map(|t| json!({"target": t.what, "measured": t.measured, "over_runs": t.over_runs, "met": t.met}))
+                    .map(|t| {
+                        json!({"target": t.what, "limit": t.limit, "median": t.median, "least": t.least, "greatest": t.greatest, "met": t.met()})
+                    })
                     .collect();
                 ((*row).to_string(), Value::Array(list))
             })
@@ -708,14 +747,9 @@ pub fn write(out: &Path, rows: &[(&'static str, RowResult)], info: &RunInfo) -> 
         }
     }
     for (_, title, list) in &checks {
-        let _ = writeln!(md, "\n## {title}\n\n| target | measured | over the runs (worst pairings) | met |\n|---|---|---|---|");
+        let _ = writeln!(md, "\n## {title}\n\n| target | measured | over the runs (extreme pairings) | met |\n|---|---|---|---|");
         for t in list {
-            let met = match t.met {
-                Some(true) => "yes",
-                Some(false) => "**no**",
-                None => "n/a",
-            };
-            let _ = writeln!(md, "| {} | {} | {} | {met} |", t.what, t.measured, t.over_runs);
+            let _ = writeln!(md, "| {} | {} | {} | {} |", t.what, t.measured(), t.over_runs(), t.verdict(["yes", "**no**", "n/a"]));
         }
     }
     let _ = writeln!(
@@ -851,7 +885,7 @@ pub fn write(out: &Path, rows: &[(&'static str, RowResult)], info: &RunInfo) -> 
     }
     let _ = writeln!(
         md,
-        "\n## How to read this\n\n- Rows: `rust` the Rust core (mimalloc); `rust-memory` the same server with `--economy-store memory`; `baseline` the C++ baseline (glibc malloc); `baseline-mimalloc` and `baseline-jemalloc` the same baseline with that allocator preloaded, so the allocator's part and the design's part of a ratio can be told apart; `null-engine` the same front with an engine that keeps no state (every move acknowledged, every area of interest empty): the front and the kernel alone, the floor under every row.\n- What each row persists: `rust` keeps its economy durable (the server's default `economy_store = \"durable\"`: every wallet change a ledger entry, committed in groups to the commit log in a fresh data directory per server, one append and one fdatasync per group, full log segments folded into `economy.redb` by a checkpoint thread; economy replies, here the raid's loot claims and trades, wait for their group, moves never do); `rust-memory` and the `baseline` rows keep their economy in memory only (a crash loses every wallet), so `rust-memory` against `baseline` compares the engines like for like and `rust` against `rust-memory` is what durability costs; `null-engine` keeps nothing.\n- `alloc_calls` and `alloc_calls_per_update`: the raw difference between a {0} s and a {1} s steady heaptrack run (signed, never clamped), over the difference in updates applied: start-up and joins cancel out, so this is what one more update costs. `alloc_calls_per_update_resolution` is one call over that difference: a figure of that order is noise.\n- `cpu_ns_per_update`: the server process's user + system CPU time (rusage) over the steady phase, divided by the updates the engine applied in it; it includes the network front and the kernel's UDP work, which the null-engine row measures alone (see \"Above the floor\").\n- `engine_cpu_share` and `engine_cpu_ns_per_update`: from the perf runs (raid load), the share of samples whose whole stack (frame pointers, every build) passes through the engine (`mmo_core::`, `mmo_ffi::`, `mmo::baseline::`) off the economy's store threads and outside the front's latency histograms (`mmo_latency_record`: the front records them through the Rust library in every row, the null engine's too, so they count as the front's), times that run's CPU per update (`perf_cpu_ns_per_update`), each the median over the perf runs; `store_cpu_ns_per_update` the same for the store threads (durability: the commit log's appends and fsyncs, redb's checkpoints, and the kernel's work for them), `front_cpu_ns_per_update` and `kernel_cpu_ns_per_update` for the network front's own code and for the kernel outside engine calls (\"Where the time goes\"). `perf_unknown_root_share`: samples whose stack does not reach the process's or a thread's start; the shares are only as good as this is small.\n- `update_latency_us` (steady) and `update_latency_us_raid`: server-side, from each move datagram's kernel receive timestamp (`SO_TIMESTAMPNS`, so time spent waiting in the socket buffer counts) to the end of its batch's engine call (hdrhistogram in the server). `update_service_us` and `update_service_us_raid`: the part of each of those after the worker read the datagram (from its batch's read to the end of the engine call): the server's own time, without the wait in the socket buffer for a sleeping or busy worker. `rtt_us`, `rtt_us_raid_phase` and `rtt_us_during_raid`: the load tester's move-to-ack round trip from each move's intended send time (steady; the whole raid phase; moves overlapping a raid window). `send_lag_us`: how late the tester sent, part of every round trip.\n- `host_steal_share` (steady) and `host_steal_share_raid`: the CPU time the hypervisor took during each plain run (`/proc/stat` `steal`, all CPUs) over that run's wall time times the CPUs online; zero on bare metal, no ratio (it is the hour's, not the engine's). A datagram whose CPU was taken waits with it, whichever engine runs, so steal lengthens the tails of every row; read a tail figure beside it.\n- `system_calls` (compare.json; the table after \"Where the time goes\"): per phase, from the server's counters, the datagrams per `recvmmsg` and per send call, and the workers' loop turns and the process's context switches per update.\n- `lock_waits` (compare.json): per lock left on the update path, the fraction of moves that waited on it, its contended acquisitions, and the wait per update, counted by each engine (a lock is tried first; only a held one is timed). The front has no lock on that path.\n- `peak_rss_bytes`: the server's `ru_maxrss` in the plain runs; `peak_rss_bytes_per_player` divides it by the bots. `peak_heap_bytes` and `leaked_bytes`: heaptrack, system-allocator build (the Rust core's capacity-sized tables are their own mappings, not heap: RSS counts them, heaptrack does not).\n- Ratios divide a Rust row's median by the `baseline` row's of this same run.\n- Targets are judged on those medians. Beside each, `over the runs (worst pairings)`: a ratio's least (the Rust row's least run over the baseline's greatest) and greatest (its greatest over the baseline's least), a figure's least and greatest run for the others; a verdict whose range straddles its limit is one the runs' spread could turn.",
+        "\n## How to read this\n\n- Rows: `rust` the Rust core (mimalloc); `rust-memory` the same server with `--economy-store memory`; `baseline` the C++ baseline (glibc malloc); `baseline-mimalloc` and `baseline-jemalloc` the same baseline with that allocator preloaded, so the allocator's part and the design's part of a ratio can be told apart; `null-engine` the same front with an engine that keeps no state (every move acknowledged, every area of interest empty): the front and the kernel alone, the floor under every row.\n- What each row persists: `rust` keeps its economy durable (the server's default `economy_store = \"durable\"`: every wallet change a ledger entry, committed in groups to the commit log in a fresh data directory per server, one append and one fdatasync per group, full log segments folded into `economy.redb` by a checkpoint thread; economy replies, here the raid's loot claims and trades, wait for their group, moves never do); `rust-memory` and the `baseline` rows keep their economy in memory only (a crash loses every wallet), so `rust-memory` against `baseline` compares the engines like for like and `rust` against `rust-memory` is what durability costs; `null-engine` keeps nothing.\n- `alloc_calls` and `alloc_calls_per_update`: the raw difference between a {0} s and a {1} s steady heaptrack run (signed, never clamped), over the difference in updates applied: start-up and joins cancel out, so this is what one more update costs. `alloc_calls_per_update_resolution` is one call over that difference: a figure of that order is noise.\n- `cpu_ns_per_update`: the server process's user + system CPU time (rusage) over the steady phase, divided by the updates the engine applied in it; it includes the network front and the kernel's UDP work, which the null-engine row measures alone (see \"Above the floor\").\n- `engine_cpu_share` and `engine_cpu_ns_per_update`: from the perf runs (raid load), the share of samples whose whole stack (frame pointers, every build) passes through the engine (`mmo_core::`, `mmo_ffi::`, `mmo::baseline::`) off the economy's store threads and outside the front's latency histograms (`mmo_latency_record`: the front records them through the Rust library in every row, the null engine's too, so they count as the front's), times that run's CPU per update (`perf_cpu_ns_per_update`), each the median over the perf runs; `store_cpu_ns_per_update` the same for the store threads (durability: the commit log's appends and fsyncs, redb's checkpoints, and the kernel's work for them), `front_cpu_ns_per_update` and `kernel_cpu_ns_per_update` for the network front's own code and for the kernel outside engine calls (\"Where the time goes\"). `perf_unknown_root_share`: samples whose stack does not reach the process's or a thread's start; the shares are only as good as this is small.\n- `update_latency_us` (steady) and `update_latency_us_raid`: server-side, from each move datagram's kernel receive timestamp (`SO_TIMESTAMPNS`, so time spent waiting in the socket buffer counts) to the end of its batch's engine call (hdrhistogram in the server). `update_service_us` and `update_service_us_raid`: the part of each of those after the worker read the datagram (from its batch's read to the end of the engine call): the server's own time, without the wait in the socket buffer for a sleeping or busy worker. `rtt_us`, `rtt_us_raid_phase` and `rtt_us_during_raid`: the load tester's move-to-ack round trip from each move's intended send time (steady; the whole raid phase; moves overlapping a raid window). `send_lag_us`: how late the tester sent, part of every round trip.\n- `host_steal_share` (steady) and `host_steal_share_raid`: the CPU time the hypervisor took during each plain run (`/proc/stat` `steal`, all CPUs) over that run's wall time times the CPUs online; zero on bare metal, no ratio (it is the hour's, not the engine's). A datagram whose CPU was taken waits with it, whichever engine runs, so steal lengthens the tails of every row; read a tail figure beside it.\n- `system_calls` (compare.json; the table after \"Where the time goes\"): per phase, from the server's counters, the datagrams per `recvmmsg` and per send call, and the workers' loop turns and the process's context switches per update.\n- `lock_waits` (compare.json): per lock left on the update path, the fraction of moves that waited on it, its contended acquisitions, and the wait per update, counted by each engine (a lock is tried first; only a held one is timed). The front has no lock on that path.\n- `peak_rss_bytes`: the server's `ru_maxrss` in the plain runs; `peak_rss_bytes_per_player` divides it by the bots. `peak_heap_bytes` and `leaked_bytes`: heaptrack, system-allocator build (the Rust core's capacity-sized tables are their own mappings, not heap: RSS counts them, heaptrack does not).\n- Ratios divide a Rust row's median by the `baseline` row's of this same run.\n- Targets are judged on those medians. Beside each, `over the runs (extreme pairings)`: a ratio's least (the Rust row's least run over the baseline's greatest) and greatest (its greatest over the baseline's least), a figure's least and greatest run for the others (`n/a` at an end no run could give, as over a baseline run of 0); a verdict whose range straddles its limit is one the runs' spread could turn. compare.json's `targets` holds the same as numbers, with each limit.",
         info.phase_s,
         info.phase_s * 2
     );
@@ -884,12 +918,14 @@ pub fn write(out: &Path, rows: &[(&'static str, RowResult)], info: &RunInfo) -> 
     }
     for (row, _, list) in &checks {
         for t in list {
-            let met = match t.met {
-                Some(true) => "met",
-                Some(false) => "MISSED",
-                None => "n/a",
-            };
-            let _ = writeln!(summary, "  {row:<11} target {:<48} {:>10} {:>15}  {met}", t.what, t.measured, t.over_runs);
+            let _ = writeln!(
+                summary,
+                "  {row:<11} target {:<48} {:>10} {:>15}  {}",
+                t.what,
+                t.measured(),
+                t.over_runs(),
+                t.verdict(["met", "MISSED", "n/a"])
+            );
         }
     }
     let _ = writeln!(summary, "  report: {}/compare.md, {}/compare.json", out.display(), out.display());
@@ -962,30 +998,43 @@ mod tests {
     }
 
     #[test]
-    fn a_target_is_judged_on_the_medians_and_shows_its_worst_pairings() {
-        let obj = |v: Value| v.as_object().unwrap().clone();
-        // Engine CPU: Rust runs 4,800-5,700 ns (median 5,000), the baseline's 19,000-21,000
-        // (median 20,000): 0.25 on the medians, met, though the runs pair as high as 0.30.
-        let rust = [
-            obj(json!({"engine_cpu_ns_per_update": 5_000.0, "peak_rss_bytes": 100.0})),
-            obj(json!({"engine_cpu_ns_per_update": 4_800.0, "peak_rss_bytes": 100.0})),
-            obj(json!({"engine_cpu_ns_per_update": 5_700.0, "peak_rss_bytes": 100.0})),
-        ];
-        let base = [
-            obj(json!({"engine_cpu_ns_per_update": 20_000.0, "peak_rss_bytes": 200.0})),
-            obj(json!({"engine_cpu_ns_per_update": 19_000.0, "peak_rss_bytes": 200.0})),
-            obj(json!({"engine_cpu_ns_per_update": 21_000.0, "peak_rss_bytes": 200.0})),
-        ];
-        let (median, lo, hi) = (ratios(&rust[0], &base[0]), ratios(&rust[1], &base[2]), ratios(&rust[2], &base[1]));
-        let checks = targets(&TargetInputs { rust: [&rust[0], &rust[1], &rust[2]], ratios: [&median, &lo, &hi] });
-        let engine = checks.iter().find(|t| t.what.starts_with("raid: engine CPU")).unwrap();
-        assert_eq!(engine.measured, "0.2500");
-        assert_eq!(engine.met, Some(true), "the verdict is the medians'");
-        assert_eq!(engine.over_runs, "0.2286–0.3000", "4,800 / 21,000 and 5,700 / 19,000");
-        let rss = checks.iter().find(|t| t.what.starts_with("peak RSS")).unwrap();
-        assert_eq!((rss.measured.as_str(), rss.over_runs.as_str(), rss.met), ("0.5000", "", Some(true)), "runs that agree show no range");
-        let alloc = checks.iter().find(|t| t.what.starts_with("allocation calls")).unwrap();
-        assert_eq!((alloc.measured.as_str(), alloc.met), ("n/a", None), "a figure no run measured is not judged");
+    fn a_target_is_judged_on_the_medians_and_ranges_over_the_extreme_pairings() {
+        let runs = |v: &[Value]| RowFigures::of_runs(v.iter().map(|v| v.as_object().unwrap().clone()).collect());
+        // Engine CPU: the Rust row's runs 5,700, 4,800 and 5,000 ns (median 5,000), the
+        // baseline's 19,000, 21,000 and 20,000 (median 20,000), in no particular order. RSS:
+        // every run alike. Raid spawn: one baseline run measured 0 ms.
+        let rust = runs(&[
+            json!({"engine_cpu_ns_per_update": 5_700.0, "peak_rss_bytes": 100.0, "raid_spawn_ms": {"median": 0.5}}),
+            json!({"engine_cpu_ns_per_update": 4_800.0, "peak_rss_bytes": 100.0, "raid_spawn_ms": {"median": 0.5}}),
+            json!({"engine_cpu_ns_per_update": 5_000.0, "peak_rss_bytes": 100.0, "raid_spawn_ms": {"median": 0.5}}),
+        ]);
+        let baseline = runs(&[
+            json!({"engine_cpu_ns_per_update": 19_000.0, "peak_rss_bytes": 200.0, "raid_spawn_ms": {"median": 0.0}}),
+            json!({"engine_cpu_ns_per_update": 21_000.0, "peak_rss_bytes": 200.0, "raid_spawn_ms": {"median": 4.0}}),
+            json!({"engine_cpu_ns_per_update": 20_000.0, "peak_rss_bytes": 200.0, "raid_spawn_ms": {"median": 5.0}}),
+        ]);
+        let checks = targets(&TargetInputs::new(&rust, &baseline));
+        let find = |prefix: &str| checks.iter().find(|t| t.what.starts_with(prefix)).unwrap();
+        let engine = find("raid: engine CPU");
+        assert_eq!((engine.measured(), engine.met()), ("0.2500".to_string(), Some(true)), "the verdict is the medians'");
+        assert_eq!(engine.over_runs(), "0.2286–0.3000", "4,800 / 21,000 and 5,700 / 19,000");
+        assert_eq!(engine.verdict(["met", "missed", "n/a"]), "met");
+        let rss = find("peak RSS");
+        assert_eq!(
+            (rss.measured(), rss.over_runs(), rss.met()),
+            ("0.5000".to_string(), String::new(), Some(true)),
+            "runs that agree show no range"
+        );
+        let spawn = find("raid spawn <= 0.2x");
+        assert_eq!((spawn.measured(), spawn.met()), ("0.1250".to_string(), Some(true)), "0.5 / 4.0");
+        assert_eq!(spawn.over_runs(), "0.1000–n/a", "0.5 / 5.0, and nothing over a baseline run of 0");
+        let alloc = find("allocation calls");
+        assert_eq!(
+            (alloc.measured(), alloc.over_runs(), alloc.met()),
+            ("n/a".to_string(), String::new(), None),
+            "not measured, not judged"
+        );
+        assert_eq!(alloc.verdict(["met", "missed", "n/a"]), "n/a");
     }
 
     #[test]
