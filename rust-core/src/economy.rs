@@ -170,32 +170,43 @@ pub struct Balance {
     pub items: [u64; ITEM_KINDS],
 }
 
-/// One remembered decision of a wallet's retransmit window. Every wallet keeps
-/// [`DEDUP_WINDOW`] of them, so their size is most of a wallet's (and of the wallet arena's
-/// memory): the status rides in the low byte of the ledger number, 24 bytes where the plain
-/// fields took 32 (a quarter of a kilobyte per wallet).
+/// One remembered decision of a wallet's retransmit window, in the slot of its transaction id
+/// ([`window_slot`]). Every wallet keeps [`DEDUP_WINDOW`] of them, so their size is most of a
+/// wallet's (and of the wallet arena's memory). The id itself is not stored: a wallet keeps
+/// each slot either vacant or holding the decision of the one id of that slot inside its window
+/// (see [`Wallet::record`]), so the slot and the wallet's highest id name it, and the status
+/// rides in the low byte of the ledger number: 16 bytes where the plain fields took 32 (half a
+/// kilobyte per wallet).
 #[derive(Clone, Copy, Debug, Default)]
 struct Decision {
-    transaction_id: u64,
     gold_after: u64,
-    /// `ledger_seq << 8 | status`. The ledger number is its entry's number plus one (0: none,
-    /// or already durable when it was loaded): a retransmit's answer waits for the same entry
-    /// as the original's. Numbers stay below 2^56 (at a million entries a second, two
-    /// thousand years).
+    /// `ledger_seq << 8 | DECIDED | status`; 0: a vacant slot. The ledger number is its
+    /// entry's number plus one (0: none, or already durable when it was loaded): a
+    /// retransmit's answer waits for the same entry as the original's. Numbers stay below 2^56
+    /// (at a million entries a second, two thousand years).
     seq_status: u64,
 }
 
-const _: () = assert!(size_of::<Decision>() == 24, "a decision is three words");
+const _: () = assert!(size_of::<Decision>() == 16, "a decision is two words");
 
 impl Decision {
     const SEQ_LIMIT: u64 = 1 << 56;
+    /// The bit of `seq_status` that says the slot holds a decision (statuses stay below it).
+    const DECIDED: u64 = 0x80;
+    /// A slot with no decision.
+    const VACANT: Decision = Decision { gold_after: 0, seq_status: 0 };
 
-    fn new(transaction_id: u64, gold_after: u64, status: u8) -> Decision {
-        Decision { transaction_id, gold_after, seq_status: u64::from(status) }
+    fn new(gold_after: u64, status: u8) -> Decision {
+        assert!(u64::from(status) < Self::DECIDED, "status {status} does not fit below the decided bit");
+        Decision { gold_after, seq_status: Self::DECIDED | u64::from(status) }
+    }
+
+    fn is_decided(&self) -> bool {
+        self.seq_status & Self::DECIDED != 0
     }
 
     fn status(&self) -> u8 {
-        self.seq_status as u8
+        (self.seq_status & (Self::DECIDED - 1)) as u8
     }
 
     fn ledger_seq(&self) -> u64 {
@@ -204,7 +215,7 @@ impl Decision {
 
     fn set_ledger_seq(&mut self, ledger_seq: u64) {
         assert!(ledger_seq < Self::SEQ_LIMIT, "ledger number {ledger_seq} past 2^56");
-        self.seq_status = ledger_seq << 8 | u64::from(self.status());
+        self.seq_status = ledger_seq << 8 | (self.seq_status & 0xFF);
     }
 }
 
@@ -263,7 +274,7 @@ impl Wallet {
             gold,
             items: [0; ITEM_KINDS],
             highest_transaction: 0,
-            decisions: [Decision::default(); DEDUP_WINDOW],
+            decisions: [Decision::VACANT; DEDUP_WINDOW],
             offer: None,
             last_grant: 0,
         }
@@ -317,33 +328,62 @@ impl Wallet {
         self.offer.is_some_and(|o| now_ms >= o.expires_ms) && self.return_escrow()
     }
 
+    /// Whether `transaction_id` is inside the window: not above the highest id decided, nor
+    /// [`DEDUP_WINDOW`] or more below it (ids start at 1).
+    fn window_holds(&self, transaction_id: u64) -> bool {
+        transaction_id != 0 && transaction_id <= self.highest_transaction && self.highest_transaction - transaction_id < DEDUP_WINDOW as u64
+    }
+
     /// The answer already owed to `transaction_id`, if it is not new: the recorded decision
     /// (`duplicate` set) for an id inside the window, `TransactionTooOld` for one below it.
     fn earlier(&self, transaction_id: u64) -> Option<Outcome> {
         if self.highest_transaction >= DEDUP_WINDOW as u64 && transaction_id <= self.highest_transaction - DEDUP_WINDOW as u64 {
             return Some(Outcome::refused(EconomyStatus::TransactionTooOld));
         }
+        if transaction_id > self.highest_transaction {
+            // New. Its slot may still hold the decision of an id a window or more below it.
+            return None;
+        }
         let d = self.decisions[usize::from(window_slot(transaction_id))];
-        (d.transaction_id == transaction_id).then(|| {
+        d.is_decided().then(|| {
             let status = EconomyStatus::try_from(d.status()).expect("recorded statuses are valid");
             Outcome { status, duplicate: true, gold_after: d.gold_after, ledger_seq: d.ledger_seq() }
         })
     }
 
-    /// Records `transaction_id`'s decision and returns the outcome to tell (nothing to wait
-    /// for yet: see [`Wallet::set_ledger_seq`]).
+    /// Records the decision of `transaction_id`, a new id ([`Wallet::earlier`] said so), and
+    /// returns the outcome to tell (nothing to wait for yet: see [`Wallet::set_ledger_seq`]).
+    ///
+    /// Keeps the window's rule: each slot is vacant or holds the decision of the one id of its
+    /// slot inside the window. An id above the highest moves the window up; the ids it passes
+    /// over enter the window undecided, so their slots (which may hold decisions of ids a
+    /// window or more below them) are emptied: at most `DEDUP_WINDOW - 1` of them, however far
+    /// the client jumps.
     fn record(&mut self, transaction_id: u64, status: EconomyStatus) -> Outcome {
+        if transaction_id > self.highest_transaction {
+            let passed_over = (self.highest_transaction + 1).max(transaction_id.saturating_sub(DEDUP_WINDOW as u64 - 1));
+            for id in passed_over..transaction_id {
+                self.decisions[usize::from(window_slot(id))] = Decision::VACANT;
+            }
+            self.highest_transaction = transaction_id;
+            // Its own slot may hold the decision of the id a window below it: overwritten.
+        } else {
+            debug_assert!(self.window_holds(transaction_id), "a new id below the window is refused before it is recorded");
+            let slot = &self.decisions[usize::from(window_slot(transaction_id))];
+            debug_assert!(!slot.is_decided(), "a decided id is answered by earlier(), never decided again");
+        }
+        let slot = &mut self.decisions[usize::from(window_slot(transaction_id))];
         let gold_after = if status == EconomyStatus::Applied { self.gold } else { 0 };
-        self.decisions[usize::from(window_slot(transaction_id))] = Decision::new(transaction_id, gold_after, status as u8);
-        self.highest_transaction = self.highest_transaction.max(transaction_id);
+        *slot = Decision::new(gold_after, status as u8);
         Outcome { status, duplicate: false, gold_after, ledger_seq: 0 }
     }
 
     /// The recorded decision of `transaction_id` was journaled: a retransmit's answer waits
     /// for `ledger_seq` too (see [`Decision::seq_status`]).
     fn set_ledger_seq(&mut self, transaction_id: u64, ledger_seq: u64) {
+        debug_assert!(self.window_holds(transaction_id), "set right after record, under the same lock");
         let d = &mut self.decisions[usize::from(window_slot(transaction_id))];
-        debug_assert_eq!(d.transaction_id, transaction_id, "set right after record, under the same lock");
+        debug_assert!(d.is_decided(), "set right after record, under the same lock");
         d.set_ledger_seq(ledger_seq);
     }
 
@@ -352,7 +392,8 @@ impl Wallet {
     fn image(&self, decided: Option<u64>) -> WalletImage {
         let decision = decided.map_or(DecisionImage::default(), |tx| {
             let d = self.decisions[usize::from(window_slot(tx))];
-            DecisionImage { transaction_id: d.transaction_id, gold_after: d.gold_after, status: d.status() }
+            debug_assert!(self.window_holds(tx) && d.is_decided(), "the image of a decision just recorded");
+            DecisionImage { transaction_id: tx, gold_after: d.gold_after, status: d.status() }
         });
         WalletImage {
             account: self.account,
@@ -414,20 +455,20 @@ struct Home {
 }
 
 /// The arena holds each wallet boxed: a slot is then a pointer, and only the wallets that
-/// exist take their kilobyte. sharded-slab grows a thread's shard by pages twice the last, so
-/// with wallets inline about half of the last page's kilobyte slots sat empty: at 1,000
-/// joined players, 2.0 MB of arena for 1.0 MB of wallets (heaptrack, raid load). A box is
+/// exist take their 768 bytes. sharded-slab grows a thread's shard by pages twice the last,
+/// so with wallets inline about half of the last page's slots sat empty: at 1,000 joined
+/// players, 2.0 MB of arena for 1.0 MB of (then kilobyte) wallets (heaptrack, raid load). A box is
 /// allocated when a wallet is created (a join) and freed when its slot is (a session
 /// wallet's leave); an operation follows one more pointer to a wallet it has found.
 type WalletArena = Slab<Box<Mutex<Wallet>>, ArenaConfig>;
 /// Arena keys use the bits below this; the ones above are [`ArenaConfig`]'s reserved bits.
 const RESERVED_KEY_SHIFT: u32 = usize::BITS - <ArenaConfig as sharded_slab::Config>::RESERVED_BITS as u32;
-// What a wallet costs (its box): the at-most-once window is most of it. At most 1,024 bytes
-// because that is one of mimalloc's size classes: its classes run four per doubling (1,024,
-// 1,280, 1,536, ...), so a box of 1,032 bytes (the size before the offer's taker id gave the
-// open offer's `Option` a niche) took a 1,280-byte block, a quarter of a kilobyte of RSS per
-// player. glibc rounds both to the same 1,040-byte chunk.
-const _: () = assert!(std::mem::size_of::<Mutex<Wallet>>() <= 1_024, "a wallet outgrew mimalloc's 1,024-byte class");
+// What a wallet costs (its box): the at-most-once window is most of it. At most 768 bytes
+// because that is one of mimalloc's size classes: its classes run four per doubling (512, 640,
+// 768, 896, 1,024, ...), so a box a word over a class takes the next one. At 1,032 bytes (before
+// the offer's taker id gave the open offer's `Option` a niche) a wallet took a 1,280-byte block;
+// at 1,024 (before its decisions left their ids out) a 1,024-byte one; now 768.
+const _: () = assert!(std::mem::size_of::<Mutex<Wallet>>() <= 768, "a wallet outgrew mimalloc's 768-byte class");
 type WalletEntry<'a> = sharded_slab::Entry<'a, Box<Mutex<Wallet>>, ArenaConfig>;
 
 /// Locks `a` and, if any, `b` (another wallet) in ascending arena key: the one order every
@@ -861,11 +902,25 @@ impl Economy {
             let mut w = Wallet { items: image.items, ..Wallet::opened(index, image.account, image.gold) };
             w.highest_transaction = image.highest_transaction;
             w.last_grant = image.last_grant;
-            for (slot, d) in w.decisions.iter_mut().zip(&stored.decisions) {
-                *slot = Decision::new(d.transaction_id, d.gold_after, d.status);
-            }
             if EconomyStatus::try_from(stored.decisions.iter().map(|d| d.status).max().unwrap_or(0)).is_err() {
                 return Err(format!("restore: account {}: a decision with an unknown status", image.account));
+            }
+            for (slot, d) in stored.decisions.iter().enumerate() {
+                if d.transaction_id == 0 {
+                    continue;
+                }
+                if usize::from(d.window_slot()) != slot || d.transaction_id > w.highest_transaction {
+                    return Err(format!(
+                        "restore: account {}: decision {} in slot {slot} of a window whose highest id is {}",
+                        image.account, d.transaction_id, w.highest_transaction
+                    ));
+                }
+                // A slot's decision from below the window is one a retransmit can no longer
+                // get (its id is refused as too old, or a newer id of its slot was passed over):
+                // the slot is vacant, as the window's rule wants (see `Wallet::record`).
+                if w.window_holds(d.transaction_id) {
+                    w.decisions[slot] = Decision::new(d.gold_after, d.status);
+                }
             }
             let escrow = Stack {
                 gold: image.escrow.gold,
@@ -1435,12 +1490,118 @@ mod tests {
 
     #[test]
     fn a_decision_keeps_its_status_and_ledger_number_apart() {
-        for status in [0u8, 1, 7, 255] {
+        assert!(!Decision::VACANT.is_decided());
+        for status in [0u8, 1, 7, 127] {
             for seq in [0u64, 1, 255, 256, 1 << 40, Decision::SEQ_LIMIT - 1] {
-                let mut d = Decision::new(9, 42, status);
-                assert_eq!((d.status(), d.ledger_seq()), (status, 0));
+                let mut d = Decision::new(42, status);
+                assert_eq!((d.is_decided(), d.status(), d.ledger_seq()), (true, status, 0));
                 d.set_ledger_seq(seq);
-                assert_eq!((d.transaction_id, d.gold_after, d.status(), d.ledger_seq()), (9, 42, status, seq));
+                assert_eq!((d.is_decided(), d.gold_after, d.status(), d.ledger_seq()), (true, 42, status, seq));
+            }
+        }
+    }
+
+    /// A restored window keeps the decisions a retransmit can still get, leaves vacant a slot
+    /// whose stored decision is from below the window (its id in the window is new), and
+    /// refuses a decision in another id's slot or above the wallet's highest id.
+    #[test]
+    fn a_restored_window_keeps_what_a_retransmit_can_still_get() {
+        use crate::ledger::{DecisionImage, StoredWallet};
+        let stored = |decisions: &[DecisionImage], highest: u64| {
+            let mut w = StoredWallet::default();
+            w.image.account = 7;
+            w.image.highest_transaction = highest;
+            for d in decisions {
+                w.decisions[usize::from(d.window_slot())] = *d;
+            }
+            Recovered { wallets: vec![w], ..Recovered::default() }
+        };
+        let decision =
+            |transaction_id, gold_after, status: EconomyStatus| DecisionImage { transaction_id, gold_after, status: status as u8 };
+        let in_window = decision(90, 77, EconomyStatus::Applied);
+        let below_window = decision(95 - DEDUP_WINDOW as u64, 5, EconomyStatus::Applied);
+        let eco = Economy::new(8);
+        eco.restore(&stored(&[in_window, below_window], 100)).expect("a consistent window restores");
+        let (wallet, created) = eco.open_account(7, 0).expect("the account is back");
+        assert!(!created);
+        let spend = |transaction_id| EconomyOp { transaction_id, gold: 1, kind: EconomyKind::Spend as u8, ..Default::default() };
+        let run = |transaction_id| eco.execute(&spend(transaction_id), wallet, Counterparty::Absent, &mut LockWaits::default());
+        let again = run(90);
+        assert_eq!((again.status, again.duplicate, again.gold_after), (EconomyStatus::Applied, true, 77));
+        let fresh = run(95);
+        assert_eq!((fresh.status, fresh.duplicate), (EconomyStatus::InsufficientFunds, false), "id 95 was never decided");
+        assert_eq!(run(100 - DEDUP_WINDOW as u64).status, EconomyStatus::TransactionTooOld);
+
+        let mut misplaced = stored(&[in_window], 100);
+        misplaced.wallets[0].decisions.swap(usize::from(in_window.window_slot()), 0);
+        assert!(Economy::new(8).restore(&misplaced).is_err(), "a decision in another id's slot");
+        assert!(Economy::new(8).restore(&stored(&[decision(101, 0, EconomyStatus::Applied)], 100)).is_err(), "above the highest id");
+    }
+
+    #[test]
+    #[should_panic(expected = "below the decided bit")]
+    fn a_status_on_the_decided_bit_is_refused() {
+        Decision::new(0, 128);
+    }
+
+    /// The window without ids in its slots answers as one that remembers every decision ever
+    /// made: an id at or below `highest - DEDUP_WINDOW` is too old, any other id decided before
+    /// gets its decision back, and the rest are new. Driven by the ids a hostile client can
+    /// send: steps up, retransmits, ids just inside and outside the window, jumps of whole
+    /// windows (whose ids share every slot) and of 2^32, and the top of the range.
+    #[test]
+    fn the_window_answers_as_if_it_kept_every_decision() {
+        use std::collections::HashMap;
+        const WINDOW: u64 = DEDUP_WINDOW as u64;
+        let mut seed = 0x2545_F491_4F6C_DD1Du64;
+        let mut next = move |bound: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % bound
+        };
+        let statuses = [EconomyStatus::Applied, EconomyStatus::InsufficientFunds, EconomyStatus::OfferPending];
+        for run in 0..200 {
+            let mut w = Wallet::opened(0, 0, 1_000);
+            let mut decided: HashMap<u64, (EconomyStatus, u64, u64)> = HashMap::new();
+            let start = if run % 10 == 9 { u64::MAX - 5 * WINDOW } else { 0 };
+            w.highest_transaction = start;
+            for step in 0..400u64 {
+                let h = w.highest_transaction;
+                let tx = match next(9) {
+                    0 => h.saturating_add(1),
+                    1 => h.saturating_add(1 + next(2 * WINDOW)),
+                    2 => h.saturating_sub(next(2 * WINDOW)),
+                    3 => h.saturating_add(WINDOW * (1 + next(3))),
+                    4 => h.saturating_sub(WINDOW - 1 + next(3)),
+                    5 => h.saturating_add(1 << 32),
+                    6 => start.saturating_add(1 + next(3 * WINDOW)),
+                    7 => u64::MAX - next(3),
+                    _ => decided.keys().copied().max().unwrap_or(1).saturating_sub(next(WINDOW)),
+                }
+                .max(1);
+                let too_old = h >= WINDOW && tx <= h - WINDOW;
+                match w.earlier(tx) {
+                    Some(o) if too_old => assert_eq!((o.status, o.duplicate), (EconomyStatus::TransactionTooOld, false)),
+                    Some(o) => {
+                        let (status, gold_after, seq) = decided[&tx];
+                        assert!(o.duplicate, "run {run} step {step}: id {tx} answered as decided");
+                        assert_eq!((o.status, o.gold_after, o.ledger_seq), (status, gold_after, seq), "run {run} step {step}: id {tx}");
+                    }
+                    None => {
+                        assert!(!too_old && !decided.contains_key(&tx), "run {run} step {step}: id {tx} (highest {h}) is not new");
+                        w.gold = 1_000 + step;
+                        let status = statuses[next(3) as usize];
+                        let o = w.record(tx, status);
+                        assert_eq!(w.highest_transaction, h.max(tx));
+                        let seq = next(4);
+                        if seq != 0 {
+                            w.set_ledger_seq(tx, seq);
+                        }
+                        assert_eq!(w.image(Some(tx)).decision.transaction_id, tx);
+                        decided.insert(tx, (status, o.gold_after, seq));
+                    }
+                }
             }
         }
     }
@@ -1448,7 +1609,7 @@ mod tests {
     #[test]
     #[should_panic(expected = "past 2^56")]
     fn a_ledger_number_past_the_packing_is_refused() {
-        Decision::new(1, 0, 1).set_ledger_seq(Decision::SEQ_LIMIT);
+        Decision::new(0, 1).set_ledger_seq(Decision::SEQ_LIMIT);
     }
 
     #[test]
