@@ -11,7 +11,7 @@ namespace {
 
 enum class Recall { kDecided, kTooOld, kNew };
 
-// What the wallet remembers about `transaction_id` (economy.rs Wallet::recall).
+// What the wallet remembers about `transaction_id` (economy.rs Wallet::earlier).
 Recall recall(const Wallet& w, uint64_t transaction_id, Decision& decided) {
   if (w.highest_transaction >= kDedupWindow && transaction_id <= w.highest_transaction - kDedupWindow) return Recall::kTooOld;
   const Decision& d = w.decisions[transaction_id % kDedupWindow];
