@@ -126,6 +126,51 @@ fn every_told_result_survives_a_restart_and_a_retransmit_gets_the_original_answe
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// The window after a restart answers as before it, when ids jump: the store keeps a slot's
+/// last decision even once its id has fallen below the window, and a restore must not answer
+/// the slot's id inside the window (never decided) with it.
+#[test]
+fn a_restart_keeps_the_window_exactly_when_ids_jump() {
+    let dir = temp_dir("window-jumps");
+    let window = mmo_core::economy::DEDUP_WINDOW as u64;
+    {
+        let e = durable_engine(&dir);
+        let a = join_account(&e, 1);
+        let b = join_account(&e, 2);
+        // Account 1: id 3, then a jump to 40. Id 3's row stays in the store, in the slot of
+        // id 35, which is inside the window and was never decided.
+        for txn in [3, 40] {
+            let r = run_op(&e, op(a, txn, Spend, 0, 1, 0, 0));
+            assert_eq!(status(&r), EconomyStatus::Applied);
+            wait_durable(&e, &r);
+        }
+        // Account 2: a window not yet full (highest 7).
+        for txn in [2, 7] {
+            let r = run_op(&e, op(b, txn, Spend, 0, 1, 0, 0));
+            wait_durable(&e, &r);
+        }
+    }
+    let e = Engine::new(config()).unwrap();
+    let recovery = e.open_store(&dir, CommitPolicy::default(), Box::new(|| {})).unwrap();
+    assert!(recovery.repairs.is_empty(), "{:?}", recovery.repairs);
+    let a = join_account(&e, 1);
+    let b = join_account(&e, 2);
+    let spend = |who: Who, txn: u64| run_op(&e, op(who, txn, Spend, 0, 1, 0, 0));
+    let answer = |r: EconomyResult| (status(&r), r.duplicate, r.gold_balance);
+    assert_eq!(answer(spend(a, 40)), (EconomyStatus::Applied, 1, STARTING_GOLD - 2), "the newest decision is remembered");
+    assert_eq!(status(&spend(a, 3)), EconomyStatus::TransactionTooOld);
+    assert_eq!(status(&spend(a, 40 - window)), EconomyStatus::TransactionTooOld);
+    assert_eq!(answer(spend(a, 35)), (EconomyStatus::Applied, 0, STARTING_GOLD - 3), "id 35 shares id 3's slot and is new");
+    assert_eq!(answer(spend(a, 35)), (EconomyStatus::Applied, 1, STARTING_GOLD - 3));
+    assert_eq!(answer(spend(a, 40 - window + 1)), (EconomyStatus::Applied, 0, STARTING_GOLD - 4), "the window's oldest id is new");
+    assert_eq!(answer(spend(b, 2)), (EconomyStatus::Applied, 1, STARTING_GOLD - 1));
+    assert_eq!(answer(spend(b, 7)), (EconomyStatus::Applied, 1, STARTING_GOLD - 2));
+    assert_eq!(answer(spend(b, 5)), (EconomyStatus::Applied, 0, STARTING_GOLD - 3), "an id below a window not yet full is new");
+    assert!(e.economy_audit().is_conserved());
+    drop(e);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 #[test]
 fn concurrent_transfers_are_all_there_after_a_restart() {
     let dir = temp_dir("concurrent");
