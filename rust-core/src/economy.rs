@@ -337,12 +337,12 @@ impl Wallet {
     /// The answer already owed to `transaction_id`, if it is not new: the recorded decision
     /// (`duplicate` set) for an id inside the window, `TransactionTooOld` for one below it.
     fn earlier(&self, transaction_id: u64) -> Option<Outcome> {
-        if self.highest_transaction >= DEDUP_WINDOW as u64 && transaction_id <= self.highest_transaction - DEDUP_WINDOW as u64 {
-            return Some(Outcome::refused(EconomyStatus::TransactionTooOld));
-        }
         if transaction_id > self.highest_transaction {
             // New. Its slot may still hold the decision of an id a window or more below it.
             return None;
+        }
+        if !self.window_holds(transaction_id) {
+            return Some(Outcome::refused(EconomyStatus::TransactionTooOld));
         }
         let d = self.decisions[usize::from(window_slot(transaction_id))];
         d.is_decided().then(|| {
@@ -360,6 +360,7 @@ impl Wallet {
     /// window or more below them) are emptied: at most `DEDUP_WINDOW - 1` of them, however far
     /// the client jumps.
     fn record(&mut self, transaction_id: u64, status: EconomyStatus) -> Outcome {
+        let at = usize::from(window_slot(transaction_id));
         if transaction_id > self.highest_transaction {
             let passed_over = (self.highest_transaction + 1).max(transaction_id.saturating_sub(DEDUP_WINDOW as u64 - 1));
             for id in passed_over..transaction_id {
@@ -369,12 +370,10 @@ impl Wallet {
             // Its own slot may hold the decision of the id a window below it: overwritten.
         } else {
             debug_assert!(self.window_holds(transaction_id), "a new id below the window is refused before it is recorded");
-            let slot = &self.decisions[usize::from(window_slot(transaction_id))];
-            debug_assert!(!slot.is_decided(), "a decided id is answered by earlier(), never decided again");
+            debug_assert!(!self.decisions[at].is_decided(), "a decided id is answered by earlier(), never decided again");
         }
-        let slot = &mut self.decisions[usize::from(window_slot(transaction_id))];
         let gold_after = if status == EconomyStatus::Applied { self.gold } else { 0 };
-        *slot = Decision::new(gold_after, status as u8);
+        self.decisions[at] = Decision::new(gold_after, status as u8);
         Outcome { status, duplicate: false, gold_after, ledger_seq: 0 }
     }
 
