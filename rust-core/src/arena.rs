@@ -27,37 +27,51 @@ impl Config for ArenaConfig {
     const RESERVED_BITS: usize = 2;
 }
 
-/// The raid object arena's configuration: like [`ArenaConfig`], but with a first page of
-/// 4,096 slots.
+/// The raid arena's configuration: one slot per [`RAID_PACK_OBJECTS`] raid objects (a *pack*,
+/// [`crate::combat::RaidPack`]), a first page of 256 packs.
 ///
-/// sharded-slab's insert walks a thread's pages from the first, and every full page it passes
-/// costs an atomic swap on that page's remote free list. With 64-slot first pages an
-/// 11,000-object burst walks past up to eight full pages per insert, which profiled as the
-/// largest cost of a raid spawn; with a 4,096-slot first page the first two pages (4,096 +
-/// 8,192 = 12,288 slots) hold a whole burst of the size the product is built for, which walks
-/// past one full page at most, and bursts alive together spill into the third (16,384 slots).
-/// A page is allocated when a thread first reaches it and touched whole (sharded-slab builds
-/// every slot), so the first pages' sizes are what a burst leaves resident: 12,288 48-byte
-/// slots (0.6 MB), where a 16,384-slot first page left 0.8 MB (after a 1,000-bot raid of
-/// 11,000-object bursts the server's anonymous resident memory was 13,204 and 13,264 KiB in two
-/// runs, against 13,500 with the 16,384-slot page). 13 pages keep the 26 address bits (4,096 x
-/// 8,191, about 2^25 slots per thread, more than `raid_object_capacity`'s limit of 2^24 in one
-/// burst's thread) and 23 generation bits.
+/// A raid spawn inserts one pack per 64 objects, not one slot per object. sharded-slab's insert
+/// pays, per call, a compare-and-swap on the slot's lifecycle, a walk of the thread's pages from
+/// the first (an atomic swap on each full page's remote free list it passes) and a pop of a free
+/// list last written when the previous burst expired, on a cold line: with a slot per object
+/// that was 80% of an 11,000-object spawn (`perf record -e cpu-clock` of the raid bench, 318 µs).
+/// With packs those costs are paid 172 times per burst instead of 11,000, and the objects are
+/// written one after another into the pack.
+///
+/// 256 packs (16,384 objects, 1,560-byte slots: 0.4 MB) hold a burst of the size the product is
+/// built for on the first page; bursts alive together spill into the second (512 packs). A page
+/// is allocated when a thread first reaches it and touched whole (sharded-slab builds every
+/// slot), so the first page is what a burst leaves resident: 0.4 MB, where the per-object arena's
+/// first two pages (4,096 and 8,192 48-byte slots) left 0.6 MB. 11 pages hold 256 x 2,047 packs
+/// per thread, more than `raid_object_capacity`'s limit of 2^24 objects (2^18 packs) in one
+/// burst's thread; 8 reserved bits leave room for the object's index in its id
+/// ([`object_id_from_pack`]) and 23 generation bits: a pack slot must be reused 8 million times
+/// before an old id could match again.
 #[derive(Clone, Copy, Debug)]
 pub struct RaidArenaConfig;
 
 impl Config for RaidArenaConfig {
     const MAX_THREADS: usize = 4_096;
-    const MAX_PAGES: usize = 13;
-    const INITIAL_PAGE_SIZE: usize = 4_096;
-    const RESERVED_BITS: usize = 2;
+    const MAX_PAGES: usize = 11;
+    const INITIAL_PAGE_SIZE: usize = 256;
+    const RESERVED_BITS: usize = 8;
 }
 
-// What the doc above says of the layout: sharded-slab needs a power-of-two first page, and one
-// thread's pages hold the largest `raid_object_capacity` the configuration accepts (2^24), so a
-// burst spawned on one thread never runs out of address space before the capacity gate refuses it.
+/// Raid objects per pack: a burst's objects are created in runs of this many, in spawn order,
+/// one arena slot per run. An object's id is its pack's key and its index in the pack.
+pub const RAID_PACK_OBJECTS: usize = 64;
+
+/// Bits of an object id that hold its index in its pack.
+const PACK_INDEX_BITS: u32 = RAID_PACK_OBJECTS.trailing_zeros();
+
+// What the doc above says of the layout: sharded-slab needs a power-of-two first page, one
+// thread's pages hold the packs of the largest `raid_object_capacity` the configuration accepts
+// (2^24 objects), so a burst spawned on one thread never runs out of address space before the
+// capacity gate refuses it, and the reserved bits leave room for an object's index in its id.
 const _: () = assert!(RaidArenaConfig::INITIAL_PAGE_SIZE.is_power_of_two());
-const _: () = assert!(RaidArenaConfig::INITIAL_PAGE_SIZE * ((1 << RaidArenaConfig::MAX_PAGES) - 1) >= 1 << 24);
+const _: () = assert!(RAID_PACK_OBJECTS.is_power_of_two() && RAID_PACK_OBJECTS <= 256);
+const _: () = assert!(RaidArenaConfig::INITIAL_PAGE_SIZE * ((1 << RaidArenaConfig::MAX_PAGES) - 1) * RAID_PACK_OBJECTS >= 1 << 24);
+const _: () = assert!(RaidArenaConfig::RESERVED_BITS >= 2 + PACK_INDEX_BITS as usize);
 
 /// Bit 63 marks a raid object id; player ids never have it.
 pub const OBJECT_ID_TAG: u64 = 1 << 63;
@@ -78,16 +92,18 @@ pub fn key_from_player_id(id: u64) -> Option<usize> {
     Some((id - 1) as usize)
 }
 
-/// A raid object id is its arena key plus one, tagged with [`OBJECT_ID_TAG`].
+/// A raid object id: its pack's arena key and its index in the pack, plus one, tagged with
+/// [`OBJECT_ID_TAG`].
 #[inline]
-pub fn object_id_from_key(key: usize) -> u64 {
-    debug_assert!((key as u64) < (1 << 62));
-    (key as u64 + 1) | OBJECT_ID_TAG
+pub fn object_id_from_pack(key: usize, index: usize) -> u64 {
+    debug_assert!((key as u64) < (1 << (62 - PACK_INDEX_BITS)) && index < RAID_PACK_OBJECTS);
+    (((key as u64) << PACK_INDEX_BITS | index as u64) + 1) | OBJECT_ID_TAG
 }
 
-/// The arena key of a raid object id; `None` for anything that is not one.
+/// The pack's arena key and the object's index in it, of a raid object id; `None` for anything
+/// that is not one.
 #[inline]
-pub fn key_from_object_id(id: u64) -> Option<usize> {
+pub fn pack_of_object_id(id: u64) -> Option<(usize, usize)> {
     if id & OBJECT_ID_TAG == 0 {
         return None;
     }
@@ -95,7 +111,8 @@ pub fn key_from_object_id(id: u64) -> Option<usize> {
     if raw == 0 || raw > (1 << 62) {
         return None;
     }
-    Some((raw - 1) as usize)
+    let raw = raw - 1;
+    Some(((raw >> PACK_INDEX_BITS) as usize, (raw & (RAID_PACK_OBJECTS as u64 - 1)) as usize))
 }
 
 #[cfg(all(test, not(mmo_loom)))]
@@ -106,17 +123,37 @@ mod tests {
     fn ids_round_trip_and_never_collide() {
         for key in [0usize, 1, 77, (1 << 62) - 1] {
             let p = player_id_from_key(key);
-            let o = object_id_from_key(key);
             assert_ne!(p, 0);
-            assert_ne!(p, o);
             assert_eq!(key_from_player_id(p), Some(key));
-            assert_eq!(key_from_object_id(o), Some(key));
-            assert_eq!(key_from_player_id(o), None);
-            assert_eq!(key_from_object_id(p), None);
+            assert_eq!(pack_of_object_id(p), None);
+        }
+        for key in [0usize, 1, 77, (1 << (62 - PACK_INDEX_BITS)) - 1] {
+            for index in [0, 1, RAID_PACK_OBJECTS - 1] {
+                let o = object_id_from_pack(key, index);
+                assert_ne!(o & !OBJECT_ID_TAG, 0);
+                assert_eq!(pack_of_object_id(o), Some((key, index)));
+                assert_eq!(key_from_player_id(o), None);
+            }
         }
         assert_eq!(key_from_player_id(0), None);
-        assert_eq!(key_from_object_id(OBJECT_ID_TAG), None);
+        assert_eq!(pack_of_object_id(OBJECT_ID_TAG), None);
+        assert_eq!(pack_of_object_id(u64::MAX), None);
         assert_eq!(key_from_player_id(u64::MAX >> 1), None);
+    }
+
+    #[test]
+    fn pack_keys_leave_room_for_the_index() {
+        // The arena's keys never reach the bits an object's index is shifted over.
+        let slab = sharded_slab::Slab::<u64>::new_with_config::<RaidArenaConfig>();
+        let mut keys = Vec::new();
+        for i in 0..2_000u64 {
+            keys.push(slab.insert(i).unwrap());
+        }
+        for &key in &keys {
+            assert!((key as u64) < 1 << (62 - PACK_INDEX_BITS), "key {key:#x} overlaps the index bits");
+            let id = object_id_from_pack(key, RAID_PACK_OBJECTS - 1);
+            assert_eq!(pack_of_object_id(id), Some((key, RAID_PACK_OBJECTS - 1)));
+        }
     }
 
     #[test]

@@ -34,13 +34,13 @@
 //! - Locks: none of this module's own; the tick's expiry heap is behind the tick's lock
 //!   ([`crate::tick`]), and grid writes take one grid shard at a time.
 
-use crate::arena::{ArenaConfig, RaidArenaConfig, key_from_object_id, object_id_from_key};
+use crate::arena::{ArenaConfig, RAID_PACK_OBJECTS, RaidArenaConfig, object_id_from_pack, pack_of_object_id};
 use crate::capacity::CapacityGate;
 use crate::config::{CoreConfig, RAID_BURST_MAX};
 use crate::grid::{Grid, ObjectMember};
 use crate::locks::LockWaits;
 use crate::records::{EntityKind, RaidSpawnRequest};
-use crate::sync::{AtomicI32, AtomicU64, Ordering};
+use crate::sync::{AtomicI32, AtomicU32, AtomicU64, Ordering};
 use crossbeam_queue::ArrayQueue;
 use sharded_slab::Slab;
 use std::cmp::Reverse;
@@ -176,17 +176,11 @@ pub struct Combatant {
     pub owner: u64,
 }
 
-/// One spawned raid object.
+/// One spawned raid object: what differs between the objects of a pack.
 #[derive(Debug)]
 pub struct RaidObject {
     /// Hit points (adds can be fought; projectiles and loot usually have 1).
     pub health: Health,
-    /// What it is.
-    pub kind: EntityKind,
-    /// Faction.
-    pub faction: u8,
-    /// Tick at which the tick frees it.
-    pub expires_tick: u32,
     /// Where it was spawned, metres (raid objects never move): read by an attack's range check.
     /// The grid keeps its own copy, inline in the cell, for proximity queries.
     pub x_m: f32,
@@ -199,6 +193,61 @@ pub struct RaidObject {
     /// that with [`crate::loot::LOOT_CLAIMED`] set once claimed.
     /// Written by the killing attack (store) and the one winning claim (CAS); read by claims.
     pub loot: AtomicU64,
+}
+
+// (Loom's instrumented atomics are larger; the layout is asserted for the real build.)
+#[cfg(not(mmo_loom))]
+const _: () = assert!(std::mem::size_of::<RaidObject>() == 24);
+
+/// Up to [`RAID_PACK_OBJECTS`] objects of one burst, created one after another by its spawn:
+/// the raid arena's slot. Everything the objects share (kind, faction, expiry) is kept once.
+/// A pack's objects may lie in two or more cells (a burst is spawned cell by cell, in packs of
+/// 64 across the cells' shares); the tick frees the pack when the last of them has expired.
+#[derive(Debug)]
+pub struct RaidPack {
+    /// Objects of this pack still in the grid. Set by the spawn before the pack is inserted;
+    /// counted down (and the pack freed at zero) only by the tick's expiry sweep.
+    live: AtomicU32,
+    /// How many of `objects` are in use (1..=64).
+    len: u8,
+    /// What every object of the pack is.
+    kind: EntityKind,
+    /// Their faction.
+    faction: u8,
+    /// The objects; the first `len` are in use.
+    objects: [RaidObject; RAID_PACK_OBJECTS],
+}
+
+// A slot of 1,560 bytes (the arena adds a lifecycle and a free-list word): what the raid
+// arena's first page of 256 slots is sized by (`arena::RaidArenaConfig`).
+#[cfg(not(mmo_loom))]
+const _: () = assert!(std::mem::size_of::<RaidPack>() == 8 + 24 * RAID_PACK_OBJECTS);
+
+/// A raid object, read through its pack: holding it delays the pack's reuse (as any arena
+/// guard does), never sees it reused.
+pub struct RaidObjectRef<'a> {
+    pack: sharded_slab::Entry<'a, RaidPack, RaidArenaConfig>,
+    index: usize,
+}
+
+impl RaidObjectRef<'_> {
+    /// What it is (as spawned; the grid's label changes when an add is killed).
+    pub fn kind(&self) -> EntityKind {
+        self.pack.kind
+    }
+
+    /// Its faction.
+    pub fn faction(&self) -> u8 {
+        self.pack.faction
+    }
+}
+
+impl std::ops::Deref for RaidObjectRef<'_> {
+    type Target = RaidObject;
+
+    fn deref(&self) -> &RaidObject {
+        &self.pack.objects[self.index]
+    }
 }
 
 /// What the tick must sweep when a burst expires: its expiry tick and the rectangle of grid
@@ -257,9 +306,149 @@ pub struct ExpiryReport {
     pub objects: u32,
 }
 
-/// Objects a raid spawn creates before it appends them to their cell under the cell's lock
+/// Objects a raid spawn appends to a cell under one acquisition of the cell's lock, at most
 /// (12 KiB of stack).
 pub const SPAWN_CHUNK: usize = 512;
+
+/// Whether two raid object ids are of the same pack.
+fn same_pack(a: u64, b: u64) -> bool {
+    pack_of_object_id(a).map(|(key, _)| key) == pack_of_object_id(b).map(|(key, _)| key)
+}
+
+/// Where a spawn's objects go, one after another: each cell the burst's square overlaps gets a
+/// share of the count proportional to its overlap (cumulative rounding, so the shares add up
+/// exactly), cells row by row, each share's positions uniform over the cell's part of the
+/// square. The order and the draws are the baseline's (`baseline_raid.cpp`).
+struct Placer {
+    /// The burst's rectangle of cells, inclusive: `(cx0, cy0, cx1, cy1)`.
+    cells: (u32, u32, u32, u32),
+    /// The square, clamped to the world.
+    square: (f32, f32, f32, f32),
+    area: f32,
+    top: f32,
+    cell_size_m: f32,
+    cells_per_side: u32,
+    count: u32,
+    rng: SplitMix64,
+    /// The cell being filled (`cx`, `cy`; `cy > cy1` before the first) and its overlap.
+    at: (u32, u32),
+    overlap: (f32, f32, f32, f32),
+    cell_index: u32,
+    area_before: f64,
+    placed_before: u32,
+    /// Objects of the current cell's share still to place.
+    share_left: u32,
+}
+
+impl Placer {
+    fn new(req: &RaidSpawnRequest, world_size_m: f32, grid: &Grid) -> Self {
+        // A degenerate square (zero width or height) is widened to a tiny one so every object
+        // still gets a position inside the world.
+        let top = world_size_m.next_down();
+        let h = req.half_extent_m.max(0.001);
+        let (x0, x1) = ((req.center_x_m - h).max(0.0), (req.center_x_m + h).min(top));
+        let (y0, y1) = ((req.center_y_m - h).max(0.0), (req.center_y_m + h).min(top));
+        let (cx0, cy0) = grid.cell_coords(grid.cell_of(x0, y0));
+        let (cx1, cy1) = grid.cell_coords(grid.cell_of(x1, y1));
+        Self {
+            cells: (cx0, cy0, cx1, cy1),
+            square: (x0, y0, x1, y1),
+            area: (x1 - x0) * (y1 - y0),
+            top,
+            cell_size_m: grid.cell_size_m(),
+            cells_per_side: grid.cells_per_side(),
+            count: req.count,
+            rng: SplitMix64(u64::from(req.seed) ^ 0xA5A5_5A5A_DEAD_BEEF),
+            at: (cx1, cy0.wrapping_sub(1)),
+            overlap: (0.0, 0.0, 0.0, 0.0),
+            cell_index: 0,
+            area_before: 0.0,
+            placed_before: 0,
+            share_left: 0,
+        }
+    }
+
+    /// Cells the burst's rectangle covers.
+    fn total_cells(&self) -> u32 {
+        let (cx0, cy0, cx1, cy1) = self.cells;
+        (cx1 - cx0 + 1) * (cy1 - cy0 + 1)
+    }
+
+    /// Objects whose cell share has been drawn so far (all of them once the last cell is reached).
+    fn placed(&self) -> u32 {
+        self.placed_before
+    }
+
+    /// The next object's cell and position. Called at most `count` times.
+    fn next(&mut self) -> (u32, f32, f32) {
+        let (cx0, _, cx1, cy1) = self.cells;
+        let (x0, y0, x1, y1) = self.square;
+        // Bounded: the last cell's share is whatever is left of the count, so a call within the
+        // count always finds a cell with some before it runs out of cells.
+        while self.share_left == 0 {
+            let (mut cx, mut cy) = self.at;
+            if cx >= cx1 {
+                cx = cx0;
+                cy = cy.wrapping_add(1);
+            } else {
+                cx += 1;
+            }
+            assert!(cy <= cy1, "raid spawn placed more objects than its count");
+            self.at = (cx, cy);
+            self.cell_index += 1;
+            let size = self.cell_size_m;
+            // This cell's overlap with the square.
+            let (ox0, ox1) = (x0.max(cx as f32 * size), x1.min((cx + 1) as f32 * size));
+            let (oy0, oy1) = (y0.max(cy as f32 * size), y1.min((cy + 1) as f32 * size));
+            self.area_before += ((ox1 - ox0).max(0.0) * (oy1 - oy0).max(0.0)) as f64;
+            let placed_after = if self.cell_index == self.total_cells() {
+                self.count
+            } else {
+                ((self.count as f64 * self.area_before / self.area as f64) as u32).min(self.count)
+            };
+            self.share_left = placed_after - self.placed_before;
+            self.placed_before = placed_after;
+            // Clamped so a share on a cell with (numerically) no area still lands inside it.
+            self.overlap = (ox0, oy0, ox1.max(ox0), oy1.max(oy0));
+        }
+        self.share_left -= 1;
+        let (ox0, oy0, ox1, oy1) = self.overlap;
+        let x = (ox0 + self.rng.unit() * (ox1 - ox0)).min(self.top);
+        let y = (oy0 + self.rng.unit() * (oy1 - oy0)).min(self.top);
+        (self.at.1 * self.cells_per_side + self.at.0, x, y)
+    }
+}
+
+/// A spawn's objects on their way to the grid: consecutive objects of one cell, appended with
+/// one acquisition of its lock when the cell changes or [`SPAWN_CHUNK`] are waiting.
+struct MemberRun {
+    cell: u32,
+    len: usize,
+    members: [ObjectMember; SPAWN_CHUNK],
+}
+
+impl MemberRun {
+    fn new(expires_tick: u32, kind: EntityKind) -> Self {
+        Self { cell: 0, len: 0, members: [ObjectMember { id: 0, x_m: 0.0, y_m: 0.0, expires_tick, kind }; SPAWN_CHUNK] }
+    }
+
+    fn push(&mut self, cell: u32, id: u64, x_m: f32, y_m: f32, grid: &Grid, waits: &mut LockWaits) {
+        if self.len == SPAWN_CHUNK || (self.len > 0 && cell != self.cell) {
+            self.flush(grid, waits);
+        }
+        self.cell = cell;
+        let member = &mut self.members[self.len];
+        (member.id, member.x_m, member.y_m) = (id, x_m, y_m);
+        self.len += 1;
+    }
+
+    fn flush(&mut self, grid: &Grid, waits: &mut LockWaits) {
+        if self.len > 0 {
+            grid.append_objects(self.cell, &self.members[..self.len], waits);
+            self.len = 0;
+        }
+    }
+}
 
 /// Small, fast, seedable generator (SplitMix64): spawn positions and loot rolls. The C++
 /// baseline has the same one (`baseline_util.hpp`), so both engines roll the same loot.
@@ -286,8 +475,9 @@ impl SplitMix64 {
 pub struct Combat {
     /// Player combatants. Inserted by join, removed by leave, read by damage.
     combatants: Slab<Combatant, ArenaConfig>,
-    /// Raid objects. Inserted by raid spawn, removed by the tick, read by damage.
-    objects: Slab<RaidObject, RaidArenaConfig>,
+    /// Raid objects, in packs. Inserted by raid spawn, removed by the tick, read by damage,
+    /// attacks and loot claims.
+    packs: Slab<RaidPack, RaidArenaConfig>,
     /// Spawner -> tick hand-off of burst expiries; capacity = burst limit.
     expiry_inbox: ArrayQueue<BurstExpiry>,
     /// Live raid objects against `raid_object_capacity`.
@@ -303,7 +493,7 @@ impl Combat {
     pub fn new(config: &CoreConfig) -> Self {
         Self {
             combatants: Slab::new_with_config::<ArenaConfig>(),
-            objects: Slab::new_with_config::<RaidArenaConfig>(),
+            packs: Slab::new_with_config::<RaidArenaConfig>(),
             expiry_inbox: ArrayQueue::new(config.raid_burst_capacity as usize),
             object_gate: CapacityGate::new(config.raid_object_capacity),
             burst_gate: CapacityGate::new(config.raid_burst_capacity),
@@ -328,8 +518,10 @@ impl Combat {
     }
 
     /// A raid object by id.
-    pub fn object(&self, object_id: u64) -> Option<sharded_slab::Entry<'_, RaidObject, RaidArenaConfig>> {
-        self.objects.get(key_from_object_id(object_id)?)
+    pub fn object(&self, object_id: u64) -> Option<RaidObjectRef<'_>> {
+        let (key, index) = pack_of_object_id(object_id)?;
+        let pack = self.packs.get(key)?;
+        (index < usize::from(pack.len)).then_some(RaidObjectRef { pack, index })
     }
 
     /// Raid objects alive now.
@@ -364,9 +556,10 @@ impl Combat {
     /// Spawns `req.count` objects uniformly over the square around the centre (clamped to
     /// the world), expiring `lifetime_ms` from `now_tick`. Whole or nothing.
     ///
-    /// Objects are generated cell by cell: each cell the square overlaps gets a share of the
-    /// count proportional to its overlap (cumulative rounding, so the shares add up exactly),
-    /// and the cell's lock is taken once for its whole share. No sort, no per-object lock.
+    /// Objects are placed cell by cell ([`Placer`]: each cell the square overlaps gets a share
+    /// proportional to its overlap), created in packs of [`RAID_PACK_OBJECTS`] (one arena
+    /// insert each), and appended to their cells with one lock acquisition per cell and up to
+    /// [`SPAWN_CHUNK`] objects. No sort, no per-object lock or arena insert.
     pub fn raid_spawn(&self, req: &RaidSpawnRequest, now_tick: u32, grid: &Grid, waits: &mut LockWaits) -> Result<RaidReport, RaidError> {
         let kind = self.validate(req)?;
         if !self.object_gate.try_acquire(req.count) {
@@ -382,77 +575,41 @@ impl Combat {
         let lifetime_ticks = req.lifetime_ms.div_ceil(self.tick_ms).max(1);
         let expires_tick = now_tick.saturating_add(lifetime_ticks).saturating_add(1);
 
-        // The square, clamped to the world. A degenerate square (zero width or height) is
-        // widened to a tiny one so every object still gets a position inside the world.
-        let top = self.world_size_m.next_down();
-        let h = req.half_extent_m.max(0.001);
-        let (x0, x1) = ((req.center_x_m - h).max(0.0), (req.center_x_m + h).min(top));
-        let (y0, y1) = ((req.center_y_m - h).max(0.0), (req.center_y_m + h).min(top));
-        let area = (x1 - x0) * (y1 - y0);
-        let (cx0, cy0) = grid.cell_coords(grid.cell_of(x0, y0));
-        let (cx1, cy1) = grid.cell_coords(grid.cell_of(x1, y1));
-        let cell_size = grid.cell_size_m();
-        let total_cells = (cx1 - cx0 + 1) * (cy1 - cy0 + 1);
-
-        let mut rng = SplitMix64(u64::from(req.seed) ^ 0xA5A5_5A5A_DEAD_BEEF);
-        let mut placed_before = 0u32;
-        let mut area_before = 0.0f64;
-        let mut cell_index = 0u32;
-        for cy in cy0..=cy1 {
-            for cx in cx0..=cx1 {
-                cell_index += 1;
-                // This cell's overlap with the square.
-                let (ox0, ox1) = (x0.max(cx as f32 * cell_size), x1.min((cx + 1) as f32 * cell_size));
-                let (oy0, oy1) = (y0.max(cy as f32 * cell_size), y1.min((cy + 1) as f32 * cell_size));
-                let overlap = ((ox1 - ox0).max(0.0) * (oy1 - oy0).max(0.0)) as f64;
-                area_before += overlap;
-                let placed_after = if cell_index == total_cells {
-                    req.count
-                } else {
-                    ((req.count as f64 * area_before / area as f64) as u32).min(req.count)
-                };
-                let share = placed_after - placed_before;
-                placed_before = placed_after;
-                if share == 0 {
-                    continue;
-                }
-                let cell = cy * grid.cells_per_side() + cx;
-                // Clamp the overlap so a share on a cell with (numerically) no area still
-                // lands inside it.
-                let (ox1, oy1) = (ox1.max(ox0), oy1.max(oy0));
-                let mut chunk = [ObjectMember { id: 0, x_m: 0.0, y_m: 0.0, expires_tick, kind }; SPAWN_CHUNK];
-                let mut left = share as usize;
-                while left > 0 {
-                    let n = left.min(SPAWN_CHUNK);
-                    for member in &mut chunk[..n] {
-                        let x = (ox0 + rng.unit() * (ox1 - ox0)).min(top);
-                        let y = (oy0 + rng.unit() * (oy1 - oy0)).min(top);
-                        let key = self
-                            .objects
-                            .insert(RaidObject {
-                                health: Health::new(req.hp),
-                                kind,
-                                faction: req.faction,
-                                expires_tick,
-                                x_m: x,
-                                y_m: y,
-                                cell,
-                                loot: AtomicU64::new(0),
-                            })
-                            .expect("raid object arena shard exhausted (capacity is gated)");
-                        *member = ObjectMember { id: object_id_from_key(key), x_m: x, y_m: y, expires_tick, kind };
-                    }
-                    grid.append_objects(cell, &chunk[..n], waits);
-                    left -= n;
-                }
+        let mut placer = Placer::new(req, self.world_size_m, grid);
+        let mut members = MemberRun::new(expires_tick, kind);
+        let mut left = req.count as usize;
+        while left > 0 {
+            // The next pack: up to 64 objects in spawn order, written one after another, then
+            // one arena insert; their ids come from its key.
+            let n = left.min(RAID_PACK_OBJECTS);
+            let mut placed = [(0u32, 0.0f32, 0.0f32); RAID_PACK_OBJECTS];
+            for p in &mut placed[..n] {
+                *p = placer.next();
             }
+            let pack = RaidPack {
+                live: AtomicU32::new(n as u32),
+                len: n as u8,
+                kind,
+                faction: req.faction,
+                objects: std::array::from_fn(|i| {
+                    let (cell, x_m, y_m) = placed[i];
+                    RaidObject { health: Health::new(if i < n { req.hp } else { 0 }), x_m, y_m, cell, loot: AtomicU64::new(0) }
+                }),
+            };
+            let key = self.packs.insert(pack).expect("raid arena shard exhausted (capacity is gated)");
+            for (index, &(cell, x_m, y_m)) in placed[..n].iter().enumerate() {
+                members.push(cell, object_id_from_pack(key, index), x_m, y_m, grid, waits);
+            }
+            left -= n;
         }
-        debug_assert_eq!(placed_before, req.count);
+        members.flush(grid, waits);
+        debug_assert_eq!(placer.placed(), req.count);
+        let (cx0, cy0, cx1, cy1) = placer.cells;
         let expiry = BurstExpiry { expires_tick, cx0: cx0 as u16, cy0: cy0 as u16, cx1: cx1 as u16, cy1: cy1 as u16 };
         // Cannot fail: the burst gate admits at most `capacity` bursts and every queued or
         // heaped burst holds one admission.
         self.expiry_inbox.push(expiry).expect("expiry inbox over capacity");
-        Ok(RaidReport { spawned: req.count, cells: total_cells, expires_tick })
+        Ok(RaidReport { spawned: req.count, cells: placer.total_cells(), expires_tick })
     }
 
     /// Moves newly spawned bursts from the inbox to the tick's heap, and orders each new
@@ -495,16 +652,28 @@ impl Combat {
                 for cx in u32::from(due.cx0)..=u32::from(due.cx1) {
                     expired.clear();
                     grid.take_expired(cy * grid.cells_per_side() + cx, now_tick, expired, waits);
-                    // Freed in id (arena key) order, outside the cell's lock. A cell hands its
-                    // objects back in sub-cell order, which scatters their slots; freed that way
-                    // the arena's free lists would hand the next burst slots all over its pages,
-                    // and its inserts would miss the cache: measured in the server's raid, a
-                    // spawn of 11,000 took 0.93 ms with the cell's order against 0.28 ms with this.
+                    // Freed in id order (a pack's objects are consecutive ids, packs in arena
+                    // key order), outside the cell's lock. A cell hands its objects back in
+                    // sub-cell order, which scatters their packs; freed that way the arena's free
+                    // lists would hand the next burst slots all over its pages, and its inserts
+                    // would miss the cache (measured in the server's raid when the arena held
+                    // one object per slot: a spawn of 11,000 took 0.93 ms with the cell's order
+                    // against 0.28 ms with this).
                     expired.sort_unstable_by_key(|m| m.id);
-                    for member in expired.iter() {
-                        let key = key_from_object_id(member.id).expect("only raid objects expire");
-                        let removed = self.objects.remove(key);
-                        debug_assert!(removed, "raid object freed twice");
+                    for run in expired.chunk_by(|a, b| same_pack(a.id, b.id)) {
+                        let (key, _) = pack_of_object_id(run[0].id).expect("only raid objects expire");
+                        let emptied = {
+                            let pack = self.packs.get(key).expect("a pack lives while any of its objects is in the grid");
+                            // Only this sweep counts down; the spawn's count was published by
+                            // the arena's insert.
+                            let before = pack.live.fetch_sub(run.len() as u32, Ordering::Relaxed);
+                            assert!(before >= run.len() as u32, "a pack lost more objects than it holds");
+                            before == run.len() as u32
+                        };
+                        if emptied {
+                            let removed = self.packs.remove(key);
+                            debug_assert!(removed, "raid pack freed twice");
+                        }
                     }
                     freed += expired.len() as u32;
                 }

@@ -851,7 +851,7 @@ impl Engine {
             return Err(DamageError::InvalidAmount);
         }
         if let Some(object) = self.combat.object(target_id) {
-            if object.faction == faction {
+            if object.faction() == faction {
                 return Err(DamageError::FriendlyFire);
             }
             return Ok(object.health.damage(amount));
@@ -998,11 +998,11 @@ impl Engine {
         // The target: a raid object (position fixed at spawn) or a player (position from the
         // grid's table, written by its mover).
         enum Target<'a> {
-            Object(sharded_slab::Entry<'a, crate::combat::RaidObject, crate::arena::RaidArenaConfig>),
+            Object(crate::combat::RaidObjectRef<'a>),
             Player(sharded_slab::Entry<'a, crate::combat::Combatant, crate::arena::ArenaConfig>, u32),
         }
         let (target, target_faction, (tx, ty), target_kind) = if let Some(object) = self.combat.object(target_id) {
-            let (f, pos, kind) = (object.faction, (object.x_m, object.y_m), object.kind);
+            let (f, pos, kind) = (object.faction(), (object.x_m, object.y_m), object.kind());
             (Target::Object(object), f, pos, kind)
         } else {
             let player = self.players.get(target_id).ok_or(AttackError::UnknownTarget)?;
@@ -1054,7 +1054,7 @@ impl Engine {
         // loot is the account's, not the session's: WalletHandle::loot_owner), and the corpse
         // shown as loot in its cell.
         let loot_dropped = match &target {
-            Target::Object(o) if killed && o.kind == EntityKind::Add => {
+            Target::Object(o) if killed && o.kind() == EntityKind::Add => {
                 o.loot.store(wallet.loot_owner(), Ordering::Release);
                 self.grid.relabel_object(o.cell, target_id, o.x_m, o.y_m, EntityKind::Loot, grid_waits);
                 true

@@ -212,3 +212,62 @@ fn a_thinned_crowd_is_answered_by_a_second_wider_look() {
     assert_eq!(e.area_of_interest(p.id, &mut aoi), Ok(3));
     assert_eq!(e.stats().aoi_wide_looks, 1);
 }
+
+#[test]
+fn a_burst_in_packs_answers_every_id_it_spawned_and_no_other() {
+    use mmo_core::arena::{RAID_PACK_OBJECTS, object_id_from_pack, pack_of_object_id};
+    use std::collections::{BTreeMap, BTreeSet};
+    let e = engine();
+    let p = join(&e, 500.0, 500.0, 1);
+    e.tick(0);
+    // 130 objects over a square across cell borders (32 m cells): packs of 64, 64 and 2, the
+    // full ones holding objects of more than one cell.
+    e.raid_spawn(&raid(512.0, 512.0, 130, 120)).unwrap();
+    let grid = e.grid();
+    let cells: BTreeSet<u32> =
+        [472.0f32, 504.0, 536.0, 551.9].iter().flat_map(|&x| [472.0f32, 504.0, 536.0, 551.9].map(|y| grid.cell_of(x, y))).collect();
+    let mut ids = Vec::new();
+    let mut cells_of_pack: BTreeMap<usize, BTreeSet<u32>> = BTreeMap::new();
+    let mut waits = mmo_core::locks::LockWaits::default();
+    for &cell in &cells {
+        grid.for_each_object(cell, &mut waits, |m| {
+            ids.push(m.id);
+            cells_of_pack.entry(pack_of_object_id(m.id).expect("a raid object id").0).or_default().insert(cell);
+        });
+    }
+    assert_eq!(ids.len(), 130);
+    let mut packs: BTreeMap<usize, Vec<usize>> = BTreeMap::new();
+    for &id in &ids {
+        let (key, index) = pack_of_object_id(id).unwrap();
+        packs.entry(key).or_default().push(index);
+        assert_eq!(e.raid_object_hp(id), Some(50), "every spawned id answers");
+    }
+    let mut sizes: Vec<usize> = packs.values().map(Vec::len).collect();
+    sizes.sort_unstable();
+    assert_eq!(sizes, [2, RAID_PACK_OBJECTS, RAID_PACK_OBJECTS]);
+    for indices in packs.values_mut() {
+        indices.sort_unstable();
+        assert!(indices.iter().copied().eq(0..indices.len()), "a pack's objects are its first indices, each once");
+    }
+    assert!(cells_of_pack.values().any(|c| c.len() > 1), "a pack spans cells");
+    // Ids no pack holds miss: past the short pack's end, and any index of a key never handed out.
+    let short = *packs.iter().find(|(_, i)| i.len() == 2).unwrap().0;
+    for index in 2..RAID_PACK_OBJECTS {
+        let id = object_id_from_pack(short, index);
+        assert_eq!(e.raid_object_hp(id), None);
+        assert_eq!(e.damage(p.id, p.token, id, 5), Err(DamageError::UnknownTarget));
+    }
+    let unused = packs.keys().max().unwrap() + 1;
+    assert_eq!(e.raid_object_hp(object_id_from_pack(unused, 0)), None);
+    // The whole burst expires at once, packs freed only when their last object (in whichever
+    // cell) is swept: every id misses, and a new burst's ids are new.
+    for now_ms in [50, 100, 150] {
+        assert_eq!(e.tick(now_ms).objects_expired, 0);
+    }
+    let info = e.tick(200);
+    assert_eq!((info.objects_expired, info.objects_live), (130, 0));
+    assert!(ids.iter().all(|&id| e.raid_object_hp(id).is_none()), "expired ids miss");
+    e.raid_spawn(&raid(512.0, 512.0, 130, 120)).unwrap();
+    assert!(ids.iter().all(|&id| e.raid_object_hp(id).is_none()), "a reused pack's old ids still miss");
+    assert_eq!(e.live_raid_objects(), 130);
+}
