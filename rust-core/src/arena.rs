@@ -1,14 +1,17 @@
-//! The sharded-slab configuration every arena uses, and how arena keys become entity ids.
+//! The sharded-slab configurations the arenas use, and how arena keys become entity ids.
 //!
 //! sharded-slab packs (generation, thread shard, page address) into one `usize` key. The
 //! default configuration spends its bits on 4,096 possible threads and leaves few for the
 //! generation, so a slot reused a few thousand times (a raid arena reuses slots every burst)
-//! could hand a stale id to the new occupant. [`ArenaConfig`] allows 4,096 threads (13 bits,
-//! as many as sharded-slab's default: a thread beyond the limit would panic on insert) and
-//! 2^26 slots per thread (27 address bits), reserves the top 2 bits of every key so the id
-//! encodings below can never overflow or collide, and leaves 22 bits of generation: a slot
-//! must be reused 4 million times before an old id could match again.
+//! could hand a stale id to the new occupant. [`ArenaConfig`] (players, combatants, wallets)
+//! allows 4,096 threads (13 bits, as many as sharded-slab's default: a thread beyond the limit
+//! would panic on insert) and 2^26 slots per thread (27 address bits), reserves the top 2 bits
+//! of every key so a player id can never overflow or collide with an object id, and leaves 22
+//! bits of generation: a slot must be reused 4 million times before an old id could match
+//! again. [`RaidArenaConfig`] (raid objects, a slot per pack of 64) reserves 8 bits, 6 of them
+//! for an object's index in its pack.
 
+use crate::config::RAID_BURST_CAPACITY_MAX;
 use sharded_slab::Config;
 
 /// The arena configuration: 4,096 threads, 64-slot first pages, 2 reserved high bits.
@@ -43,8 +46,8 @@ impl Config for ArenaConfig {
 /// is allocated when a thread first reaches it and touched whole (sharded-slab builds every
 /// slot), so the first page is what a burst leaves resident: 0.4 MB, where the per-object arena's
 /// first two pages (4,096 and 8,192 48-byte slots) left 0.6 MB. 11 pages hold 256 x 2,047 packs
-/// per thread, more than `raid_object_capacity`'s limit of 2^24 objects (2^18 packs) in one
-/// burst's thread; 8 reserved bits leave room for the object's index in its id
+/// per thread, more than `raid_object_capacity`'s limit of 2^24 objects needs in one burst's
+/// thread (2^18 full packs, and one partly empty pack per live burst: `RAID_BURST_CAPACITY_MAX`, 65,536); 8 reserved bits leave room for the object's index in its id
 /// ([`object_id_from_pack`]) and 23 generation bits: a pack slot must be reused 8 million times
 /// before an old id could match again.
 #[derive(Clone, Copy, Debug)]
@@ -66,11 +69,15 @@ const PACK_INDEX_BITS: u32 = RAID_PACK_OBJECTS.trailing_zeros();
 
 // What the doc above says of the layout: sharded-slab needs a power-of-two first page, one
 // thread's pages hold the packs of the largest `raid_object_capacity` the configuration accepts
-// (2^24 objects), so a burst spawned on one thread never runs out of address space before the
-// capacity gate refuses it, and the reserved bits leave room for an object's index in its id.
+// (2^24 objects, in full packs and one partly empty pack per live burst), so a burst spawned on
+// one thread never runs out of address space before the capacity gate refuses it, and the
+// reserved bits leave room for an object's index in its id.
 const _: () = assert!(RaidArenaConfig::INITIAL_PAGE_SIZE.is_power_of_two());
 const _: () = assert!(RAID_PACK_OBJECTS.is_power_of_two() && RAID_PACK_OBJECTS <= 256);
-const _: () = assert!(RaidArenaConfig::INITIAL_PAGE_SIZE * ((1 << RaidArenaConfig::MAX_PAGES) - 1) * RAID_PACK_OBJECTS >= 1 << 24);
+const _: () = assert!(
+    RaidArenaConfig::INITIAL_PAGE_SIZE * ((1 << RaidArenaConfig::MAX_PAGES) - 1)
+        >= (1 << 24) / RAID_PACK_OBJECTS + RAID_BURST_CAPACITY_MAX as usize
+);
 const _: () = assert!(RaidArenaConfig::RESERVED_BITS >= 2 + PACK_INDEX_BITS as usize);
 
 /// Bit 63 marks a raid object id; player ids never have it.
@@ -142,8 +149,9 @@ mod tests {
     }
 
     #[test]
-    fn pack_keys_leave_room_for_the_index() {
-        // The arena's keys never reach the bits an object's index is shifted over.
+    fn real_pack_keys_round_trip_through_object_ids() {
+        // Keys the arena hands out (generation 0: the reserved bits' room for the index is
+        // guarded by the const assertions above, not by this).
         let slab = sharded_slab::Slab::<u64>::new_with_config::<RaidArenaConfig>();
         let mut keys = Vec::new();
         for i in 0..2_000u64 {

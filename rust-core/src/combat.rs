@@ -1,24 +1,30 @@
 //! Combat: hit points, damage, and raid bursts of short-lived objects.
 //!
 //! - **Combatants** (one per player: hp, faction, owner) live in their own sharded-slab arena.
-//! - **Raid objects** (adds, projectiles, loot) live in a second arena whose first two pages
-//!   ([`crate::arena::RaidArenaConfig`]: 12,288 slots, one 11,000-object burst) a thread
+//! - **Raid objects** (adds, projectiles, loot) live in a second arena in *packs*: one slot
+//!   ([`RaidPack`]) holds up to [`RAID_PACK_OBJECTS`] (64) objects of one burst, created one
+//!   after another, with what they share (kind, faction) kept once. The arena's first page
+//!   ([`crate::arena::RaidArenaConfig`]: 256 packs, one 11,000-object burst in 172) a thread
 //!   allocates with its first raid and reuses for every later one; `raid_object_capacity` caps
-//!   how many are alive. A raid spawn creates N of them around a point in one call, each
-//!   registered in the grid with its expiry tick. A killed add keeps its slot until its burst
-//!   expires and carries the loot it dropped ([`crate::loot`]).
-//! - **Spawning** creates a cell's share of objects (arena inserts, positions) in chunks of
-//!   [`SPAWN_CHUNK`] outside any lock, then appends each chunk to the cell's unordered tail
-//!   with one copy under the cell's lock; the tick, taking the burst in, merges the tails of
+//!   how many objects are alive. A raid spawn creates N of them around a point in one call,
+//!   each registered in the grid with its expiry tick; an object's id is its pack's key and its
+//!   index in the pack. A killed add keeps its place until its burst expires and carries the
+//!   loot it dropped ([`crate::loot`]).
+//! - **Spawning** places the objects cell by cell (`Placer`), writes them into packs of 64
+//!   (one arena insert per pack: sharded-slab's per-insert costs, a lifecycle compare-and-swap,
+//!   a walk past full pages and a free-list pop on a cold line, were 80% of a spawn with a slot
+//!   per object), and appends each cell's objects to its unordered tail with one copy under
+//!   the cell's lock per [`SPAWN_CHUNK`]; the tick, taking the burst in, merges the tails of
 //!   its cells into their sub-cell order ([`Grid::order_objects`]).
 //! - **Expiry**: a burst is remembered only as `(expires_tick, rectangle of cells)`, a fixed
 //!   12-byte [`BurstExpiry`]. The spawner hands it to the tick through a bounded lock-free
 //!   `ArrayQueue`; the tick keeps a pre-sized heap ordered by expiry and, when a burst is due,
-//!   moves each cell's due objects out with one compaction pass under the cell's lock and frees
-//!   their arena slots after releasing it. Nothing about a burst is heap-allocated, so a burst costs the
+//!   moves each cell's due objects out with one compaction pass under the cell's lock and,
+//!   after releasing it, counts each pack's share down, freeing a pack when its last object
+//!   (in whichever cell) is gone. Nothing about a burst is heap-allocated, so a burst costs the
 //!   same whichever threads spawn and expire it, and the object count released is exactly
-//!   what the sweep removed (an overlapping burst's due objects are freed by whichever sweep
-//!   reaches them first, and counted there).
+//!   what the sweep removed (an overlapping burst's due objects are taken out and counted by
+//!   whichever sweep reaches them first, and a pack freed by whichever takes its last object).
 //!
 //! Spawning is whole or nothing: a [`CapacityGate`] admits the full count of objects and one
 //! burst slot before anything is created, so the queue can never be full when the spawner
@@ -29,8 +35,9 @@
 //!   zero, so concurrent hits never resurrect or over-kill, and exactly one hit reports
 //!   [`DamageOutcome::Killed`] (model-checked in `tests/loom/health.rs`). [`RespawnBound`] is
 //!   the other: the tick's lower bound on the next respawn (`tests/loom/respawn_bound.rs`).
-//! - Raid objects are immutable after spawn apart from their health; only the tick frees them.
-//!   A reader holding an object's guard delays the slot's reuse, never sees it reused.
+//! - Raid objects are immutable after spawn apart from their health and loot word; only the
+//!   tick frees them, a pack at a time. A reader holding an object ([`RaidObjectRef`], a guard
+//!   on its pack) delays the pack's reuse, never sees it reused.
 //! - Locks: none of this module's own; the tick's expiry heap is behind the tick's lock
 //!   ([`crate::tick`]), and grid writes take one grid shard at a time.
 
@@ -200,13 +207,15 @@ pub struct RaidObject {
 const _: () = assert!(std::mem::size_of::<RaidObject>() == 24);
 
 /// Up to [`RAID_PACK_OBJECTS`] objects of one burst, created one after another by its spawn:
-/// the raid arena's slot. Everything the objects share (kind, faction, expiry) is kept once.
+/// the raid arena's slot. What the objects share (kind, faction) is kept once; their expiry
+/// is the grid's to know.
 /// A pack's objects may lie in two or more cells (a burst is spawned cell by cell, in packs of
 /// 64 across the cells' shares); the tick frees the pack when the last of them has expired.
 #[derive(Debug)]
 pub struct RaidPack {
-    /// Objects of this pack still in the grid. Set by the spawn before the pack is inserted;
-    /// counted down (and the pack freed at zero) only by the tick's expiry sweep.
+    /// Objects of this pack not yet taken out of the grid by an expiry sweep. Set by the spawn
+    /// before the pack is inserted; counted down (and the pack freed at zero) only by the
+    /// tick's sweep.
     live: AtomicU32,
     /// How many of `objects` are in use (1..=64).
     len: u8,
@@ -220,8 +229,10 @@ pub struct RaidPack {
 
 // A slot of 1,560 bytes (the arena adds a lifecycle and a free-list word): what the raid
 // arena's first page of 256 slots is sized by (`arena::RaidArenaConfig`).
+// `None` fits in `kind`'s spare values, so the arena's `Option<RaidPack>` is no larger.
 #[cfg(not(mmo_loom))]
 const _: () = assert!(std::mem::size_of::<RaidPack>() == 8 + 24 * RAID_PACK_OBJECTS);
+const _: () = assert!(std::mem::size_of::<Option<RaidPack>>() == std::mem::size_of::<RaidPack>());
 
 /// A raid object, read through its pack: holding it delays the pack's reuse (as any arena
 /// guard does), never sees it reused.
@@ -330,7 +341,8 @@ struct Placer {
     cells_per_side: u32,
     count: u32,
     rng: SplitMix64,
-    /// The cell being filled (`cx`, `cy`; `cy > cy1` before the first) and its overlap.
+    /// The cell being filled (`cx`, `cy`; before the first, the one before `(cx0, cy0)` in row
+    /// order) and its overlap with the square.
     at: (u32, u32),
     overlap: (f32, f32, f32, f32),
     cell_index: u32,
@@ -556,7 +568,7 @@ impl Combat {
     /// Spawns `req.count` objects uniformly over the square around the centre (clamped to
     /// the world), expiring `lifetime_ms` from `now_tick`. Whole or nothing.
     ///
-    /// Objects are placed cell by cell ([`Placer`]: each cell the square overlaps gets a share
+    /// Objects are placed cell by cell (`Placer`: each cell the square overlaps gets a share
     /// proportional to its overlap), created in packs of [`RAID_PACK_OBJECTS`] (one arena
     /// insert each), and appended to their cells with one lock acquisition per cell and up to
     /// [`SPAWN_CHUNK`] objects. No sort, no per-object lock or arena insert.
@@ -632,7 +644,13 @@ impl Combat {
 
     /// Sweeps every burst in `heap` due at `now_tick`: each cell of its rectangle loses its
     /// expired objects (moved into `expired`, the tick's scratch, under the cell's lock), whose
-    /// arena slots are then freed outside it. Tick thread only.
+    /// packs are then counted down outside it, and freed when emptied. Tick thread only.
+    ///
+    /// An object taken out of its cell stays reachable by id until its pack is freed: later in
+    /// the same call, when the sweep has taken the pack's objects from its other cells (every
+    /// object of a pack has its burst's expiry, so whichever burst's sweep takes the first of
+    /// them, the rest are due in this call too). An attack or claim in that window acts on an
+    /// object no longer shown, as one arriving just before the sweep would.
     pub(crate) fn expire_due(
         &self,
         heap: &mut ExpiryHeap,
@@ -652,8 +670,8 @@ impl Combat {
                 for cx in u32::from(due.cx0)..=u32::from(due.cx1) {
                     expired.clear();
                     grid.take_expired(cy * grid.cells_per_side() + cx, now_tick, expired, waits);
-                    // Freed in id order (a pack's objects are consecutive ids, packs in arena
-                    // key order), outside the cell's lock. A cell hands its objects back in
+                    // Freed in id order (a pack's objects are consecutive ids, the cell's packs
+                    // in arena key order), outside the cell's lock. A cell hands its objects back in
                     // sub-cell order, which scatters their packs; freed that way the arena's free
                     // lists would hand the next burst slots all over its pages, and its inserts
                     // would miss the cache (measured in the server's raid when the arena held

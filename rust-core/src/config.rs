@@ -9,6 +9,8 @@ pub const AOI_K_MAX: u32 = 64;
 pub const CONTACTS_PER_MOVE_MAX: u32 = 32;
 /// Largest raid burst one spawn call may request.
 pub const RAID_BURST_MAX: u32 = 65_536;
+/// Most raid bursts alive at once ([`CoreConfig::raid_burst_capacity`]'s upper bound).
+pub const RAID_BURST_CAPACITY_MAX: u32 = 65_536;
 /// Most grid cells along one side of the world.
 pub const MAX_CELLS_PER_SIDE: u32 = 2_048;
 /// Most world-snapshot cells along one side of the world (so a cell key fits a `u32`).
@@ -234,7 +236,7 @@ impl CoreConfig {
         if self.raid_object_capacity > 1 << 24 {
             return Err(ConfigError("raid_object_capacity must be at most 16M"));
         }
-        if self.raid_burst_capacity == 0 || self.raid_burst_capacity > 65_536 {
+        if self.raid_burst_capacity == 0 || self.raid_burst_capacity > RAID_BURST_CAPACITY_MAX {
             return Err(ConfigError("raid_burst_capacity must be in 1..=65536"));
         }
         if !self.grid_shards.is_power_of_two() || self.grid_shards < 2 || self.grid_shards > 4096 {

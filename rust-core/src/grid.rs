@@ -31,7 +31,8 @@
 //!   previous or its new position, or miss it for the instant of a crossing.
 //! - Nothing slow happens under a cell lock: raid spawn creates its objects (arena inserts)
 //!   before it locks a cell and appends them with one copy; expiry moves the due objects out
-//!   with one compaction pass and frees their arena slots after it releases the cell.
+//!   with one compaction pass and counts their packs down (freeing the emptied ones) after it
+//!   releases the cell.
 //! - A cell keeps its raid objects grouped by sub-cell ([`OBJECT_SUBCELLS_PER_SIDE`] squared
 //!   of them, row-major), so a contact query reads only the sub-cells its radius reaches: in a
 //!   raid crowd an 8 m query looks at about a quarter of a 32 m cell's objects instead of all
@@ -581,7 +582,7 @@ impl Grid {
     }
 
     /// Moves every raid object of `cell` whose `expires_tick <= now_tick` into `expired` (one
-    /// compaction pass under the cell's lock; the caller frees their arena slots after). Returns
+    /// compaction pass under the cell's lock; the caller counts their packs down after). Returns
     /// how many moved.
     pub fn take_expired(&self, cell: CellKey, now_tick: u32, expired: &mut Vec<ObjectMember>, waits: &mut LockWaits) -> usize {
         let Some(mut c) = self.existing_cell_mut(cell, waits) else { return 0 };

@@ -7,7 +7,7 @@
 //! wallet ([`crate::economy::WalletHandle::loot_owner`]), not its session: a killer of an
 //! account who reconnects (or whose claim's answer was lost with its connection) claims its
 //! drop from its new session; a session with no account owns its drops only while it lasts. The corpse keeps
-//! its arena slot and its place in the grid until its burst expires; that is the loot's expiry.
+//! its place in its pack and in the grid until its burst expires; that is the loot's expiry.
 //!
 //! What the loot holds is a pure function of the configured loot table, its secret key and the
 //! dead object's id ([`LootTable::roll`]): SipHash-2-4 of the id under the key (a
