@@ -24,44 +24,10 @@ use mmo_core::durability::CommitPolicy;
 use mmo_core::records::{AoiEntry, EconomyKind, EconomyResult, EntityKind, EventKind, MoveEvent, MoveRecord, RaidSpawnRequest, TradeStack};
 use mmo_core::snapshot::NOT_IN_SNAPSHOT;
 use mmo_core::{CoreConfig, Engine};
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
 
-struct CountingAllocator;
-
-thread_local! {
-    static ALLOCATIONS: Cell<u64> = const { Cell::new(0) };
-}
-
-fn count_one() {
-    // try_with: the counter may already be gone while a thread is being torn down.
-    let _ = ALLOCATIONS.try_with(|c| c.set(c.get() + 1));
-}
-
-unsafe impl GlobalAlloc for CountingAllocator {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        count_one();
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        count_one();
-        unsafe { System.alloc_zeroed(layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        count_one();
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        unsafe { System.dealloc(ptr, layout) }
-    }
-}
-
-#[global_allocator]
-static GLOBAL: CountingAllocator = CountingAllocator;
-
-fn allocations() -> u64 {
-    ALLOCATIONS.with(|c| c.get())
-}
+#[path = "common/counting_allocator.rs"]
+mod counting_allocator;
+use counting_allocator::allocations;
 
 const PLAYERS: usize = 2_000;
 const BATCH: usize = 64;
