@@ -1,4 +1,5 @@
-//! Zero heap allocations in steady state, counted by a wrapping global allocator.
+//! Zero heap allocations in steady state, counted by a wrapping global allocator
+//! (`common/counting_allocator.rs`).
 //!
 //! Warm-up plays one full period of a repeating load: 2,000 players walking back and forth
 //! across cell boundaries in a crowded band (so moves cross cells and proximity queries find

@@ -1,11 +1,15 @@
 //! The allocation tests' global allocator: the system's, counting each allocation (and each
-//! reallocation) made by the calling thread. Included by path into each test binary that
-//! holds a path to zero allocations (`rust-core/tests/alloc_steady_state.rs`,
-//! `ffi/tests/ffi_alloc_steady_state.rs`); installing it is the including binary's
-//! `#[global_allocator]`, here, so a binary that includes it counts every allocation.
+//! reallocation) made by the calling thread. Including this file installs
+//! `CountingAllocator` as the binary's global allocator, so include it once per test binary
+//! that holds a path to zero allocations (`rust-core/tests/alloc_steady_state.rs`,
+//! `ffi/tests/ffi_alloc_steady_state.rs`, by `#[path]`), and never from `common/mod.rs`:
+//! every binary of the suite would then count, and one that also includes it would have two
+//! global allocators.
 //!
-//! Counting is per thread (a `const` thread-local, which itself never allocates): a test
-//! that runs its engine work on its own thread is not disturbed by the harness's threads.
+//! Counting is per thread, in a `const` thread-local `Cell` with no destructor (the
+//! platform's native thread-local storage on the targets this builds for, so counting itself
+//! never allocates): a test that runs its engine work on its own thread is not disturbed by
+//! the harness's threads.
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
