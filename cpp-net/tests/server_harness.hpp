@@ -145,7 +145,7 @@ class ServerProcess {
     }
   }
   ~ServerProcess() {
-    if (pid_ > 0 && !reaped_) {
+    if (pid_ > 0 && !reaped_ && !report_if_ended()) {
       kill(pid_, SIGKILL);
       waitpid(pid_, nullptr, 0);
     }
@@ -177,8 +177,10 @@ class ServerProcess {
     }
     return {-1, ""};
   }
-  // SIGTERM, wait (bounded), and return {exit status, the rest of stdout}.
+  // SIGTERM, wait (bounded), and return {exit status, the rest of stdout}. A server that
+  // ended before it was asked to is a test failure, reported with its status and output.
   std::pair<int, std::string> terminate() {
+    if (report_if_ended()) return {-1, ""};
     kill(pid_, SIGTERM);
     std::string rest;
     char buf[4096];
@@ -191,6 +193,25 @@ class ServerProcess {
   }
 
  private:
+  // A server that ended on its own while the test still used it (a sanitizer that halted it
+  // on a report, a crash, an exit): reaps it and fails the test with its exit status and the
+  // rest of its output, so the failure shows its cause rather than replies that never came.
+  // Returns whether it had ended.
+  bool report_if_ended() {
+    int status = 0;
+    if (pid_ <= 0 || reaped_ || waitpid(pid_, &status, WNOHANG) != pid_) return false;
+    reaped_ = true;
+    std::string rest;
+    char buf[4096];
+    size_t n;
+    while ((n = std::fread(buf, 1, sizeof(buf), stdout_)) > 0) rest.append(buf, n);
+    ADD_FAILURE() << "mmo-server ended while the test still used it ("
+                  << (WIFEXITED(status) ? "exit status " + std::to_string(WEXITSTATUS(status)) : "signal " + std::to_string(WTERMSIG(status)))
+                  << "); its output after the first line:\n"
+                  << rest;
+    return true;
+  }
+
   pid_t pid_ = -1;
   FILE* stdout_ = nullptr;
   std::string first_line_;
