@@ -167,11 +167,7 @@ class ServerProcess {
     while (Clock::now() < deadline) {
       if (waitpid(pid_, &status, WNOHANG) == pid_) {
         reaped_ = true;
-        std::string rest;
-        char buf[4096];
-        size_t n;
-        while ((n = std::fread(buf, 1, sizeof(buf), stdout_)) > 0) rest.append(buf, n);
-        return {status, rest};
+        return {status, rest_of_output()};
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
@@ -182,10 +178,7 @@ class ServerProcess {
   std::pair<int, std::string> terminate() {
     if (report_if_ended()) return {-1, ""};
     kill(pid_, SIGTERM);
-    std::string rest;
-    char buf[4096];
-    size_t n;
-    while ((n = std::fread(buf, 1, sizeof(buf), stdout_)) > 0) rest.append(buf, n);
+    std::string rest = rest_of_output();
     int status = 0;
     waitpid(pid_, &status, 0);
     reaped_ = true;
@@ -193,6 +186,16 @@ class ServerProcess {
   }
 
  private:
+  // The server's output from where the reads so far stopped to its end (the process has
+  // ended or was just asked to: the pipe closes).
+  std::string rest_of_output() {
+    std::string rest;
+    char buf[4096];
+    size_t n;
+    while ((n = std::fread(buf, 1, sizeof(buf), stdout_)) > 0) rest.append(buf, n);
+    return rest;
+  }
+
   // A server that ended on its own while the test still used it (a sanitizer that halted it
   // on a report, a crash, an exit): reaps it and fails the test with its exit status and the
   // rest of its output, so the failure shows its cause rather than replies that never came.
@@ -201,10 +204,7 @@ class ServerProcess {
     int status = 0;
     if (pid_ <= 0 || reaped_ || waitpid(pid_, &status, WNOHANG) != pid_) return false;
     reaped_ = true;
-    std::string rest;
-    char buf[4096];
-    size_t n;
-    while ((n = std::fread(buf, 1, sizeof(buf), stdout_)) > 0) rest.append(buf, n);
+    const std::string rest = rest_of_output();
     ADD_FAILURE() << "mmo-server ended while the test still used it ("
                   << (WIFEXITED(status) ? "exit status " + std::to_string(WEXITSTATUS(status)) : "signal " + std::to_string(WTERMSIG(status)))
                   << "); its output after the first line:\n"
