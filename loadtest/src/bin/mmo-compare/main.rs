@@ -177,6 +177,10 @@ struct Args {
     /// Skip the perf runs.
     #[arg(long)]
     no_perf: bool,
+    /// Keep each perf run's recording (`perf-<row>[-<run>].data` in the report's folder) for
+    /// `perf report` or `perf annotate`; by default each is deleted once folded.
+    #[arg(long)]
+    keep_perf_data: bool,
 }
 
 /// `--tester-sched`.
@@ -393,7 +397,11 @@ impl Harness {
     /// writes the row's top symbols and flame graph.
     fn perf_run(&self, row: Row, rep: u32, result: &mut RowResult) -> Result<()> {
         let server = ServerProcess::start(&self.server_spec(row, true, Wrapper::None))?;
-        let data = self.args.out.join(format!("perf-{}.data", row.name()));
+        let data = self.args.out.join(if rep == 0 {
+            format!("perf-{}.data", row.name())
+        } else {
+            format!("perf-{}-{}.data", row.name(), rep + 1)
+        });
         let recording = perf::record(server.server_pid, &data)?;
         let json_name = if rep == 0 { format!("perf-{}.json", row.name()) } else { format!("perf-{}-{}.json", row.name(), rep + 1) };
         let json_path = self.args.out.join(json_name);
@@ -410,7 +418,9 @@ impl Harness {
         }
         let cpu_ns_per_update = report::cpu_ns_per_update(Some(&json));
         result.perf_runs.push(PerfRun { shares: perf::Shares::of(&String::from_utf8_lossy(&folded)), cpu_ns_per_update });
-        let _ = std::fs::remove_file(&data);
+        if !self.args.keep_perf_data {
+            let _ = std::fs::remove_file(&data);
+        }
         Ok(())
     }
 
