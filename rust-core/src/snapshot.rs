@@ -683,25 +683,34 @@ impl WorldSnapshot {
             let mid = cells.start + self.cell_cx[cells.clone()].partition_point(|&cx| i64::from(cx) < vcx);
             let (first, split, end) =
                 (self.cell_start[cells.start] as usize, self.cell_start[mid] as usize, self.cell_start[cells.end] as usize);
-            let mut at = split;
-            while at < end {
-                let gap = (self.xs[at] - vx - disorder_m).max(0.0);
-                if gap * gap + row_gap2 > bound(&best, n) {
+            // East from the split, then west from it: one loop, so `scan` has one call site
+            // and is inlined (two sites kept it a call, with the candidates and their count
+            // spilled to the stack around each).
+            let (mut east, mut west) = (split, split);
+            loop {
+                let run = if east < end {
+                    let gap = (self.xs[east] - vx - disorder_m).max(0.0);
+                    if gap * gap + row_gap2 > bound(&best, n) {
+                        east = end;
+                        continue;
+                    }
+                    let to = (east + SCAN_LANES).min(end);
+                    let run = east..to;
+                    east = to;
+                    run
+                } else if west > first {
+                    let gap = (vx - self.xs[west - 1] - disorder_m).max(0.0);
+                    if gap * gap + row_gap2 > bound(&best, n) {
+                        break;
+                    }
+                    let from = west.saturating_sub(SCAN_LANES).max(first);
+                    let run = from..west;
+                    west = from;
+                    run
+                } else {
                     break;
-                }
-                let to = (at + SCAN_LANES).min(end);
-                scan(at..to, &mut best, &mut n);
-                at = to;
-            }
-            let mut at = split;
-            while at > first {
-                let gap = (vx - self.xs[at - 1] - disorder_m).max(0.0);
-                if gap * gap + row_gap2 > bound(&best, n) {
-                    break;
-                }
-                let from = at.saturating_sub(SCAN_LANES).max(first);
-                scan(from..at, &mut best, &mut n);
-                at = from;
+                };
+                scan(run, &mut best, &mut n);
             }
         }
         if n < k {
