@@ -17,8 +17,8 @@
 //! the cell's width in steps of about a millimetre) into parallel arrays `xs`, `ys`, `ids`,
 //! `kinds`, so each row's entities run west to east; the occupied cells are listed in key
 //! order with their first entity, and `row_start` gives each row's first occupied cell, so a
-//! query finds where a row's entities pass the viewer's column with one slice and a binary
-//! search. Nothing is stored for empty cells: a 4 km world costs a row index, not a cell
+//! query finds where a row's entities pass the viewer's column with one slice and, unless the
+//! row's occupied cells run unbroken up to it, a binary search. Nothing is stored for empty cells: a 4 km world costs a row index, not a cell
 //! index.
 //!
 //! ## Nearest K
