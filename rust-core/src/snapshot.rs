@@ -18,8 +18,8 @@
 //! `kinds`, so each row's entities run west to east; the occupied cells are listed in key
 //! order with their first entity, and `row_start` gives each row's first occupied cell, so a
 //! query finds where a row's entities pass the viewer's column with one slice and, unless the
-//! row's occupied cells run unbroken up to it, a binary search. Nothing is stored for empty cells: a 4 km world costs a row index, not a cell
-//! index.
+//! row's occupied cells run unbroken up to it, a binary search. Nothing is stored for empty
+//! cells: a 4 km world costs a row index, not a cell index.
 //!
 //! ## Nearest K
 //! [`WorldSnapshot::nearest`] returns the `k` entities nearest the viewer within
@@ -809,7 +809,7 @@ const _: () = assert!(SCAN_LANES.is_multiple_of(4) && SCAN_LANES <= 32, "whole S
 /// `cx < column`. Columns are distinct integers, so `row_cx[i] >= row_cx[0] + i`, and the
 /// answer is at most `column - row_cx[0]`; in a crowd, where the occupied cells run unbroken,
 /// it is exactly that, found with one load instead of a binary search's chain of dependent
-/// loads (one per halving: 8% of the query's own samples under raid load, each row of the
+/// loads (one per halving: 9% of the query's own samples under raid load, each row of the
 /// walk paying it). Elsewhere the binary search runs over that prefix only.
 #[inline]
 fn first_cell_not_west(row_cx: &[u32], column: i64) -> usize {
@@ -1115,9 +1115,6 @@ mod tests {
         }
     }
 
-    /// The radix sort against a stable sort by key, for keys that need 1, 2 and 3 passes and
-    /// keys whose middle digit is the same for all (a skipped pass): the words come out in
-    /// key order, ties in their first order, in whichever buffer it reports.
     #[test]
     fn the_first_cell_not_west_is_the_partition_point_in_crowds_gaps_and_beyond_either_end() {
         let rows: [&[u32]; 5] = [&[7], &[3, 4, 5, 6, 7, 8], &[0, 2, 9, 10, 11, 40], &[5, 100, 101, 102], &[0, 1, 2, 3, 700]];
@@ -1129,6 +1126,9 @@ mod tests {
         }
     }
 
+    /// The radix sort against a stable sort by key, for keys that need 1, 2 and 3 passes and
+    /// keys whose middle digit is the same for all (a skipped pass): the words come out in
+    /// key order, ties in their first order, in whichever buffer it reports.
     #[test]
     fn radix_sort_orders_by_key_stably_whichever_passes_run() {
         let mut seed = 5u64;

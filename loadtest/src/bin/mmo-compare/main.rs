@@ -397,14 +397,14 @@ impl Harness {
     /// writes the row's top symbols and flame graph.
     fn perf_run(&self, row: Row, rep: u32, result: &mut RowResult) -> Result<()> {
         let server = ServerProcess::start(&self.server_spec(row, true, Wrapper::None))?;
-        let data = self.args.out.join(if rep == 0 {
-            format!("perf-{}.data", row.name())
-        } else {
-            format!("perf-{}-{}.data", row.name(), rep + 1)
-        });
+        // Run 1's files are `perf-<row>.<ext>`, run n's `perf-<row>-<n>.<ext>`.
+        let file = |ext: &str| {
+            let name = if rep == 0 { format!("perf-{}.{ext}", row.name()) } else { format!("perf-{}-{}.{ext}", row.name(), rep + 1) };
+            self.args.out.join(name)
+        };
+        let data = file("data");
         let recording = perf::record(server.server_pid, &data)?;
-        let json_name = if rep == 0 { format!("perf-{}.json", row.name()) } else { format!("perf-{}-{}.json", row.name(), rep + 1) };
-        let json_path = self.args.out.join(json_name);
+        let json_path = file("json");
         let outcome = process::run_loadtest(&self.args.loadtest, server.port, &self.loadtest_args("raid", self.phase, None), &json_path);
         recording.finish()?;
         server.stop()?;
