@@ -853,6 +853,16 @@ impl Economy {
         if !self.accounts.is_empty() || self.ledger.enabled() || self.homes.iter().any(|h| !h.members.lock().is_empty()) {
             return Err("restore: the economy already has wallets or a ledger".into());
         }
+        // Wallets that have all closed leave their gold and items in the books (minted, then
+        // departed): restored over, those would be minted with no wallet and no departure the
+        // store knows of, and the store's next open would find its books unbalanced.
+        let untouched = Holdings::default();
+        if self.homes.iter().any(|h| {
+            let b = h.books.lock();
+            [b.minted, b.sunk, b.departed].iter().any(|held| *held != untouched)
+        }) {
+            return Err("restore: the economy has already minted or sunk (wallets opened and closed before it)".into());
+        }
         let undo = {
             let b = self.homes[0].books.lock();
             RestoreUndo { minted: b.minted, minted_by_loot: b.minted_by_loot, minted_by_grant: b.minted_by_grant, sunk: b.sunk }

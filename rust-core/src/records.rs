@@ -374,8 +374,19 @@ pub struct AoiEntry {
     pub _reserved: [u8; 3],
 }
 
+/// `TryFrom<u8>` for a wire enum from the list of its variants and values. The list must name
+/// every variant: a `match` over the listed ones, with no catch-all, fails to compile when a
+/// variant is added to the enum and not here (a missing one would decode as unknown).
 macro_rules! wire_enum_try_from {
     ($ty:ident { $($variant:ident = $value:literal),* $(,)? }) => {
+        const _: () = {
+            #[allow(dead_code)]
+            fn every_variant_listed(v: $ty) {
+                match v {
+                    $($ty::$variant => {})*
+                }
+            }
+        };
         impl TryFrom<u8> for $ty {
             type Error = u8;
             /// Decodes the integer, handing back the unknown value on failure.
@@ -390,14 +401,14 @@ macro_rules! wire_enum_try_from {
 }
 
 wire_enum_try_from!(EventKind { Ack = 1, Contact = 2, Reject = 3 });
-wire_enum_try_from!(RejectReason { UnknownPlayer = 1, WrongSession = 2, StaleSequence = 3, TooFast = 4, OutOfBounds = 5 });
+wire_enum_try_from!(RejectReason { UnknownPlayer = 1, WrongSession = 2, StaleSequence = 3, TooFast = 4, OutOfBounds = 5, Dead = 6 });
 wire_enum_try_from!(AttackError {
     UnknownPlayer = 1, WrongSession = 2, AttackerDead = 3, UnknownTarget = 4, FriendlyFire = 5,
     TargetDead = 6, OutOfRange = 7, Cooldown = 8,
 });
 wire_enum_try_from!(LootError {
     UnknownPlayer = 1, WrongSession = 2, UnknownLoot = 3, NoLoot = 4, NotYours = 5, OutOfRange = 6, WalletFull = 7,
-    StorageBusy = 8,
+    StorageBusy = 8, Dead = 9,
 });
 wire_enum_try_from!(EntityKind { Player = 1, Add = 2, Projectile = 3, Loot = 4 });
 wire_enum_try_from!(EconomyKind { Transfer = 1, Trade = 2, LootPickup = 3, Spend = 4 });
@@ -457,8 +468,12 @@ mod tests {
         assert_eq!(EntityKind::try_from(5), Err(5));
         assert_eq!(EconomyKind::try_from(200), Err(200));
         assert_eq!(EconomyStatus::try_from(19), Err(19));
-        assert_eq!(RejectReason::try_from(6), Err(6));
+        assert_eq!(RejectReason::try_from(6), Ok(RejectReason::Dead));
+        assert_eq!(RejectReason::try_from(7), Err(7));
+        assert_eq!(AttackError::try_from(8), Ok(AttackError::Cooldown));
+        assert_eq!(AttackError::try_from(9), Err(9));
         assert_eq!(LootError::try_from(0), Err(0));
-        assert_eq!(LootError::try_from(9), Err(9));
+        assert_eq!(LootError::try_from(9), Ok(LootError::Dead));
+        assert_eq!(LootError::try_from(10), Err(10));
     }
 }

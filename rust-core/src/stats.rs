@@ -529,7 +529,7 @@ mod tests {
     #[test]
     fn every_reason_has_its_own_counter() {
         use std::collections::HashSet;
-        let reasons = [1u8, 2, 3, 4, 5].map(|v| Counter::for_reject(RejectReason::try_from(v).unwrap()) as usize);
+        let reasons = [1u8, 2, 3, 4, 5, 6].map(|v| Counter::for_reject(RejectReason::try_from(v).unwrap()) as usize);
         assert_eq!(reasons.iter().collect::<HashSet<_>>().len(), reasons.len());
         let statuses: Vec<usize> = (0u8..=18).map(|v| Counter::for_economy(EconomyStatus::try_from(v).unwrap()) as usize).collect();
         assert_eq!(statuses.iter().collect::<HashSet<_>>().len(), statuses.len());
