@@ -7,6 +7,7 @@
 #include <arpa/inet.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <limits>
@@ -279,6 +280,9 @@ struct FlagAdder {
 };
 
 uint64_t parse_u64(const std::string& text) {
+  // std::stoull alone takes a sign ("-1" wraps to 2^64 - 1), leading spaces and "+": a key
+  // is digits only.
+  if (text.empty() || !std::isdigit(static_cast<unsigned char>(text.front()))) throw std::invalid_argument("not an integer");
   size_t used = 0;
   const unsigned long long v = std::stoull(text, &used, 0);  // 0x... hex or decimal
   if (used != text.size()) throw std::invalid_argument("not an integer");
@@ -295,6 +299,9 @@ Settings Settings::defaults() {
 }
 
 void Settings::finish() {
+  // Flags reach here unchecked (a file's values were checked as it was read): nothing below
+  // may divide by or size from a value out of its range.
+  visit_settings(*this, RangeChecker{});
   if (engine != "rust" && engine != "baseline" && engine != "null") {
     throw SettingsError("server.engine = \"" + engine + "\" must be \"rust\", \"baseline\" or \"null\"");
   }

@@ -210,7 +210,11 @@ void Worker::handle_batch(size_t count) {
     size_t len = m.msg_len;
     // A datagram larger than the buffer arrives cut; it is oversized either way.
     if ((m.msg_hdr.msg_flags & MSG_TRUNC) != 0) len = kRxBufferSize;
-    if (m.msg_hdr.msg_namelen < sizeof(sockaddr_in) || rx_addrs_[i].sin_family != AF_INET) continue;
+    // No IPv4 source to answer (an IPv4 socket gives none; counted should one ever come).
+    if (m.msg_hdr.msg_namelen < sizeof(sockaddr_in) || rx_addrs_[i].sin_family != AF_INET) {
+      counters.drops[static_cast<size_t>(DropReason::BadSource)].add();
+      continue;
+    }
     const SourceAddress source{rx_addrs_[i].sin_addr.s_addr, rx_addrs_[i].sin_port};
     const Admitted a = admission_.admit({rx_buffers_[i].data(), len}, source, t0_us, decoded);
     if (!a.ok) {
@@ -390,8 +394,10 @@ void Worker::handle(const wire::ClientMessage& message, SourceAddress source, Se
           counters.attacks_answered.add();
           if (r.killed != 0) tell_kill(m.player_id, m.target_id, r.target_kind);
         } else if constexpr (std::is_same_v<T, wire::LootClaim>) {
-          // The claimer's move earlier in this batch goes first (the range check sees it).
-          if (move_pending_for(m.player_id)) flush_engine_batches(now_ms);
+          // The claimer's move earlier in this batch goes first (the range check sees it), and
+          // so do the batch's economy requests: a spend before a claim is decided on the
+          // balance without the loot, as its sender sent them.
+          if (op_count_ > 0 || move_pending_for(m.player_id)) flush_engine_batches(now_ms);
           MmoLootResult r{};
           if (server_.engine_status("claim_loot", server_.engine().claim_loot(m.player_id, m.session_token, m.loot_id, r), counters) !=
               MMO_OK) {
@@ -404,7 +410,9 @@ void Worker::handle(const wire::ClientMessage& message, SourceAddress source, Se
         } else if constexpr (std::is_same_v<T, wire::TradeAnswer>) {
           on_trade_answer(m, source, now_ms);
         } else if constexpr (std::is_same_v<T, wire::Grant>) {
-          // Admin: answered at once (admission checked the key).
+          // Admin: answered at once (admission checked the key), after the batch's economy
+          // requests, which arrived first.
+          if (op_count_ > 0) flush_engine_batches(now_ms);
           MmoEconomyResult r{};
           if (server_.engine_status("grant", server_.engine().grant(m.player_id, m.grant_id, abi_side(m.stack), r), counters) != MMO_OK) return;
           send_durable(source, wire_result(r), r.ledger_seq);

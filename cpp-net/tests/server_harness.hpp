@@ -13,6 +13,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -29,6 +30,7 @@
 #include <sstream>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "mmo_core.h"
@@ -239,11 +241,51 @@ class Client {
   int fd() const { return fd_; }
   void send_raw(const Bytes& b) { sendto(fd_, b.data(), b.size(), 0, reinterpret_cast<sockaddr*>(&server_), sizeof(server_)); }
   template <typename M>
-  Bytes send(const M& m, uint16_t flags = 0) {
+  static Bytes encoded(const M& m, uint16_t flags = 0) {
     Bytes b(kStatsReplyMax);
     b.resize(encode(m, b, flags));
+    return b;
+  }
+  template <typename M>
+  Bytes send(const M& m, uint16_t flags = 0) {
+    Bytes b = encoded(m, flags);
     send_raw(b);
     return b;
+  }
+  // Sends `datagrams` with one sendmmsg, in order: they reach the server's socket together, so
+  // a worker that wakes for the first reads the rest in the same batch (as it would a burst).
+  // Returns how many the kernel took.
+  int send_together(const std::vector<Bytes>& datagrams) {
+    std::vector<iovec> iovs(datagrams.size());
+    std::vector<mmsghdr> msgs(datagrams.size());
+    for (size_t i = 0; i < datagrams.size(); ++i) {
+      iovs[i] = {const_cast<uint8_t*>(datagrams[i].data()), datagrams[i].size()};
+      msgs[i].msg_hdr.msg_name = &server_;
+      msgs[i].msg_hdr.msg_namelen = sizeof(server_);
+      msgs[i].msg_hdr.msg_iov = &iovs[i];
+      msgs[i].msg_hdr.msg_iovlen = 1;
+    }
+    return sendmmsg(fd_, msgs.data(), static_cast<unsigned>(msgs.size()), 0);
+  }
+  // Waits up to `timeout` for one server message of type A and one of type B, in either order
+  // (skipping others), where wait_for<A> would drop a B that came first.
+  template <typename A, typename B>
+  std::pair<std::optional<A>, std::optional<B>> wait_for_both(std::chrono::milliseconds timeout = std::chrono::milliseconds(2000)) {
+    std::pair<std::optional<A>, std::optional<B>> got;
+    const auto deadline = Clock::now() + timeout;
+    Bytes buf(65536);
+    while (Clock::now() < deadline && !(got.first && got.second)) {
+      pollfd p{fd_, POLLIN, 0};
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+      if (poll(&p, 1, static_cast<int>(std::max<long>(1, left))) <= 0) continue;
+      const ssize_t n = recv(fd_, buf.data(), buf.size(), 0);
+      if (n <= 0) continue;
+      Decoded<ServerMessage> d;
+      if (decode_server({buf.data(), static_cast<size_t>(n)}, d) != DecodeError::Ok) continue;
+      if (const A* a = std::get_if<A>(&d.message); a != nullptr && !got.first) got.first = *a;
+      if (const B* b = std::get_if<B>(&d.message); b != nullptr && !got.second) got.second = *b;
+    }
+    return got;
   }
   // Waits up to `timeout` for a server message of type M (skipping others, e.g. AoI).
   template <typename M>
