@@ -273,17 +273,11 @@ class Client {
   std::pair<std::optional<A>, std::optional<B>> wait_for_both(std::chrono::milliseconds timeout = std::chrono::milliseconds(2000)) {
     std::pair<std::optional<A>, std::optional<B>> got;
     const auto deadline = Clock::now() + timeout;
-    Bytes buf(65536);
-    while (Clock::now() < deadline && !(got.first && got.second)) {
-      pollfd p{fd_, POLLIN, 0};
-      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
-      if (poll(&p, 1, static_cast<int>(std::max<long>(1, left))) <= 0) continue;
-      const ssize_t n = recv(fd_, buf.data(), buf.size(), 0);
-      if (n <= 0) continue;
-      Decoded<ServerMessage> d;
-      if (decode_server({buf.data(), static_cast<size_t>(n)}, d) != DecodeError::Ok) continue;
-      if (const A* a = std::get_if<A>(&d.message); a != nullptr && !got.first) got.first = *a;
-      if (const B* b = std::get_if<B>(&d.message); b != nullptr && !got.second) got.second = *b;
+    while (!(got.first && got.second)) {
+      const std::optional<ServerMessage> m = next_message(deadline);
+      if (!m) break;
+      if (const A* a = std::get_if<A>(&*m); a != nullptr && !got.first) got.first = *a;
+      if (const B* b = std::get_if<B>(&*m); b != nullptr && !got.second) got.second = *b;
     }
     return got;
   }
@@ -291,6 +285,17 @@ class Client {
   template <typename M>
   std::optional<M> wait_for(std::chrono::milliseconds timeout = std::chrono::milliseconds(2000), const std::function<bool(const M&)>& accept = nullptr) {
     const auto deadline = Clock::now() + timeout;
+    while (const std::optional<ServerMessage> next = next_message(deadline)) {
+      if (const M* m = std::get_if<M>(&*next)) {
+        if (!accept || accept(*m)) return *m;
+      }
+    }
+    return std::nullopt;
+  }
+
+ private:
+  // The next server message that decodes, or nothing once `deadline` passes.
+  std::optional<ServerMessage> next_message(Clock::time_point deadline) {
     Bytes buf(65536);
     while (Clock::now() < deadline) {
       pollfd p{fd_, POLLIN, 0};
@@ -299,15 +304,11 @@ class Client {
       const ssize_t n = recv(fd_, buf.data(), buf.size(), 0);
       if (n <= 0) continue;
       Decoded<ServerMessage> d;
-      if (decode_server({buf.data(), static_cast<size_t>(n)}, d) != DecodeError::Ok) continue;
-      if (const M* m = std::get_if<M>(&d.message)) {
-        if (!accept || accept(*m)) return *m;
-      }
+      if (decode_server({buf.data(), static_cast<size_t>(n)}, d) == DecodeError::Ok) return d.message;
     }
     return std::nullopt;
   }
 
- private:
   int fd_ = -1;
   sockaddr_in server_{};
 };
