@@ -294,9 +294,11 @@ class Client {
   }
 
  private:
-  // The next server message that decodes, or nothing once `deadline` passes.
+  // The next server message that decodes, or nothing once `deadline` passes. A message's
+  // views into its datagram (a STATS_REPLY's text) point into rx_buf_: valid until the next
+  // receive, so through a wait_for's accept callback.
   std::optional<ServerMessage> next_message(Clock::time_point deadline) {
-    Bytes buf(65536);
+    Bytes& buf = rx_buf_;
     while (Clock::now() < deadline) {
       pollfd p{fd_, POLLIN, 0};
       const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
@@ -311,6 +313,7 @@ class Client {
 
   int fd_ = -1;
   sockaddr_in server_{};
+  Bytes rx_buf_ = Bytes(65536);
 };
 
 struct Joined {
