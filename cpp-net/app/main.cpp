@@ -110,7 +110,7 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
   try {
     settings.finish();
-    mmo::app::check_ranges(settings);
+    mmo::app::check_combinations(settings);
   } catch (const mmo::app::SettingsError& e) {
     std::fprintf(stderr, "mmo-server: %s\n", e.what());
     return kExitSettings;

@@ -395,8 +395,7 @@ void load_file(const std::string& path, Settings& s) {
   }
 }
 
-void check_ranges(Settings& s) {
-  visit_settings(s, RangeChecker{});
+void check_combinations(Settings& s) {
   const uint32_t slots = s.server.address_table_slots;
   if ((slots & (slots - 1)) != 0) throw SettingsError("server.address_table_slots = " + std::to_string(slots) + " must be a power of two");
   // The rules between the core's settings are the engine's own (CoreConfig::validate),

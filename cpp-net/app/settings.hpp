@@ -51,9 +51,9 @@ struct Settings {
   static Settings defaults();
   // Fills what is derived from other settings (core.player_capacity from server.max_players,
   // core.tick_ms from server.tick_hz, the admin key and sources, public address and spawn
-  // points from their text). Checks every value's range first (check_ranges), so nothing is
-  // derived from one out of range (tick_hz = 0 would divide by zero). Throws SettingsError.
-  // (The token key file is read by main, not here.)
+  // points from their text). Checks every value's range first, so nothing is derived from one
+  // out of range (tick_hz = 0 would divide by zero). Throws SettingsError naming the first key
+  // out of range and its range. (The token key file is read by main, not here.)
   void finish();
 };
 
@@ -66,10 +66,10 @@ struct SettingsError : std::runtime_error {
 // key, a wrong type or a value out of range, and for a file that does not parse (with its line).
 void load_file(const std::string& path, Settings& s);
 
-// Throws SettingsError for the first value out of its range, naming its key and the range,
-// then for a combination the core refuses (asked through mmo_config_check): run it after
-// finish(), which fills the core's derived fields.
-void check_ranges(Settings& s);
+// Throws SettingsError for a value finish() does not check alone: address_table_slots not a
+// power of two, or a combination the core refuses (asked through mmo_config_check). Run it
+// after finish(), which checked each value's range and fills the core's derived fields.
+void check_combinations(Settings& s);
 
 // The configuration as a commented TOML file (the example file is this with the defaults).
 std::string to_toml(Settings& s);

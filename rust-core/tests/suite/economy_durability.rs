@@ -383,8 +383,7 @@ fn a_store_opens_once_and_before_any_join() {
     let _ = join(&e, 10.0, 10.0, 1);
     assert!(e.open_store(&dir, CommitPolicy::default(), Box::new(|| {})).is_err(), "players joined without accounts");
     // Nobody live any more, but a wallet was opened (its starting gold minted) and closed: the
-    // books hold gold the store would not know of, so the store still refuses to open, and
-    // an engine that opens it first restarts from it.
+    // books hold gold the store would not know of, so the store still refuses to open.
     let e = Engine::new(config()).unwrap();
     let gone = join(&e, 10.0, 10.0, 1);
     e.leave(gone.id, gone.token).unwrap();
