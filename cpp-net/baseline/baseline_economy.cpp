@@ -9,11 +9,14 @@
 namespace mmo::baseline {
 namespace {
 
-enum class Recall { kDecided, kTooOld, kNew };
+enum class Recall { kDecided, kTooOld, kTooFar, kNew };
 
-// What the wallet remembers about `transaction_id` (economy.rs Wallet::earlier).
+// What the wallet remembers about `transaction_id` (economy.rs Wallet::earlier); an id more
+// than MMO_TRANSACTION_STEP_MAX above the highest is refused, so no client can move its
+// window to the top of the range.
 Recall recall(const Wallet& w, uint64_t transaction_id, Decision& decided) {
   if (w.highest_transaction >= kDedupWindow && transaction_id <= w.highest_transaction - kDedupWindow) return Recall::kTooOld;
+  if (transaction_id > w.highest_transaction && transaction_id - w.highest_transaction > uint64_t{MMO_TRANSACTION_STEP_MAX}) return Recall::kTooFar;
   const Decision& d = w.decisions[transaction_id % kDedupWindow];
   if (d.transaction_id != transaction_id) return Recall::kNew;
   decided = d;
@@ -245,6 +248,7 @@ Outcome Economy::execute(const MmoEconomyOp& op, const WalletPtr& initiator, con
   switch (recall(me, op.transaction_id, decided)) {
     case Recall::kDecided: return Outcome{decided.status, true, decided.gold_after};
     case Recall::kTooOld: return Outcome{MMO_ECONOMY_STATUS_TRANSACTION_TOO_OLD, false, 0};
+    case Recall::kTooFar: return Outcome{MMO_ECONOMY_STATUS_INVALID_TRANSACTION, false, 0};
     case Recall::kNew: break;
   }
   Wallet* them = other != nullptr && other->open ? other : nullptr;
@@ -271,6 +275,7 @@ Outcome Economy::offer(const MmoTradeOffer& offer, const WalletPtr& maker, const
   switch (recall(w, offer.transaction_id, decided)) {
     case Recall::kDecided: return Outcome{decided.status, true, decided.gold_after};
     case Recall::kTooOld: return Outcome{MMO_ECONOMY_STATUS_TRANSACTION_TOO_OLD, false, 0};
+    case Recall::kTooFar: return Outcome{MMO_ECONOMY_STATUS_INVALID_TRANSACTION, false, 0};
     case Recall::kNew: break;
   }
   closed_expired = settle_expired_offer(w, now_ms);
@@ -317,6 +322,7 @@ Outcome Economy::answer(const MmoTradeAnswer& answer, const WalletPtr& me, const
   switch (recall(w, answer.transaction_id, decided)) {
     case Recall::kDecided: return Outcome{decided.status, true, decided.gold_after};
     case Recall::kTooOld: return Outcome{MMO_ECONOMY_STATUS_TRANSACTION_TOO_OLD, false, 0};
+    case Recall::kTooFar: return Outcome{MMO_ECONOMY_STATUS_INVALID_TRANSACTION, false, 0};
     case Recall::kNew: break;
   }
   const bool cancelling = maker.kind == Counterparty::Kind::kInitiator || (maker.kind == Counterparty::Kind::kWallet && maker.wallet == me);

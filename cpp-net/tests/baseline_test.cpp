@@ -1498,6 +1498,9 @@ class Differential {
   void economy(Rng& rng) {
     const size_t n = 1 + rng.below(6);
     std::vector<MmoEconomyOp> r_ops, b_ops;
+    // Ops whose id jumps to the step limit, and whose player's counter follows only if the
+    // engines took the id.
+    std::vector<std::pair<size_t, Player*>> far_jumps;
     for (size_t i = 0; i < n; ++i) {
       Player& p = any_player(rng);
       MmoEconomyOp o{};
@@ -1510,6 +1513,11 @@ class Differential {
       } else if (t == 4) {
         o.transaction_id = p.next_txn += rng.below(50);
         ++p.next_txn;
+      } else if (t == 5 && rng.chance(25)) {
+        // The highest decided id is at most next_txn - 1, so this is at, or just past, the
+        // farthest a new id may jump from it (refused past it, recorded nowhere).
+        o.transaction_id = p.next_txn - 1 + uint64_t{MMO_TRANSACTION_STEP_MAX} + rng.below(3);
+        far_jumps.emplace_back(i, &p);
       } else {
         ++p.next_txn;
       }
@@ -1552,6 +1560,9 @@ class Differential {
       ASSERT_EQ(rr[i].gold_balance, rb[i].gold_balance) << where() << " op " << i;
       ASSERT_EQ(rr[i].transaction_id, rb[i].transaction_id);
       ASSERT_EQ(rb[i].player_id, b_ops[i].player_id);
+    }
+    for (const auto& [i, p] : far_jumps) {
+      if (rr[i].status != MMO_ECONOMY_STATUS_INVALID_TRANSACTION) p->next_txn = std::max(p->next_txn, r_ops[i].transaction_id + 1);
     }
     compare_audit();
   }

@@ -58,6 +58,10 @@
 // departed, or joined after the snapshot's tick).
 #define MMO_AOI_NOT_IN_SNAPSHOT 4294967295
 
+// How far above an account's highest decided transaction id a new economy request's id may
+// be; one further is refused `MMO_ECONOMY_STATUS_INVALID_TRANSACTION`, recorded nowhere.
+#define MMO_TRANSACTION_STEP_MAX (1 << 20)
+
 // Version of this ABI. Bumped on any change to a function signature or record layout.
 #define MMO_ABI_VERSION 11
 
@@ -258,7 +262,8 @@ enum MmoEconomyStatus
   MMO_ECONOMY_STATUS_TRANSACTION_TOO_OLD = 10,
   // `kind` is not an `EconomyKind`.
   MMO_ECONOMY_STATUS_BAD_KIND = 11,
-  // Transaction id 0.
+  // Transaction id 0, or one more than `TRANSACTION_STEP_MAX` (2^20) above the account's highest
+  // decided id (refused, recorded nowhere).
   MMO_ECONOMY_STATUS_INVALID_TRANSACTION = 12,
   // A trade offer from a maker who already has one open (one at a time).
   MMO_ECONOMY_STATUS_OFFER_PENDING = 13,
@@ -809,7 +814,7 @@ typedef struct MmoStats {
   uint64_t economy_too_old;
   // Economy refused: unknown operation kind.
   uint64_t economy_bad_kind;
-  // Economy refused: transaction id 0.
+  // Economy refused: transaction id 0, or more than 2^20 above the account's highest.
   uint64_t economy_invalid_transaction;
   // Economy refused: the maker already has an open trade offer.
   uint64_t economy_offer_pending;

@@ -92,6 +92,11 @@ pub struct MmoAoiBatchInfo {
 pub const MMO_AOI_NOT_IN_SNAPSHOT: u32 = 0xFFFF_FFFF;
 const _: () = assert!(MMO_AOI_NOT_IN_SNAPSHOT == mmo_core::snapshot::NOT_IN_SNAPSHOT);
 
+/// How far above an account's highest decided transaction id a new economy request's id may
+/// be; one further is refused `MMO_ECONOMY_STATUS_INVALID_TRANSACTION`, recorded nowhere.
+pub const MMO_TRANSACTION_STEP_MAX: u64 = 1 << 20;
+const _: () = assert!(MMO_TRANSACTION_STEP_MAX == mmo_core::economy::TRANSACTION_STEP_MAX);
+
 /// What a damage call did: `outcome` is 1 (hit), 2 (killed: this call brought hp to zero)
 /// or 3 (already dead).
 #[repr(C)]

@@ -446,7 +446,7 @@ wire_enum! {
         TransactionTooOld = 10,
         /// Not an economy kind.
         BadKind = 11,
-        /// Transaction id 0.
+        /// Transaction id 0, or more than 2^20 above the account's highest.
         InvalidTransaction = 12,
         /// The maker already has an open trade offer.
         OfferPending = 13,

@@ -51,7 +51,10 @@
 //! decided id gets that recorded decision back with `duplicate = 1`, whether it was applied or
 //! refused; an id older than the window is refused as `TransactionTooOld` (it may have been
 //! applied, so it is never applied now). Clients number transactions upwards and keep fewer
-//! than [`DEDUP_WINDOW`] in flight.
+//! than [`DEDUP_WINDOW`] in flight. A new id more than [`TRANSACTION_STEP_MAX`] above the
+//! wallet's highest is refused `InvalidTransaction` and recorded nowhere: the window only moves
+//! up, so one request for id `u64::MAX` would otherwise leave the account no id to use, ever
+//! (its window is stored with it).
 //!
 //! ## Accounts and durability
 //!
@@ -97,6 +100,14 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 pub const ECONOMY_SHARDS: usize = 64;
 /// Transaction ids remembered per wallet (defined with the ledger, which stores the window).
 pub use crate::ledger::DEDUP_WINDOW;
+
+/// How far above a wallet's highest decided transaction id a new id may be (the first id of
+/// an account: how far above 0). A client counting upwards never comes near it; a client
+/// that jumps further is refused `InvalidTransaction`, the wallet untouched. At this step,
+/// moving an account's window to the top of the range takes 2^44 accepted requests.
+pub const TRANSACTION_STEP_MAX: u64 = 1 << 20;
+
+const _: () = assert!(TRANSACTION_STEP_MAX >= DEDUP_WINDOW as u64, "a client may skip a window's worth of ids");
 
 /// A wallet: its key in the economy's arena. Stale once the wallet closes (the arena's
 /// generation moves on when the slot is reused, and a stale key finds nothing).
@@ -335,9 +346,13 @@ impl Wallet {
     }
 
     /// The answer already owed to `transaction_id`, if it is not new: the recorded decision
-    /// (`duplicate` set) for an id inside the window, `TransactionTooOld` for one below it.
+    /// (`duplicate` set) for an id inside the window, `TransactionTooOld` for one below it,
+    /// `InvalidTransaction` for one more than [`TRANSACTION_STEP_MAX`] above the highest.
     fn earlier(&self, transaction_id: u64) -> Option<Outcome> {
         if transaction_id > self.highest_transaction {
+            if transaction_id - self.highest_transaction > TRANSACTION_STEP_MAX {
+                return Some(Outcome::refused(EconomyStatus::InvalidTransaction));
+            }
             // New. Its slot may still hold the decision of an id a window or more below it.
             return None;
         }
@@ -362,6 +377,10 @@ impl Wallet {
     fn record(&mut self, transaction_id: u64, status: EconomyStatus) -> Outcome {
         let at = usize::from(window_slot(transaction_id));
         if transaction_id > self.highest_transaction {
+            debug_assert!(
+                transaction_id - self.highest_transaction <= TRANSACTION_STEP_MAX,
+                "a jump too far is refused before it is recorded"
+            );
             let passed_over = (self.highest_transaction + 1).max(transaction_id.saturating_sub(DEDUP_WINDOW as u64 - 1));
             for id in passed_over..transaction_id {
                 self.decisions[usize::from(window_slot(id))] = Decision::VACANT;
@@ -1557,7 +1576,8 @@ mod tests {
     /// made: an id at or below `highest - DEDUP_WINDOW` is too old, any other id decided before
     /// gets its decision back, and the rest are new. Driven by the ids a hostile client can
     /// send: steps up, retransmits, ids just inside and outside the window, jumps of whole
-    /// windows (whose ids share every slot) and of 2^32, and the top of the range.
+    /// windows (whose ids share every slot), jumps to either side of [`TRANSACTION_STEP_MAX`]
+    /// and of 2^32 (refused `InvalidTransaction`, nothing recorded), and the top of the range.
     #[test]
     fn the_window_answers_as_if_it_kept_every_decision() {
         use std::collections::HashMap;
@@ -1583,7 +1603,8 @@ mod tests {
                     2 => h.saturating_sub(next(2 * WINDOW)),
                     3 => h.saturating_add(WINDOW * (1 + next(3))),
                     4 => h.saturating_sub(WINDOW - 1 + next(3)),
-                    5 => h.saturating_add(1 << 32),
+                    5 if next(2) == 0 => h.saturating_add(1 << 32),
+                    5 => h.saturating_add(TRANSACTION_STEP_MAX - 1 + next(3)),
                     6 => start.saturating_add(1 + next(3 * WINDOW)),
                     // The top of the range pins the window there: only in the runs that
                     // start near it. Elsewhere, jumps of about a window (the edge of what
@@ -1594,15 +1615,22 @@ mod tests {
                 }
                 .max(1);
                 let too_old = h >= WINDOW && tx <= h - WINDOW;
+                let too_far = tx > h && tx - h > TRANSACTION_STEP_MAX;
                 match w.earlier(tx) {
                     Some(o) if too_old => assert_eq!((o.status, o.duplicate), (EconomyStatus::TransactionTooOld, false)),
+                    Some(o) if too_far => {
+                        assert_eq!((o.status, o.duplicate), (EconomyStatus::InvalidTransaction, false), "run {run} step {step}: id {tx}");
+                    }
                     Some(o) => {
                         let (status, gold_after, seq) = decided[&tx];
                         assert!(o.duplicate, "run {run} step {step}: id {tx} answered as decided");
                         assert_eq!((o.status, o.gold_after, o.ledger_seq), (status, gold_after, seq), "run {run} step {step}: id {tx}");
                     }
                     None => {
-                        assert!(!too_old && !decided.contains_key(&tx), "run {run} step {step}: id {tx} (highest {h}) is not new");
+                        assert!(
+                            !too_old && !too_far && !decided.contains_key(&tx),
+                            "run {run} step {step}: id {tx} (highest {h}) is not new"
+                        );
                         w.gold = 1_000 + step;
                         let status = statuses[next(3) as usize];
                         let o = w.record(tx, status);

@@ -316,7 +316,8 @@ pub enum EconomyStatus {
     TransactionTooOld = 10,
     /// `kind` is not an [`EconomyKind`].
     BadKind = 11,
-    /// Transaction id 0.
+    /// Transaction id 0, or one more than `TRANSACTION_STEP_MAX` (2^20) above the account's highest
+    /// decided id (refused, recorded nowhere).
     InvalidTransaction = 12,
     /// A trade offer from a maker who already has one open (one at a time).
     OfferPending = 13,

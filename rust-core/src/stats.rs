@@ -186,7 +186,7 @@ pub struct StatsSnapshot {
     pub economy_too_old: u64,
     /// Economy refused: unknown operation kind.
     pub economy_bad_kind: u64,
-    /// Economy refused: transaction id 0.
+    /// Economy refused: transaction id 0, or more than 2^20 above the account's highest.
     pub economy_invalid_transaction: u64,
     /// Economy refused: the maker already has an open trade offer.
     pub economy_offer_pending: u64,
@@ -331,7 +331,7 @@ define_counters! {
     EconomyWrongSession / economy_wrong_session: "Economy refused: wrong session.",
     EconomyTooOld / economy_too_old: "Economy refused: transaction older than the window.",
     EconomyBadKind / economy_bad_kind: "Economy refused: unknown operation kind.",
-    EconomyInvalidTransaction / economy_invalid_transaction: "Economy refused: transaction id 0.",
+    EconomyInvalidTransaction / economy_invalid_transaction: "Economy refused: transaction id 0, or more than 2^20 above the account's highest.",
     EconomyOfferPending / economy_offer_pending: "Economy refused: the maker already has an open trade offer.",
     EconomyNoSuchOffer / economy_no_such_offer: "Economy refused: no open trade offer with that id.",
     EconomyNotYourOffer / economy_not_your_offer: "Economy refused: an answer to another player's trade offer.",

@@ -2,7 +2,7 @@
 //! retransmits, and conservation including departures.
 
 use crate::common::*;
-use mmo_core::records::{EconomyKind::*, EconomyResult, EconomyStatus, TradeStack};
+use mmo_core::records::{EconomyKind::*, EconomyResult, EconomyStatus, TradeAnswer, TradeOffer, TradeStack};
 use mmo_core::{BatchError, CoreConfig, Engine};
 
 fn rich_engine() -> Engine {
@@ -162,6 +162,59 @@ fn the_deduplication_window_boundary_is_exact() {
     // Ids skipped inside the new window are still new.
     assert_eq!(status(&run_op(&e, op(a, highest + 1_000 - 5, Spend, 0, 1, 0, 0))), EconomyStatus::Applied);
     assert_eq!(e.player(a.id).unwrap().gold, 1_000 - highest - 2);
+    assert!(e.economy_audit().is_conserved());
+}
+
+/// The window only moves up, and an account keeps it between sessions, so a new id may be at
+/// most `TRANSACTION_STEP_MAX` above the highest decided one: one further is refused and
+/// recorded nowhere, and a client asking for id `u64::MAX` cannot leave its account without
+/// ids to use. Trade offers and answers share the numbering and the bound.
+#[test]
+fn a_jump_past_the_step_limit_is_refused_and_the_account_stays_usable() {
+    let e = rich_engine();
+    let step = mmo_core::economy::TRANSACTION_STEP_MAX;
+    let a = Who::of(e.join_account(7, 10.0, 10.0, 1).unwrap());
+    let b = join(&e, 20.0, 10.0, 1);
+    let refused = |r: EconomyResult| (status(&r), r.duplicate, r.gold_balance) == (EconomyStatus::InvalidTransaction, 0, 0);
+    // An account's first id: at most the step above 0.
+    assert!(refused(run_op(&e, op(a, step + 1, Spend, 0, 1, 0, 0))));
+    assert_eq!(status(&run_op(&e, op(a, step, Spend, 0, 1, 0, 0))), EconomyStatus::Applied);
+    // The top of the range and just past the step, each twice: refused every time.
+    for txn in [u64::MAX, 2 * step + 1, u64::MAX, 2 * step + 1] {
+        assert!(refused(run_op(&e, op(a, txn, Transfer, b.id, 1, 0, 0))), "id {txn}");
+    }
+    let give = TradeStack { gold: 5, item_count: 0, item_kind: 0, _reserved: 0 };
+    let offer = TradeOffer {
+        player_id: a.id,
+        session_token: a.token,
+        transaction_id: u64::MAX,
+        counterparty_id: b.id,
+        give,
+        want: TradeStack::default(),
+    };
+    assert!(refused(e.trade_offer(&offer, 1_000)));
+    let answer = TradeAnswer {
+        player_id: a.id,
+        session_token: a.token,
+        transaction_id: u64::MAX,
+        maker_id: b.id,
+        offer_id: 1,
+        accept: 1,
+        _reserved: [0; 7],
+    };
+    assert!(refused(e.trade_answer(&answer, 1_000)));
+    assert_eq!(e.economy_audit().open_offers, 0);
+    // The window moved only for the id taken: the next in order is new, and so is the
+    // farthest step from it.
+    assert_eq!(status(&run_op(&e, op(a, step + 1, Spend, 0, 1, 0, 0))), EconomyStatus::Applied);
+    assert_eq!(status(&run_op(&e, op(a, 2 * step + 1, Spend, 0, 1, 0, 0))), EconomyStatus::Applied);
+    // A later session of the account keeps the window and the bound from it.
+    e.leave(a.id, a.token).unwrap();
+    let a = Who::of(e.join_account(7, 10.0, 10.0, 1).unwrap());
+    assert!(refused(run_op(&e, op(a, 3 * step + 2, Spend, 0, 1, 0, 0))));
+    assert_eq!(status(&run_op(&e, op(a, 3 * step + 1, Spend, 0, 1, 0, 0))), EconomyStatus::Applied);
+    assert_eq!((e.player(a.id).unwrap().gold, e.player(b.id).unwrap().gold), (1_000 - 4, 1_000));
+    assert_eq!(e.stats().economy_invalid_transaction, 8);
     assert!(e.economy_audit().is_conserved());
 }
 
